@@ -1,0 +1,301 @@
+"""The judge runner: every planned judge call of a run, concurrently, on one event loop.
+
+After collection the plugin submits all judge calls of the selected items at once; the
+runner executes them on a background event loop with at most ``concurrency`` provider
+requests in flight (and an optional requests-per-minute limit), while pytest runs items in
+the main thread. Each item blocks only on its own calls' futures, so N calls take about
+``ceil(N / concurrency)`` round trips in total (design.md, "Data flow").
+
+Per call:
+
+1. look the request up in the cache; on a miss, call the provider, retrying retryable
+   failures (429, 5xx, timeouts, dropped connections) with exponential back-off and full
+   jitter, or exactly the server's ``Retry-After`` when it sends one; the sleep happens
+   outside the concurrency slot so other calls proceed;
+2. store the reply in the cache *before* parsing it (paid-for work survives a crash);
+3. parse; if the reply is unusable, re-ask with a note naming the problem (a changed
+   prompt, hence its own cache entry) up to ``max_reasks`` times, keeping every valid
+   verdict seen; rubrics still without one are unscored with the parser's reason.
+
+A provider failure after the last retry is an outcome with ``error`` set, never an
+exception that escapes into pytest, and never a score. Identical calls submitted twice
+share one future. Error messages pass through :func:`redact` so configured API keys can't
+leak into reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import random
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
+
+from pytest_llmjudge.errors import ProviderError, UnscoredError
+from pytest_llmjudge.execution.cache import JudgeCache, cache_key
+from pytest_llmjudge.execution.ratelimit import RateLimiter
+from pytest_llmjudge.judges.base import JudgeProvider, ProviderCallError, ProviderReply, ProviderRequest, Usage
+from pytest_llmjudge.judges.parsing import Verdict, parse_reply
+from pytest_llmjudge.judges.rubrics import Rubric
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """What one judge call produced: a verdict or an error per rubric."""
+
+    results: dict[str, Verdict | UnscoredError]
+    error: str | None = None
+    cached: bool = False
+    provider_calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+
+
+@dataclass
+class RunnerStats:
+    submitted: int = 0
+    finished: int = 0
+    cache_hits: int = 0
+    provider_calls: int = 0
+    retries: int = 0
+    failed_calls: int = 0
+    unscored: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every secret (length >= 4) replaced by ``***``."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text
+
+
+class JudgeRunner:
+    """Runs judge calls on a background event loop; thread-safe ``submit_*`` methods."""
+
+    def __init__(
+        self,
+        cache: JudgeCache,
+        *,
+        concurrency: int = 16,
+        requests_per_minute: float | None = None,
+        max_retries: int = 4,
+        backoff_base: float = 0.5,
+        backoff_max: float = 30.0,
+        secrets: Sequence[str] = (),
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.cache = cache
+        self.concurrency = concurrency
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.secrets = tuple(secrets)
+        self.stats = RunnerStats()
+        self._rate_limiter = RateLimiter(requests_per_minute)
+        self._lock = threading.Lock()
+        self._futures: dict[str, concurrent.futures.Future[CallOutcome]] = {}
+        self._providers: list[JudgeProvider] = []
+        self._loop = asyncio.new_event_loop()
+        self._semaphore: asyncio.Semaphore | None = None
+        self._thread = threading.Thread(target=self._loop.run_forever, name="llmjudge-runner", daemon=True)
+        self._thread.start()
+
+    def add_secret(self, secret: str | None) -> None:
+        if secret:
+            self.secrets = (*self.secrets, secret)
+
+    def track_provider(self, provider: JudgeProvider) -> None:
+        self._providers.append(provider)
+
+    # -- submission (any thread) -------------------------------------------------------
+
+    def submit(self, make: Callable[[], Awaitable[T]]) -> concurrent.futures.Future[T]:
+        """Run an arbitrary coroutine (e.g. an output target) on the runner's loop."""
+
+        async def wrapped() -> T:
+            return await make()
+
+        return asyncio.run_coroutine_threadsafe(wrapped(), self._loop)
+
+    def submit_judgment(
+        self,
+        provider: JudgeProvider,
+        request: ProviderRequest,
+        rubrics: Sequence[Rubric],
+        *,
+        max_reasks: int = 2,
+    ) -> concurrent.futures.Future[CallOutcome]:
+        """Schedule one judge call; identical calls share one future."""
+        key = cache_key({**request.cache_payload(), "rubrics": [r.name for r in rubrics], "reasks": max_reasks})
+        with self._lock:
+            existing = self._futures.get(key)
+            if existing is not None:
+                return existing
+            self.stats.submitted += 1
+            future = asyncio.run_coroutine_threadsafe(
+                self._judge(provider, request, tuple(rubrics), max_reasks), self._loop
+            )
+            self._futures[key] = future
+            return future
+
+    def submit_judgment_after(
+        self,
+        text_future: concurrent.futures.Future[Any],
+        build: Callable[[Any], tuple[JudgeProvider, ProviderRequest, Sequence[Rubric], int]],
+    ) -> concurrent.futures.Future[CallOutcome]:
+        """Schedule a judge call whose request depends on a not-yet-produced output."""
+
+        async def chained() -> CallOutcome:
+            value = await asyncio.wrap_future(text_future)
+            provider, request, rubrics, max_reasks = build(value)
+            with self._lock:
+                self.stats.submitted += 1
+            return await self._judge(provider, request, tuple(rubrics), max_reasks)
+
+        return asyncio.run_coroutine_threadsafe(chained(), self._loop)
+
+    # -- execution (runner loop) ---------------------------------------------------------
+
+    async def _judge(
+        self, provider: JudgeProvider, request: ProviderRequest, rubrics: tuple[Rubric, ...], max_reasks: int
+    ) -> CallOutcome:
+        results: dict[str, Verdict | UnscoredError] = {}
+        all_cached = True
+        calls = 0
+        input_tokens = output_tokens = 0
+        model = request.model
+        current = request
+        try:
+            for reask in range(max_reasks + 1):
+                payload = current.cache_payload()
+                key = cache_key(payload)
+                hit = self.cache.get(key)
+                if hit is not None:
+                    reply = hit.reply
+                    with self._lock:
+                        self.stats.cache_hits += 1
+                else:
+                    all_cached = False
+                    reply = await self._call_with_retries(provider, current)
+                    calls += 1
+                    input_tokens += reply.usage.input_tokens
+                    output_tokens += reply.usage.output_tokens
+                    self.cache.put(key, payload, reply)
+                model = reply.model or model
+                problem = self._merge(results, reply, rubrics)
+                if problem is None or reask == max_reasks:
+                    break
+                current = replace(
+                    request,
+                    user=request.user
+                    + "\n\n## Note\nA previous reply to this request could not be used ("
+                    + problem
+                    + "). Reply again with only the JSON object described above.",
+                )
+            outcome = CallOutcome(
+                results=results,
+                cached=all_cached,
+                provider_calls=calls,
+                usage=Usage(input_tokens, output_tokens),
+                model=model,
+            )
+        except ProviderError as exc:
+            outcome = CallOutcome(
+                results={r.name: UnscoredError(f"provider failed: {exc}") for r in rubrics},
+                error=str(exc),
+                cached=False,
+                provider_calls=calls,
+                usage=Usage(input_tokens, output_tokens),
+                model=model,
+            )
+        with self._lock:
+            self.stats.finished += 1
+            self.stats.input_tokens += outcome.usage.input_tokens
+            self.stats.output_tokens += outcome.usage.output_tokens
+            if outcome.error is not None:
+                self.stats.failed_calls += 1
+            self.stats.unscored += sum(isinstance(v, UnscoredError) for v in outcome.results.values())
+        return outcome
+
+    @staticmethod
+    def _merge(
+        results: dict[str, Verdict | UnscoredError], reply: ProviderReply, rubrics: tuple[Rubric, ...]
+    ) -> str | None:
+        """Fold one reply's verdicts into ``results``; return what is still wrong, if anything."""
+        try:
+            parsed: dict[str, Verdict | UnscoredError] = parse_reply(reply.text, rubrics)
+        except UnscoredError as exc:
+            parsed = {r.name: exc for r in rubrics}
+        for name, value in parsed.items():
+            if not isinstance(results.get(name), Verdict):
+                results[name] = value
+        problems = [str(v) for v in results.values() if isinstance(v, UnscoredError)]
+        return "; ".join(dict.fromkeys(problems)) if problems else None
+
+    async def _call_with_retries(self, provider: JudgeProvider, request: ProviderRequest) -> ProviderReply:
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self.concurrency)
+        attempt = 0
+        while True:
+            async with self._semaphore:
+                await self._rate_limiter.acquire()
+                with self._lock:
+                    self.stats.provider_calls += 1
+                try:
+                    return await provider.complete(request)
+                except ProviderCallError as exc:
+                    failure = exc
+                except Exception as exc:  # a provider bug: report it on the case, don't crash the run
+                    raise ProviderError(
+                        redact(f"{provider.name} raised {exc.__class__.__name__}: {exc}", self.secrets)
+                    ) from None
+            attempt += 1
+            if not failure.retryable or attempt > self.max_retries:
+                tries = f" after {attempt} attempts" if attempt > 1 else ""
+                raise ProviderError(
+                    redact(f"{provider.name}: {failure}{tries}", self.secrets),
+                    status=failure.status,
+                    attempts=attempt,
+                )
+            with self._lock:
+                self.stats.retries += 1
+            if failure.retry_after is not None:
+                delay = min(failure.retry_after, self.backoff_max)
+            else:
+                delay = random.uniform(0, min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1)))
+            await asyncio.sleep(delay)
+
+    # -- shutdown ----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Cancel what is still pending, close provider clients, stop the loop."""
+        if not self._thread.is_alive():
+            return
+
+        async def shutdown() -> None:
+            current = asyncio.current_task()
+            for task in asyncio.all_tasks():
+                if task is not current:
+                    task.cancel()
+            for provider in self._providers:
+                try:
+                    await provider.aclose()
+                except Exception:  # closing is best effort; the process is ending anyway
+                    pass
+
+        try:
+            asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(timeout=10)
+        except (concurrent.futures.TimeoutError, RuntimeError):
+            pass
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        if not self._thread.is_alive():
+            self._loop.close()

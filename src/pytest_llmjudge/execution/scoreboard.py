@@ -1,0 +1,382 @@
+"""Where every score of a run comes from: recorded values, judge calls, reference metrics.
+
+The plugin hands the scoreboard all (suite, case, metric) needs of the selected items right
+after collection (:meth:`ScoreBoard.plan`); judge calls for them go to the runner at once,
+grouped as the suite's judge mode says (one rubric per request, or all rubrics of a case in
+one compound request; ``repeats`` samples each). Items then ask for their score
+(:meth:`ScoreBoard.score`) and block only on their own calls.
+
+Groups are formed from everything a case needs in its suite, not from what happens to be
+selected, so ``-k`` never changes a compound prompt (and so never invalidates the cache).
+
+Degenerate cases, all reported as an unscored :class:`Score` with ``error`` set (never a
+pass): a recorded score of ``null``; a rubric that needs the input or reference the case
+lacks; an output target that raises or returns a non-string; a provider that fails after
+its retries; a reply that stays unparseable after its re-asks; a metric that is undefined
+for the case. With ``repeats: k`` every sample must be scored; the score is their mean
+(or majority, ties broken toward the lower score) and ``samples`` keeps them all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import math
+import statistics
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pytest_llmjudge.errors import LLMJudgeError, MetricError, UnscoredError
+from pytest_llmjudge.execution.cache import JudgeCache
+from pytest_llmjudge.execution.runner import CallOutcome, JudgeRunner
+from pytest_llmjudge.judges.base import JudgeProvider
+from pytest_llmjudge.judges.parsing import Verdict
+from pytest_llmjudge.judges.prompts import JudgedText, JudgeSettings, build_request
+from pytest_llmjudge.judges.rubrics import Rubric
+from pytest_llmjudge.metrics.base import Metric, MetricInput
+from pytest_llmjudge.registry import Registry
+from pytest_llmjudge.settings import Settings
+from pytest_llmjudge.suite.model import Case, Suite
+
+ScoreSource = Literal["recorded", "judge", "metric"]
+
+
+@dataclass(frozen=True)
+class Score:
+    """One metric's score for one case, or why there is none."""
+
+    metric: str
+    value: float | str | None
+    source: ScoreSource
+    justification: str | None = None
+    judge: str | None = None
+    cached: bool | None = None
+    error: str | None = None
+    samples: tuple[float, ...] = ()
+    detail: Mapping[str, Any] = field(default_factory=dict)
+    higher_is_better: bool = True
+
+    @property
+    def scored(self) -> bool:
+        if self.error is not None or self.value is None:
+            return False
+        return not (isinstance(self.value, float) and math.isnan(self.value))
+
+    @property
+    def spread(self) -> float | None:
+        return max(self.samples) - min(self.samples) if len(self.samples) > 1 else None
+
+
+def _unscored(metric: str, source: ScoreSource, error: str, **extra: Any) -> Score:
+    return Score(metric=metric, value=None, source=source, error=error, **extra)
+
+
+def combine_samples(samples: Sequence[float], how: Literal["mean", "majority"]) -> float:
+    """Mean of the samples, or the most common one (ties go to the lower score)."""
+    if how == "mean":
+        return statistics.fmean(samples)
+    counts = Counter(samples)
+    best = max(counts.values())
+    return min(value for value, count in counts.items() if count == best)
+
+
+class ScoreBoard:
+    """Produces :class:`Score` objects; owns the judge runner and provider clients."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        settings: Settings,
+        *,
+        on_wait: Callable[[JudgeRunner], None] | None = None,
+    ) -> None:
+        self.registry = registry
+        self.settings = settings
+        self.on_wait = on_wait
+        self._cache = JudgeCache(settings.cache_dir, settings.cache_mode)
+        self._runner: JudgeRunner | None = None
+        self._lock = threading.RLock()
+        self._providers: dict[tuple[str, str | None, str | None], JudgeProvider] = {}
+        self._calls: dict[tuple[str, tuple[str, ...], int], concurrent.futures.Future[CallOutcome]] = {}
+        self._outputs: dict[str, concurrent.futures.Future[str]] = {}
+        self._metrics: dict[tuple[str, str], Metric] = {}
+
+    # -- judges ------------------------------------------------------------------------
+
+    @property
+    def runner(self) -> JudgeRunner:
+        with self._lock:
+            if self._runner is None:
+                self._runner = JudgeRunner(
+                    self._cache,
+                    concurrency=self.settings.concurrency,
+                    requests_per_minute=self.settings.requests_per_minute,
+                    max_retries=self.settings.max_retries,
+                )
+            return self._runner
+
+    @property
+    def runner_started(self) -> bool:
+        return self._runner is not None
+
+    def judge_settings(self, suite: Suite) -> JudgeSettings:
+        judge = suite.judge
+        provider = self.settings.provider or judge.provider
+        return JudgeSettings(
+            provider=provider,
+            model=self.settings.model or judge.model,
+            base_url=self.settings.base_url or judge.base_url,
+            temperature=judge.temperature,
+            max_tokens=judge.max_tokens,
+            seed=judge.seed,
+            instructions=judge.instructions,
+            structured_output=judge.structured_output,
+        )
+
+    def judge_problem(self, suite: Suite) -> str | None:
+        """Why this suite's judge can't be called (no key, no base_url), or None."""
+        settings = self.judge_settings(suite)
+        try:
+            factory = self.registry.provider(settings.provider)
+        except LLMJudgeError as exc:
+            return str(exc)
+        return factory.credentials_problem(settings.base_url, suite.judge.api_key_env)
+
+    def provider_for(self, suite: Suite) -> JudgeProvider:
+        settings = self.judge_settings(suite)
+        key = (settings.provider, settings.base_url, suite.judge.api_key_env)
+        with self._lock:
+            provider = self._providers.get(key)
+            if provider is None:
+                factory = self.registry.provider(settings.provider)
+                api_key = factory.api_key(suite.judge.api_key_env)
+                provider = factory.create(api_key, settings.base_url, self.settings.timeout)
+                self.runner.add_secret(api_key)
+                self.runner.track_provider(provider)
+                self._providers[key] = provider
+            return provider
+
+    def rubric_groups(self, suite: Suite, case: Case) -> list[tuple[Rubric, ...]]:
+        """The judge requests one case needs, as groups of rubrics."""
+        needed: list[str] = []
+        names = [t.metric for t in case.thresholds] + [a.spec.metric for a in suite.aggregates]
+        for name in names:
+            if suite.metric_kinds.get(name) == "rubric" and name not in case.recorded and name not in needed:
+                needed.append(name)
+        rubrics = [suite.rubrics[name] for name in needed]
+        if not rubrics:
+            return []
+        if suite.judge.mode == "compound":
+            return [tuple(rubrics)]
+        return [(rubric,) for rubric in rubrics]
+
+    def plan(self, needs: Iterable[tuple[Suite, Case, str]]) -> int:
+        """Submit every judge call the needs require; returns how many were submitted."""
+        submitted = 0
+        for suite, case, metric in needs:
+            if suite.metric_kinds.get(metric) != "rubric" or metric in case.recorded:
+                continue
+            for group in self.rubric_groups(suite, case):
+                if metric in {rubric.name for rubric in group}:
+                    for sample in range(suite.judge.repeats):
+                        submitted += self._submit(suite, case, group, sample)
+        return submitted
+
+    def _submit(self, suite: Suite, case: Case, group: tuple[Rubric, ...], sample: int) -> int:
+        key = (case.key, tuple(r.name for r in group), sample)
+        with self._lock:
+            if key in self._calls:
+                return 0
+            provider = self.provider_for(suite)
+            settings = self.judge_settings(suite)
+
+            def build(output: str) -> tuple[JudgeProvider, Any, Sequence[Rubric], int]:
+                text = JudgedText(
+                    language=case.language,
+                    output=output,
+                    input=case.input,
+                    reference=case.reference,
+                    context=case.context,
+                )
+                request = build_request(group, text, settings, task=suite.task, sample=sample)
+                return provider, request, group, suite.judge.max_reasks
+
+            if case.output is not None:
+                provider_, request, rubrics, reasks = build(case.output)
+                future = self.runner.submit_judgment(provider_, request, rubrics, max_reasks=reasks)
+            else:
+                future = self.runner.submit_judgment_after(self.output_future(suite, case), build)
+            self._calls[key] = future
+            return 1
+
+    # -- outputs -----------------------------------------------------------------------
+
+    def output_future(self, suite: Suite, case: Case) -> concurrent.futures.Future[str]:
+        """The case's output: inline, or produced by the suite's output target (once)."""
+        with self._lock:
+            existing = self._outputs.get(case.key)
+            if existing is not None:
+                return existing
+            if case.output is not None:
+                done: concurrent.futures.Future[str] = concurrent.futures.Future()
+                done.set_result(case.output)
+                self._outputs[case.key] = done
+                return done
+            assert suite.output_target is not None
+            target = self.registry.target(suite.output_target)
+
+            async def produce() -> str:
+                if inspect.iscoroutinefunction(target):
+                    value = await target(case)
+                else:
+                    value = await asyncio.to_thread(target, case)
+                    if inspect.isawaitable(value):
+                        value = await value
+                if not isinstance(value, str):
+                    raise TypeError(
+                        f"output target {suite.output_target} returned {type(value).__name__}, expected str"
+                    )
+                return value
+
+            future = self.runner.submit(produce)
+            self._outputs[case.key] = future
+            return future
+
+    def output(self, suite: Suite, case: Case) -> str:
+        """The output text; raises :class:`UnscoredError` when the target failed."""
+        future = self.output_future(suite, case)
+        self._wait(future)
+        try:
+            return future.result()
+        except Exception as exc:
+            raise UnscoredError(f"output target failed: {exc.__class__.__name__}: {exc}") from None
+
+    # -- scores ------------------------------------------------------------------------
+
+    def _wait(self, future: concurrent.futures.Future[Any]) -> None:
+        while True:
+            try:
+                future.exception(timeout=2.0)
+                return
+            except concurrent.futures.TimeoutError:
+                if self.on_wait is not None and self._runner is not None:
+                    self.on_wait(self._runner)
+            except concurrent.futures.CancelledError:
+                return
+
+    def score(self, suite: Suite, case: Case, metric: str) -> Score:
+        kind = suite.metric_kinds.get(metric)
+        recorded = case.recorded.get(metric)
+        if recorded is not None:
+            if recorded.score is None:
+                return _unscored(metric, "recorded", "the recorded score is null", judge=recorded.judge)
+            rubric = suite.rubrics.get(metric)
+            return Score(
+                metric=metric,
+                value=recorded.score,
+                source="recorded",
+                justification=recorded.justification,
+                judge=recorded.judge or "recorded",
+                higher_is_better=rubric.higher_is_better if rubric else True,
+            )
+        if kind == "rubric":
+            return self._judge_score(suite, case, metric)
+        if kind == "metric":
+            return self._metric_score(suite, case, metric)
+        return _unscored(metric, "recorded", f"case {case.id!r} has no recorded score for {metric!r}")
+
+    def _judge_score(self, suite: Suite, case: Case, metric: str) -> Score:
+        rubric = suite.rubrics[metric]
+        label = self.judge_settings(suite).label
+        missing = [need for need in sorted(rubric.needs) if not getattr(case, need)]
+        if missing:
+            return _unscored(
+                metric,
+                "judge",
+                f"rubric {metric} needs the case's {' and '.join(missing)}",
+                judge=label,
+                higher_is_better=rubric.higher_is_better,
+            )
+        self.plan([(suite, case, metric)])
+        group = next(g for g in self.rubric_groups(suite, case) if metric in {r.name for r in g})
+        names = tuple(r.name for r in group)
+        verdicts: list[Verdict] = []
+        all_cached = True
+        for sample in range(suite.judge.repeats):
+            future = self._calls[(case.key, names, sample)]
+            self._wait(future)
+            try:
+                outcome = future.result()
+            except concurrent.futures.CancelledError:
+                return _unscored(metric, "judge", "the judge call was cancelled", judge=label)
+            except UnscoredError as exc:
+                return _unscored(metric, "judge", str(exc), judge=label, higher_is_better=rubric.higher_is_better)
+            except Exception as exc:
+                return _unscored(metric, "judge", f"output target failed: {exc.__class__.__name__}: {exc}", judge=label)
+            all_cached = all_cached and outcome.cached
+            result = outcome.results.get(metric)
+            if not isinstance(result, Verdict):
+                reason = str(result) if result is not None else "no verdict"
+                return _unscored(
+                    metric,
+                    "judge",
+                    reason,
+                    judge=outcome.model or label,
+                    cached=outcome.cached,
+                    higher_is_better=rubric.higher_is_better,
+                )
+            verdicts.append(result)
+        samples = tuple(v.score for v in verdicts)
+        return Score(
+            metric=metric,
+            value=combine_samples(samples, suite.judge.repeat_aggregate),
+            source="judge",
+            justification=verdicts[0].justification,
+            judge=label,
+            cached=all_cached,
+            samples=samples if len(samples) > 1 else (),
+            higher_is_better=rubric.higher_is_better,
+        )
+
+    def metric_object(self, suite: Suite, metric: str) -> Metric:
+        key = (str(suite.path), metric)
+        with self._lock:
+            if key not in self._metrics:
+                self._metrics[key] = self.registry.metric(metric, suite.metric_options.get(metric))
+            return self._metrics[key]
+
+    def _metric_score(self, suite: Suite, case: Case, metric: str) -> Score:
+        try:
+            output = self.output(suite, case)
+            instance = self.metric_object(suite, metric)
+            value = instance.compute(
+                MetricInput(
+                    output=output,
+                    reference=case.reference,
+                    input=case.input,
+                    context=case.context,
+                    language=case.language,
+                    metadata=case.metadata,
+                )
+            )
+        except (MetricError, UnscoredError) as exc:
+            return _unscored(metric, "metric", str(exc))
+        except LLMJudgeError as exc:
+            return _unscored(metric, "metric", str(exc))
+        if isinstance(value.value, float) and math.isnan(value.value):
+            return _unscored(metric, "metric", "the metric is undefined (NaN) for this case", detail=value.detail)
+        return Score(
+            metric=metric,
+            value=value.value,
+            source="metric",
+            detail=dict(value.detail),
+            higher_is_better=instance.higher_is_better,
+        )
+
+    def close(self) -> None:
+        if self._runner is not None:
+            self._runner.close()

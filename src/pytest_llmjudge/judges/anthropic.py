@@ -1,0 +1,93 @@
+"""Anthropic Messages judge provider.
+
+Uses the real ``anthropic`` SDK (``AsyncAnthropic``) with the SDK's retries off (the runner
+retries for every provider alike). ``structured_output: json_schema`` sends the reply
+schema as ``output_config.format``; otherwise (the default) the format is stated in the
+prompt and checked by the parser. The Messages API of SDK 2.x takes neither ``seed`` nor
+``temperature``: repeated judgments differ through the cache key only (see
+``judges.prompts``), and the configured temperature is recorded in the key but not sent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_llmjudge.errors import MissingDependencyError
+from pytest_llmjudge.judges.base import (
+    RETRYABLE_STATUS,
+    ProviderCallError,
+    ProviderReply,
+    ProviderRequest,
+    Usage,
+    parse_retry_after,
+    provider_error_text,
+)
+
+
+class AnthropicProvider:
+    """A judge reached through ``anthropic.AsyncAnthropic``."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+        name: str = "anthropic",
+    ) -> None:
+        try:
+            import anthropic
+        except ImportError as exc:  # pragma: no cover - anthropic is a core dependency
+            raise MissingDependencyError("anthropic", "anthropic", "The Anthropic judge") from exc
+        self.name = name
+        self._anthropic = anthropic
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key or "not-needed",
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=0,
+        )
+
+    async def complete(self, request: ProviderRequest) -> ProviderReply:
+        anthropic = self._anthropic
+        kwargs: dict[str, Any] = {
+            "model": request.model,
+            "system": request.system,
+            "messages": [{"role": "user", "content": request.user}],
+            "max_tokens": request.max_tokens,
+        }
+        if request.structured_output == "json_schema" and request.json_schema is not None:
+            kwargs["output_config"] = {"format": {"type": "json_schema", "schema": dict(request.json_schema)}}
+        try:
+            message = await self._client.messages.create(**kwargs)
+        except anthropic.APIStatusError as exc:
+            raise ProviderCallError(
+                f"HTTP {exc.status_code}: {provider_error_text(exc)}",
+                retryable=exc.status_code in RETRYABLE_STATUS,
+                status=exc.status_code,
+                retry_after=parse_retry_after(dict(exc.response.headers)),
+            ) from None
+        except anthropic.APITimeoutError:
+            raise ProviderCallError("request timed out", retryable=True) from None
+        except anthropic.APIConnectionError as exc:
+            raise ProviderCallError(f"connection failed: {exc.__class__.__name__}", retryable=True) from None
+        except anthropic.APIResponseValidationError as exc:
+            raise ProviderCallError(f"malformed response: {exc.message}", retryable=True) from None
+        except anthropic.APIError as exc:
+            raise ProviderCallError(f"provider error: {exc.message}", retryable=True) from None
+        blocks = getattr(message, "content", None)
+        if not isinstance(blocks, list):
+            raise ProviderCallError("malformed response: no content blocks", retryable=True)
+        text = "".join(getattr(block, "text", "") for block in blocks if getattr(block, "type", "") == "text")
+        usage = getattr(message, "usage", None)
+        return ProviderReply(
+            text=text,
+            model=getattr(message, "model", request.model) or request.model,
+            usage=Usage(
+                input_tokens=getattr(usage, "input_tokens", 0) or 0,
+                output_tokens=getattr(usage, "output_tokens", 0) or 0,
+            ),
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()

@@ -1,0 +1,132 @@
+"""The judge provider seam: one request in, one reply text out.
+
+A provider (OpenAI, Anthropic, a plugin's) implements :class:`JudgeProvider`; everything
+above it (prompting, caching, retries, concurrency, parsing) is provider-independent. The
+seam is deliberately narrow so the shipped loopback server can stand in for every provider
+in tests while the real SDKs do the talking.
+
+A provider raises :class:`ProviderCallError` for a failed call, saying whether a retry can
+help (429, 5xx, timeouts, dropped connections) and how long the server asked us to wait
+(``Retry-After``). Anything else it raises is a bug in the provider and is reported as such.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class ProviderRequest:
+    """Everything that determines a judge reply (and so the cache key), and nothing else."""
+
+    provider: str
+    model: str
+    system: str
+    user: str
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    seed: int | None = None
+    json_schema: Mapping[str, Any] | None = None
+    structured_output: str = "none"
+    base_url: str | None = None
+
+    def cache_payload(self) -> dict[str, Any]:
+        """The canonical description hashed into the cache key (never credentials)."""
+        return {
+            "provider": self.provider,
+            "base_url": self.base_url,
+            "model": self.model,
+            "system": self.system,
+            "user": self.user,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "json_schema": self.json_schema,
+            "structured_output": self.structured_output,
+        }
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class ProviderReply:
+    text: str
+    model: str
+    usage: Usage = field(default_factory=Usage)
+
+
+class ProviderCallError(Exception):
+    """A provider call failed; ``retryable`` says whether trying again can help."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        self.retryable = retryable
+        self.status = status
+        self.retry_after = retry_after
+        super().__init__(message)
+
+
+@runtime_checkable
+class JudgeProvider(Protocol):
+    """A judge model behind some API."""
+
+    name: str
+
+    async def complete(self, request: ProviderRequest) -> ProviderReply:
+        """Send one request; raise :class:`ProviderCallError` on failure."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...
+
+
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+
+
+def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    if not headers:
+        return None
+    lowered = {key.lower(): value for key, value in headers.items()}
+    millis = lowered.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000.0)
+        except ValueError:
+            pass
+    value = lowered.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        try:
+            parsed = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        return max(0.0, parsed.timestamp() - time.time())
+
+
+def provider_error_text(exc: Any) -> str:
+    """The provider's own error message from an SDK status error, without the envelope."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return str(inner["message"])
+    return str(getattr(exc, "message", exc))

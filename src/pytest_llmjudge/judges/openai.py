@@ -1,0 +1,108 @@
+"""OpenAI Chat Completions judge provider (also any OpenAI-compatible server via ``base_url``).
+
+Uses the real ``openai`` SDK (``AsyncOpenAI``) with the SDK's own retries turned off: the
+runner retries with one policy for every provider and honours ``Retry-After`` itself.
+Structured output: ``json_schema`` sends a strict JSON schema (models that support it),
+``json_object`` asks for JSON mode, ``none`` relies on the prompt alone (the safe choice
+for servers whose support varies, such as older vLLM or Ollama builds).
+
+Official OpenAI endpoints get ``max_completion_tokens`` (newer models reject ``max_tokens``);
+OpenAI-compatible servers get ``max_tokens``, which they all understand.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_llmjudge.errors import MissingDependencyError
+from pytest_llmjudge.judges.base import (
+    RETRYABLE_STATUS,
+    ProviderCallError,
+    ProviderReply,
+    ProviderRequest,
+    Usage,
+    parse_retry_after,
+    provider_error_text,
+)
+
+
+class OpenAIProvider:
+    """A judge reached through ``openai.AsyncOpenAI``."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+        name: str = "openai",
+    ) -> None:
+        try:
+            import openai
+        except ImportError as exc:  # pragma: no cover - openai is a core dependency
+            raise MissingDependencyError("openai", "openai", "The OpenAI judge") from exc
+        self.name = name
+        self._openai = openai
+        self._official = base_url is None
+        # Local OpenAI-compatible servers often need no key, but the SDK insists on one.
+        self._client = openai.AsyncOpenAI(
+            api_key=api_key or "not-needed",
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=0,
+        )
+
+    async def complete(self, request: ProviderRequest) -> ProviderReply:
+        openai = self._openai
+        kwargs: dict[str, Any] = {
+            "model": request.model,
+            "messages": [
+                {"role": "system", "content": request.system},
+                {"role": "user", "content": request.user},
+            ],
+            "temperature": request.temperature,
+        }
+        kwargs["max_completion_tokens" if self._official else "max_tokens"] = request.max_tokens
+        if request.seed is not None:
+            kwargs["seed"] = request.seed
+        if request.structured_output == "json_schema" and request.json_schema is not None:
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "judgment", "strict": True, "schema": dict(request.json_schema)},
+            }
+        elif request.structured_output == "json_object":
+            kwargs["response_format"] = {"type": "json_object"}
+        try:
+            completion = await self._client.chat.completions.create(**kwargs)
+        except openai.APIStatusError as exc:
+            raise ProviderCallError(
+                f"HTTP {exc.status_code}: {provider_error_text(exc)}",
+                retryable=exc.status_code in RETRYABLE_STATUS,
+                status=exc.status_code,
+                retry_after=parse_retry_after(dict(exc.response.headers)),
+            ) from None
+        except openai.APITimeoutError:
+            raise ProviderCallError("request timed out", retryable=True) from None
+        except openai.APIConnectionError as exc:
+            raise ProviderCallError(f"connection failed: {exc.__class__.__name__}", retryable=True) from None
+        except openai.APIResponseValidationError as exc:
+            raise ProviderCallError(f"malformed response: {exc.message}", retryable=True) from None
+        except openai.APIError as exc:
+            # A 200 whose body isn't valid JSON lands here in some SDK versions.
+            raise ProviderCallError(f"provider error: {exc.message}", retryable=True) from None
+        choices = getattr(completion, "choices", None)
+        if not choices:
+            raise ProviderCallError("malformed response: no choices", retryable=True)
+        text = choices[0].message.content or ""
+        usage = getattr(completion, "usage", None)
+        return ProviderReply(
+            text=text,
+            model=getattr(completion, "model", request.model) or request.model,
+            usage=Usage(
+                input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                output_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            ),
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()

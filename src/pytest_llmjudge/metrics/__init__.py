@@ -1,0 +1,208 @@
+"""Reference metrics that suites assert on, one concept per module, and their registry.
+
+A suite names a metric in a threshold (``chrf++ >= 45``) and may give parameters;
+:func:`resolve_metric` turns the name and parameters into a
+:class:`~pytest_llmjudge.metrics.base.Metric`. Importing this package imports no optional
+dependency: sacrebleu, rouge-score, py3langid and sentence-transformers are imported when
+a metric that needs them is created, and a missing one raises
+:class:`~pytest_llmjudge.errors.MissingDependencyError` naming the extra to install.
+
+=====================  ======  =========  =============================================
+name                   scale   requires   parameters
+=====================  ======  =========  =============================================
+``chrf``               0-100   reference  (none)
+``chrf++``/``chrf_pp`` 0-100   reference  (none)
+``bleu``               0-100   reference  ``tokenize`` (sacrebleu tokenizer name)
+``rouge_l``            0-1     reference  ``tokenize`` (``auto`` or ``char``)
+``language``           code    (none)     ``min_confidence``, ``candidates``
+``numeric_fidelity``   0-1     reference  ``decimal_comma``
+``lrm2qas``            0-1     reference, ``lambdas`` (preset or mapping), ``eta``,
+                               input      ``embedder``, ``translator``,
+                                          ``kc_answer_units``, ``min_clause_tokens``,
+                                          ``decimal_comma``
+``lrm2qas_bert``       0-1     reference  ``embedder``, ``translator``
+``lrm2qas_kc``         0-1     reference, ``eta``, ``embedder``, ``translator``,
+                               input      ``kc_answer_units``, ``min_clause_tokens``
+``lrm2qas_num``        0-1     reference  ``translator``, ``decimal_comma``
+``lrm2qas_ef``         0-1     context or ``embedder``, ``translator``
+                               reference
+``citation_recall@K``  0-1     metadata   ``pattern``, ``numeric_ids`` (``@K`` sets k;
+``citation_map@K``     0-1     metadata   without it k = 10)
+=====================  ======  =========  =============================================
+
+``language`` is categorical: its value is the detected language code, to be compared with
+:func:`~pytest_llmjudge.metrics.langid.matches`, not with a threshold.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
+from typing import Any, Literal
+
+from pytest_llmjudge.errors import MetricError
+from pytest_llmjudge.metrics.base import Metric, MetricInput, MetricValue
+from pytest_llmjudge.metrics.bleu import Bleu
+from pytest_llmjudge.metrics.chrf import ChrF
+from pytest_llmjudge.metrics.citations import DEFAULT_K, CitationMetric
+from pytest_llmjudge.metrics.embedders import Embedder
+from pytest_llmjudge.metrics.langid import LanguageId, matches
+from pytest_llmjudge.metrics.lrm2qas import DEFAULT_ETA, LRM2QAS
+from pytest_llmjudge.metrics.numeric_fidelity import NumericFidelity
+from pytest_llmjudge.metrics.rouge_l import RougeL
+from pytest_llmjudge.metrics.translation import Translator
+
+__all__ = [
+    "BUILTIN_METRICS",
+    "Metric",
+    "MetricInput",
+    "MetricValue",
+    "matches",
+    "resolve_metric",
+]
+
+_AnswerUnits = Literal["clauses", "tokens"]
+
+
+def _chrf() -> Metric:
+    return ChrF(word_order=0)
+
+
+def _chrf_pp() -> Metric:
+    return ChrF(word_order=2)
+
+
+def _bleu(*, tokenize: str | None = None) -> Metric:
+    return Bleu(tokenize=tokenize)
+
+
+def _rouge_l(*, tokenize: str = "auto") -> Metric:
+    return RougeL(tokenize=tokenize)
+
+
+def _language(*, min_confidence: float | None = None, candidates: Iterable[str] | None = None) -> Metric:
+    return LanguageId(min_confidence=min_confidence, candidates=candidates)
+
+
+def _numeric_fidelity(*, decimal_comma: bool = False) -> Metric:
+    return NumericFidelity(decimal_comma=decimal_comma)
+
+
+def _lrm2qas(
+    *,
+    lambdas: str | Mapping[str, Any] | None = None,
+    eta: float = DEFAULT_ETA,
+    embedder: str | Embedder = "hashing",
+    translator: Translator | None = None,
+    kc_answer_units: _AnswerUnits = "clauses",
+    min_clause_tokens: int = 3,
+    decimal_comma: bool = False,
+) -> Metric:
+    return LRM2QAS(
+        lambdas=lambdas,
+        eta=eta,
+        embedder=embedder,
+        translator=translator,
+        kc_answer_units=kc_answer_units,
+        min_clause_tokens=min_clause_tokens,
+        decimal_comma=decimal_comma,
+    )
+
+
+def _lrm2qas_bert(*, embedder: str | Embedder = "hashing", translator: Translator | None = None) -> Metric:
+    return LRM2QAS(component="bert", embedder=embedder, translator=translator)
+
+
+def _lrm2qas_kc(
+    *,
+    eta: float = DEFAULT_ETA,
+    embedder: str | Embedder = "hashing",
+    translator: Translator | None = None,
+    kc_answer_units: _AnswerUnits = "clauses",
+    min_clause_tokens: int = 3,
+) -> Metric:
+    return LRM2QAS(
+        component="kc",
+        eta=eta,
+        embedder=embedder,
+        translator=translator,
+        kc_answer_units=kc_answer_units,
+        min_clause_tokens=min_clause_tokens,
+    )
+
+
+def _lrm2qas_num(*, translator: Translator | None = None, decimal_comma: bool = False) -> Metric:
+    return LRM2QAS(component="num", translator=translator, decimal_comma=decimal_comma)
+
+
+def _lrm2qas_ef(*, embedder: str | Embedder = "hashing", translator: Translator | None = None) -> Metric:
+    return LRM2QAS(component="ef", embedder=embedder, translator=translator)
+
+
+def _citation_recall(*, k: int = DEFAULT_K, pattern: str | None = None, numeric_ids: bool = False) -> Metric:
+    return CitationMetric(measure="recall", k=k, pattern=pattern, numeric_ids=numeric_ids)
+
+
+def _citation_map(*, k: int = DEFAULT_K, pattern: str | None = None, numeric_ids: bool = False) -> Metric:
+    return CitationMetric(measure="map", k=k, pattern=pattern, numeric_ids=numeric_ids)
+
+
+BUILTIN_METRICS: Mapping[str, Callable[..., Metric]] = MappingProxyType(
+    {
+        "chrf": _chrf,
+        "chrf++": _chrf_pp,
+        "chrf_pp": _chrf_pp,
+        "bleu": _bleu,
+        "rouge_l": _rouge_l,
+        "language": _language,
+        "numeric_fidelity": _numeric_fidelity,
+        "lrm2qas": _lrm2qas,
+        "lrm2qas_bert": _lrm2qas_bert,
+        "lrm2qas_kc": _lrm2qas_kc,
+        "lrm2qas_num": _lrm2qas_num,
+        "lrm2qas_ef": _lrm2qas_ef,
+        "citation_recall@K": _citation_recall,
+        "citation_map@K": _citation_map,
+    }
+)
+# Names that take an "@K" suffix, and the bare spelling that means k = 10.
+_AT_K = {"citation_recall": "citation_recall@K", "citation_map": "citation_map@K"}
+
+
+def _unknown(name: str) -> MetricError:
+    known = sorted(BUILTIN_METRICS)
+    close = difflib.get_close_matches(name.strip().lower(), known, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else "."
+    return MetricError(f"unknown metric {name!r}{hint} Known metrics: {', '.join(known)}")
+
+
+def resolve_metric(name: str, params: Mapping[str, Any] | None = None) -> Metric:
+    """The metric a suite names, built with the assertion's parameters.
+
+    Raises :class:`MetricError` for an unknown name (with the known names and a close
+    match), an unknown parameter, or an invalid parameter value.
+    """
+    kwargs = dict(params or {})
+    key = name.strip().lower()
+    base, at, suffix = key.partition("@")
+    if at or base in _AT_K:
+        if base not in _AT_K:
+            raise _unknown(name)
+        key = _AT_K[base]
+        if at:
+            if not suffix.isdigit() or int(suffix) < 1:
+                raise MetricError(f"{name!r}: the part after '@' must be a positive integer k")
+            if "k" in kwargs and kwargs["k"] != int(suffix):
+                raise MetricError(f"{name!r} sets k={suffix} but the parameters say k={kwargs['k']}")
+            kwargs["k"] = int(suffix)
+    factory = BUILTIN_METRICS.get(key)
+    if factory is None:
+        raise _unknown(name)
+    accepted = sorted(inspect.signature(factory).parameters)
+    unknown = sorted(set(kwargs) - set(accepted))
+    if unknown:
+        takes = f"accepted: {', '.join(accepted)}" if accepted else "it takes none"
+        raise MetricError(f"{name}: unknown parameter(s) {', '.join(unknown)}; {takes}")
+    return factory(**kwargs)

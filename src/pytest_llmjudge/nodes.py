@@ -1,0 +1,278 @@
+"""pytest collection nodes: a suite file and its items.
+
+* :class:`SuiteFile` (``pytest.File``) loads and validates a suite and yields items; an
+  invalid suite yields one :class:`InvalidSuiteItem` that errors with ``file:line: message``
+  so the other suites still run (a real collection error would stop the whole session).
+* :class:`CaseItem`: one case x one threshold, node id ``suite.yaml::case-id[metric]``.
+* :class:`AggregateItem`: one suite aggregate for one language (or ``all``), node id
+  ``suite.yaml::mean(metric)[hi]``.
+
+Items record their scores as ``user_properties`` (score, threshold, metric, language,
+judge, cached, source, suite), which pytest's JUnit writer turns into ``<properties>`` of
+the test case in every ``junit_family`` and which travel with reports under xdist.
+Failures render through ``repr_failure`` as a short explanation, never a traceback into
+the plugin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_llmjudge.aggregate import ALL_LANGUAGES, AggregateRow, ScoredValue, compute_rows, render_table
+from pytest_llmjudge.errors import LLMJudgeError
+from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
+from pytest_llmjudge.registry import Registry
+from pytest_llmjudge.suite.build import build_suite
+from pytest_llmjudge.suite.expressions import Threshold
+from pytest_llmjudge.suite.model import AggregateCheck, Case, Suite
+
+EXCERPT_CHARS = 300
+
+
+class CaseFailure(Exception):
+    """A case's score missed its threshold, or there is no score."""
+
+
+def _format_value(value: float | str | None) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return repr(value)
+    return f"{value:g}" if float(value).is_integer() else f"{value:.4g}"
+
+
+def _excerpt(text: str | None) -> str:
+    if not text:
+        return "(empty)"
+    flat = " ".join(text.split())
+    return flat if len(flat) <= EXCERPT_CHARS else flat[:EXCERPT_CHARS] + " …"
+
+
+def _scoreboard(config: pytest.Config) -> ScoreBoard:
+    from pytest_llmjudge.plugin import scoreboard_key
+
+    return config.stash[scoreboard_key]
+
+
+class SuiteFile(pytest.File):
+    """A YAML suite."""
+
+    suite: Suite | None = None
+
+    def collect(self) -> Iterator[pytest.Item]:
+        try:
+            registry = Registry.from_hook(self.ihook)
+            suite = build_suite(self.path, registry)
+        except LLMJudgeError as exc:
+            yield InvalidSuiteItem.from_parent(self, name="suite-error", error=str(exc))
+            return
+        self.suite = suite
+        board = _scoreboard(self.config)
+        problem = board.judge_problem(suite) if suite.needs_live_judge else None
+        names: set[str] = set()
+        for case in suite.cases:
+            for threshold in case.thresholds:
+                name = f"{case.id}[{threshold.metric}]"
+                if name in names:
+                    name = f"{case.id}[{threshold.metric} {threshold.op} {threshold.value}]"
+                names.add(name)
+                yield CaseItem.from_parent(
+                    self, name=name, suite=suite, case=case, threshold=threshold, judge_problem=problem
+                )
+        for check in suite.aggregates:
+            for language in (*suite.languages, ALL_LANGUAGES):
+                yield AggregateItem.from_parent(
+                    self,
+                    name=f"{check.spec.label}[{language}]",
+                    suite=suite,
+                    check=check,
+                    language=language,
+                    judge_problem=problem,
+                )
+
+
+class InvalidSuiteItem(pytest.Item):
+    """Stands in for a suite that failed to load, so its error is reported with the run."""
+
+    def __init__(self, *, error: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.error = error
+
+    def setup(self) -> None:
+        raise CaseFailure(self.error)
+
+    def runtest(self) -> None:  # pragma: no cover - setup always raises
+        raise CaseFailure(self.error)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, CaseFailure):
+            return f"invalid suite: {excinfo.value}"
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, 0, "invalid suite"
+
+
+class _SuiteItem(pytest.Item):
+    suite: Suite
+    judge_problem: str | None
+
+    def _skip_or_fail_without_judge(self, metric: str, recorded: bool) -> None:
+        if self.judge_problem is None or recorded or self.suite.metric_kinds.get(metric) != "rubric":
+            return
+        settings = _scoreboard(self.config).settings
+        message = f"judge {self.suite.judge.provider}:{self.suite.judge.model} {self.judge_problem}"
+        if settings.require_judge:
+            raise CaseFailure(message + " (--llmjudge-require-judge is set)")
+        pytest.skip(message)
+
+    def _record(self, **properties: Any) -> None:
+        for name, value in properties.items():
+            if value is not None:
+                self.user_properties.append((name, value))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, CaseFailure):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo, style=style))
+
+
+class CaseItem(_SuiteItem):
+    """One case checked against one threshold."""
+
+    def __init__(
+        self, *, suite: Suite, case: Case, threshold: Threshold, judge_problem: str | None, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.suite = suite
+        self.case = case
+        self.threshold = threshold
+        self.judge_problem = judge_problem
+        self.extra_keyword_matches.update({case.language, threshold.metric, case.id})
+
+    def setup(self) -> None:
+        self._skip_or_fail_without_judge(self.threshold.metric, self.threshold.metric in self.case.recorded)
+
+    def runtest(self) -> None:
+        score = _scoreboard(self.config).score(self.suite, self.case, self.threshold.metric)
+        expected = self.threshold.expected(self.case.language)
+        self._record(
+            suite=self.suite.name,
+            case=self.case.id,
+            metric=self.threshold.metric,
+            language=self.case.language,
+            score=score.value,
+            threshold=f"{self.threshold.op} {_format_value(expected)}",
+            source=score.source,
+            judge=score.judge,
+            cached=None if score.cached is None else str(score.cached).lower(),
+            spread=score.spread,
+            unscored_reason=score.error,
+        )
+        if not score.scored:
+            raise CaseFailure(self._explain(score, "UNSCORED"))
+        if not self.threshold.holds(score.value, self.case.language):
+            raise CaseFailure(self._explain(score, "FAILED"))
+
+    def _explain(self, score: Score, verdict: str) -> str:
+        expected = _format_value(self.threshold.expected(self.case.language))
+        lines = [
+            f"{verdict}: {self.case.id} [{self.case.language}] {self.threshold.metric} = {_format_value(score.value)}, "
+            f"expected {self.threshold.op} {expected}",
+        ]
+        if score.error:
+            lines.append(f"  reason:        {score.error}")
+        if score.judge:
+            cached = " (from cache)" if score.cached else ""
+            lines.append(f"  judge:         {score.judge}{cached} [{score.source}]")
+        if score.samples:
+            lines.append(
+                f"  samples:       {', '.join(_format_value(s) for s in score.samples)} (spread {_format_value(score.spread)})"
+            )
+        if score.justification:
+            lines.append(f"  justification: {_excerpt(score.justification)}")
+        for key, value in score.detail.items():
+            lines.append(f"  {key + ':':<14} {value}")
+        if self.case.input:
+            lines.append(f"  input:         {_excerpt(self.case.input)}")
+        output = self.case.output
+        if output is None:
+            try:
+                output = _scoreboard(self.config).output(self.suite, self.case)
+            except LLMJudgeError:
+                output = None
+        lines.append(f"  output:        {_excerpt(output)}")
+        if self.case.reference:
+            lines.append(f"  reference:     {_excerpt(self.case.reference)}")
+        return "\n".join(lines)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        line = self.case.line - 1 if self.case.line else 0
+        return self.case.path, line, f"{self.case.id}[{self.threshold.render()}]"
+
+
+class AggregateItem(_SuiteItem):
+    """One suite aggregate, asserted for one language or for all cases."""
+
+    def __init__(
+        self, *, suite: Suite, check: AggregateCheck, language: str, judge_problem: str | None, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.suite = suite
+        self.check = check
+        self.language = language
+        self.judge_problem = judge_problem
+        self.extra_keyword_matches.update({language, check.spec.metric, "aggregate"})
+
+    def setup(self) -> None:
+        metric = self.check.spec.metric
+        recorded = all(metric in case.recorded for case in self.suite.cases)
+        self._skip_or_fail_without_judge(metric, recorded)
+
+    def rows(self) -> list[AggregateRow]:
+        board = _scoreboard(self.config)
+        board.plan((self.suite, case, self.check.spec.metric) for case in self.suite.cases)
+        values = []
+        for case in self.suite.cases:
+            score = board.score(self.suite, case, self.check.spec.metric)
+            values.append(ScoredValue(case.language, score.value, score.scored))
+        overrides = {lang: self.check.for_language(lang) for lang in self.check.overrides}
+        return compute_rows(
+            overrides,
+            self.check.spec,
+            values,
+            min_cases=self.check.min_cases,
+            max_unscored_rate=self.check.max_unscored_rate,
+        )
+
+    def runtest(self) -> None:
+        rows = self.rows()
+        row = next(r for r in rows if r.language == self.language)
+        self._record(
+            suite=self.suite.name,
+            metric=self.check.spec.metric,
+            aggregate=self.check.spec.label,
+            language=self.language,
+            score=row.value,
+            threshold=f"{row.spec.op} {row.spec.value:g}",
+            ci_low=row.ci_low,
+            ci_high=row.ci_high,
+            n_scored=row.n_scored,
+            n_unscored=row.n_unscored,
+        )
+        if row.passed:
+            return
+        verdict = "ERROR" if row.problem else "FAILED"
+        detail = f" ({row.problem})" if row.problem else ""
+        raise CaseFailure(
+            f"{verdict}: {row.spec.label} for {self.language} = {_format_value(row.value)}, "
+            f"expected {row.spec.op} {row.spec.value:g}{detail}\n{render_table(rows, highlight=self.language)}"
+        )
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        line = self.check.line - 1 if self.check.line else 0
+        return self.path, line, f"{self.check.spec.label}[{self.language}]"

@@ -1,0 +1,259 @@
+"""The pytest plugin: options, suite collection, planning, fixtures, terminal summary.
+
+Inert unless ``--llmjudge`` is given: without it no suite is collected, no state is
+created, no network is touched and the terminal output is unchanged. With it:
+
+1. ``pytest_collect_file`` turns YAML files with a top-level ``suite:`` key into
+   :class:`~pytest_llmjudge.nodes.SuiteFile` nodes;
+2. ``pytest_collection_finish`` plans the judge calls of every *selected* item (after
+   ``-k``/``-m`` deselection) and starts them concurrently;
+3. items block only on their own calls; the terminal summary shows a table per suite,
+   language and metric, and the judge-call accounting (calls, cache hits, retries, tokens).
+
+State lives in ``config.stash``. Under pytest-xdist each worker has its own scoreboard
+sharing the on-disk cache; the summary is built from report ``user_properties``, and the
+workers' call accounting travels through ``workeroutput``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_llmjudge import builtins, hookspecs
+from pytest_llmjudge.errors import ConfigError
+from pytest_llmjudge.settings import OPTIONS, Settings, resolve_settings
+
+if TYPE_CHECKING:
+    from pytest_llmjudge.execution.runner import JudgeRunner, RunnerStats
+    from pytest_llmjudge.judge import Judge
+    from pytest_llmjudge.nodes import SuiteFile
+
+# Heavy modules (numpy, scipy, the SDKs) are imported only once --llmjudge is given, so an
+# installed-but-unused plugin costs pytest start-up almost nothing.
+
+scoreboard_key = pytest.StashKey["ScoreBoard"]()
+settings_key = pytest.StashKey[Settings]()
+_progress_key = pytest.StashKey[dict[str, float]]()
+
+_SUITE_MARKER = re.compile(r"^suite\s*:", re.MULTILINE)
+_ENTRY_POINT_GROUP = "pytest_llmjudge"
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+    if not pluginmanager.is_registered(builtins):
+        pluginmanager.register(builtins, "llmjudge-builtins")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("llmjudge", "LLM-judge evaluation suites (pytest-llmjudge)")
+    group.addoption(
+        "--llmjudge",
+        action="store_true",
+        default=False,
+        help="Collect YAML evaluation suites (files with a top-level 'suite:' key) and run them.",
+    )
+    for option in OPTIONS:
+        if isinstance(option.default, bool):
+            group.addoption(
+                option.flag,
+                action="store_true",
+                default=None,
+                dest=f"llmjudge_{option.name}",
+                help=option.help + f" [env {option.env}]",
+            )
+        else:
+            group.addoption(
+                option.flag, default=None, dest=f"llmjudge_{option.name}", help=option.help + f" [env {option.env}]"
+            )
+        parser.addini(f"llmjudge_{option.name}", option.help, default=None)
+    group.addoption(
+        "--llmjudge-no-cache",
+        action="store_true",
+        default=False,
+        dest="llmjudge_no_cache",
+        help="Don't read or write the judge cache (same as --llmjudge-cache=off).",
+    )
+
+
+def _enabled(config: pytest.Config) -> bool:
+    return bool(config.getoption("llmjudge", default=False))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not _enabled(config):
+        return
+    cli = {option.name: config.getoption(f"llmjudge_{option.name}") for option in OPTIONS}
+    cli["no_cache"] = config.getoption("llmjudge_no_cache")
+    ini = {option.name: config.getini(f"llmjudge_{option.name}") for option in OPTIONS}
+    try:
+        settings = resolve_settings(cli, ini, os.environ, Path(config.rootpath))
+    except ConfigError as exc:
+        raise pytest.UsageError(f"pytest-llmjudge: {exc}") from None
+    from pytest_llmjudge.execution.scoreboard import ScoreBoard
+    from pytest_llmjudge.registry import Registry
+
+    config.pluginmanager.load_setuptools_entrypoints(_ENTRY_POINT_GROUP)
+    config.stash[settings_key] = settings
+    config.stash[_progress_key] = {"last": 0.0}
+    config.pluginmanager.register(ResultsCollector(config), "llmjudge-results")
+    config.stash[scoreboard_key] = ScoreBoard(
+        Registry.from_hook(config.hook), settings, on_wait=lambda runner: _report_progress(config, runner)
+    )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    board = config.stash.get(scoreboard_key, None)
+    if board is not None:
+        board.close()
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile | None:
+    from pytest_llmjudge.nodes import SuiteFile
+
+    if not _enabled(parent.config) or file_path.suffix not in (".yaml", ".yml"):
+        return None
+    try:
+        with file_path.open(encoding="utf-8", errors="replace") as handle:
+            head = handle.read(65536)
+    except OSError:
+        return None
+    if not _SUITE_MARKER.search(head):
+        return None
+    suite_file: SuiteFile = SuiteFile.from_parent(parent, path=file_path)
+    return suite_file
+
+
+def _needs(items: list[pytest.Item]) -> Iterator[tuple[Any, Any, str]]:
+    from pytest_llmjudge.nodes import AggregateItem, CaseItem
+    for item in items:
+        if isinstance(item, CaseItem) and item.judge_problem is None:
+            yield item.suite, item.case, item.threshold.metric
+        elif isinstance(item, AggregateItem) and item.judge_problem is None:
+            for case in item.suite.cases:
+                yield item.suite, case, item.check.spec.metric
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if not _enabled(session.config):
+        return
+    board = session.config.stash[scoreboard_key]
+    planned = board.plan(_needs(session.items))
+    if planned and session.config.get_verbosity() >= 0:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(
+                f"llmjudge: {planned} judge call(s) planned, concurrency {board.settings.concurrency}"
+                + (f", {board.settings.requests_per_minute:g} rpm" if board.settings.requests_per_minute else "")
+                + f", cache {board.settings.cache_mode}"
+            )
+
+
+def _report_progress(config: pytest.Config, runner: JudgeRunner) -> None:
+    """Called while an item waits for judge calls; prints at most every 5 seconds."""
+    if config.get_verbosity() < 0:
+        return
+    state = config.stash[_progress_key]
+    now = time.monotonic()
+    if now - state["last"] < 5.0:
+        return
+    state["last"] = now
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    stats = runner.stats
+    reporter.write_line(
+        f"llmjudge: {stats.finished}/{stats.submitted} judge calls done "
+        f"({stats.cache_hits} cache hits, {stats.retries} retries, {stats.failed_calls} failed)"
+    )
+
+
+@pytest.fixture(scope="session")
+def llmjudge_judge(pytestconfig: pytest.Config) -> Judge:
+    """The configured LLM judge, for Python tests: ``llmjudge_judge.score(text, rubric=..., language=...)``.
+
+    Uses the command-line/ini judge settings (``--llmjudge-provider``, ``--llmjudge-model``,
+    ``--llmjudge-base-url``) over the defaults, with the run's cache and concurrency. Skips
+    the test when the judge has no credentials (fails with ``--llmjudge-require-judge``).
+    """
+    from pytest_llmjudge.execution.scoreboard import ScoreBoard
+    from pytest_llmjudge.judge import Judge
+    from pytest_llmjudge.registry import Registry
+
+    board = pytestconfig.stash.get(scoreboard_key, None)
+    if board is None:
+        settings = resolve_settings({}, {}, os.environ, Path(pytestconfig.rootpath))
+        board = ScoreBoard(Registry.from_hook(pytestconfig.hook), settings)
+        pytestconfig.stash[scoreboard_key] = board
+    judge = Judge(board)
+    problem = judge.unavailable_reason()
+    if problem is not None:
+        message = f"judge {judge.model} {problem}"
+        if board.settings.require_judge:
+            pytest.fail(message)
+        pytest.skip(message)
+    return judge
+
+
+class ResultsCollector:
+    """Collects item results from reports (which carry them under xdist too) for the summary."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.results: list[dict[str, Any]] = []
+        self.worker_stats: list[dict[str, int]] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        properties = dict(report.user_properties)
+        if "metric" not in properties or "suite" not in properties:
+            return
+        if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+            self.results.append({**properties, "outcome": report.outcome, "nodeid": report.nodeid})
+
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        stats = (getattr(node, "workeroutput", None) or {}).get("llmjudge_stats")
+        if stats:
+            self.worker_stats.append(stats)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        board = self.config.stash.get(scoreboard_key, None)
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if board is not None and board.runner_started and workeroutput is not None:
+            workeroutput["llmjudge_stats"] = asdict(board.runner.stats)
+
+    def run_stats(self) -> RunnerStats | None:
+        from pytest_llmjudge.execution.runner import RunnerStats
+
+        board = self.config.stash.get(scoreboard_key, None)
+        totals = RunnerStats()
+        seen = False
+        sources: list[dict[str, int]] = list(self.worker_stats)
+        if board is not None and board.runner_started:
+            sources.append(asdict(board.runner.stats))
+        for source in sources:
+            seen = True
+            for f in fields(RunnerStats):
+                setattr(totals, f.name, getattr(totals, f.name) + int(source.get(f.name, 0)))
+        return totals if seen else None
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if hasattr(self.config, "workerinput"):
+            return
+        stats = self.run_stats()
+        if not self.results and stats is None:
+            return
+        from pytest_llmjudge.report.terminal import render_summary
+
+        terminalreporter.write_sep("=", "llmjudge summary")
+        for line in render_summary(
+            self.results, stats, width=terminalreporter._tw.fullwidth, quiet=self.config.get_verbosity() < 0
+        ):
+            terminalreporter.write_line(line)

@@ -1,0 +1,160 @@
+"""What is available by name: judge providers, rubrics, reference metrics, output targets.
+
+Built from the plugin hooks (``hookspecs``) so built-ins, conftest files and installed
+packages all register the same way. Precedence, lowest first: built-ins, installed
+plugins (entry points, ``-p``), conftest files; so a conftest can override a built-in
+rubric. Metric names may carry a ``@K`` suffix (``citation_recall@10``)
+that becomes the factory's ``k`` parameter.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_llmjudge.errors import ConfigError, MetricError
+from pytest_llmjudge.judges.base import JudgeProvider
+from pytest_llmjudge.judges.rubrics import RUBRIC_ALIASES, Rubric
+
+if TYPE_CHECKING:
+    from pytest_llmjudge.metrics.base import Metric
+
+_AT_K = re.compile(r"^(?P<base>.+?)@(?P<k>\d+)$")
+
+
+@dataclass(frozen=True)
+class ProviderFactory:
+    """How to build one kind of judge provider and where its key comes from."""
+
+    name: str
+    create: Callable[[str | None, str | None, float], JudgeProvider]
+    """``create(api_key, base_url, timeout)``."""
+    api_key_env: str | None = None
+    requires_base_url: bool = False
+
+    def credentials_problem(self, base_url: str | None, api_key_env: str | None) -> str | None:
+        """Why this provider can't be called, or None. Checked before any request."""
+        variable = api_key_env or self.api_key_env
+        if self.requires_base_url and not base_url:
+            return (
+                f"judge provider '{self.name}' needs a base_url: set judge.base_url in the suite "
+                "or pass --llmjudge-base-url"
+            )
+        if base_url or variable is None or os.environ.get(variable):
+            return None
+        return (
+            f"needs a live judge: set {variable} to call provider '{self.name}', or point the judge at an "
+            "OpenAI-compatible server with judge.base_url / --llmjudge-base-url"
+        )
+
+    def api_key(self, api_key_env: str | None) -> str | None:
+        variable = api_key_env or self.api_key_env
+        return os.environ.get(variable) if variable else None
+
+
+def _precedence(plugin: object) -> int:
+    """Built-ins first, then installed plugins, then conftest files: later ones win."""
+    if getattr(plugin, "__name__", "") == "pytest_llmjudge.builtins":
+        return 0
+    if Path(str(getattr(plugin, "__file__", "") or "")).name == "conftest.py":
+        return 2
+    return 1
+
+
+def _collect(hook_caller: Any) -> dict[str, Any]:
+    """Call every implementation of one registration hook and merge by precedence."""
+    implementations = sorted(hook_caller.get_hookimpls(), key=lambda impl: _precedence(impl.plugin))
+    merged: dict[str, Any] = {}
+    for implementation in implementations:
+        mapping = implementation.function()
+        if mapping:
+            merged.update(mapping)
+    return merged
+
+
+@dataclass
+class Registry:
+    providers: dict[str, ProviderFactory] = field(default_factory=dict)
+    rubrics: dict[str, Rubric] = field(default_factory=dict)
+    metrics: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    targets: dict[str, Callable[..., Any]] = field(default_factory=dict)
+
+    @classmethod
+    def from_hook(cls, hook: Any) -> Registry:
+        return cls(
+            providers=_collect(hook.pytest_llmjudge_providers),
+            rubrics=_collect(hook.pytest_llmjudge_rubrics),
+            metrics=_collect(hook.pytest_llmjudge_metrics),
+            targets=_collect(hook.pytest_llmjudge_targets),
+        )
+
+    def rubric(self, name: str) -> Rubric | None:
+        return self.rubrics.get(name) or self.rubrics.get(RUBRIC_ALIASES.get(name, ""))
+
+    def provider(self, name: str) -> ProviderFactory:
+        try:
+            return self.providers[name]
+        except KeyError:
+            raise ConfigError(f"unknown judge provider {name!r}; known: {', '.join(sorted(self.providers))}") from None
+
+    def _metric_factory(self, name: str) -> tuple[Callable[..., Any] | None, int | None]:
+        """The factory for ``name`` and the ``k`` of an ``@K`` suffix, if any.
+
+        A parameterised family is registered under ``base@K`` (or plain ``base``).
+        """
+        if name in self.metrics:
+            return self.metrics[name], None
+        match = _AT_K.match(name)
+        if match:
+            base = match["base"]
+            return self.metrics.get(f"{base}@K") or self.metrics.get(base), int(match["k"])
+        return self.metrics.get(f"{name}@K"), None
+
+    def has_metric(self, name: str) -> bool:
+        return self._metric_factory(name)[0] is not None
+
+    def metric(self, name: str, params: Mapping[str, Any] | None = None) -> Metric:
+        """Build the metric for a threshold name, e.g. ``chrf`` or ``citation_recall@10``."""
+        options = dict(params or {})
+        factory, k = self._metric_factory(name)
+        if factory is None:
+            names = [n.removesuffix("@K") for n in self.metrics] + list(self.rubrics)
+            close = difflib.get_close_matches(name, names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise MetricError(f"unknown metric {name!r}{hint}")
+        if k is not None:
+            options["k"] = k
+        try:
+            metric: Metric = factory(**options)
+        except TypeError as exc:
+            raise MetricError(f"bad parameters for metric {name!r}: {exc}") from None
+        return metric
+
+    def known_names(self) -> list[str]:
+        return sorted(set(self.rubrics) | {name.removesuffix("@K") for name in self.metrics})
+
+    def target(self, spec: str) -> Callable[..., Any]:
+        """A registered target by name, or ``module:function`` imported."""
+        if spec in self.targets:
+            return self.targets[spec]
+        module_name, sep, attr = spec.partition(":")
+        if not sep or not module_name or not attr:
+            raise ConfigError(f"output target {spec!r} is neither a registered target nor 'module:function'")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ConfigError(f"can't import output target module {module_name!r}: {exc}") from exc
+        function = module
+        for part in attr.split("."):
+            function = getattr(function, part, None)  # type: ignore[assignment]
+            if function is None:
+                raise ConfigError(f"module {module_name!r} has no attribute {attr!r}")
+        if not callable(function):
+            raise ConfigError(f"output target {spec!r} is not callable")
+        return function

@@ -1,0 +1,215 @@
+"""Run settings: command line, then environment, then ini/pyproject, then defaults; resolved once.
+
+Each setting has one name in each place:
+
+=====================  ===============================  ==========================  ===========
+command line           environment                      ini (pytest.ini/pyproject)  default
+=====================  ===============================  ==========================  ===========
+--llmjudge-concurrency LLMJUDGE_CONCURRENCY             llmjudge_concurrency        16
+--llmjudge-rpm         LLMJUDGE_RPM                     llmjudge_rpm                (no limit)
+--llmjudge-max-retries LLMJUDGE_MAX_RETRIES             llmjudge_max_retries        4
+--llmjudge-timeout     LLMJUDGE_TIMEOUT                 llmjudge_timeout            60 (seconds)
+--llmjudge-cache-dir   LLMJUDGE_CACHE_DIR               llmjudge_cache_dir          .llmjudge_cache
+--llmjudge-cache       LLMJUDGE_CACHE                   llmjudge_cache              use
+--llmjudge-provider    LLMJUDGE_PROVIDER                llmjudge_provider           (suite's)
+--llmjudge-model       LLMJUDGE_MODEL                   llmjudge_model              (suite's)
+--llmjudge-base-url    LLMJUDGE_BASE_URL                llmjudge_base_url           (suite's)
+--llmjudge-require-judge  LLMJUDGE_REQUIRE_JUDGE        llmjudge_require_judge      false
+=====================  ===============================  ==========================  ===========
+
+``--llmjudge-cache`` is one of ``use`` (read and write), ``refresh`` (write only: re-judge
+everything and overwrite) or ``off``; ``--llmjudge-no-cache`` is short for ``off``. A
+relative cache directory is taken from pytest's rootdir. Bad values raise
+:class:`~pytest_llmjudge.errors.ConfigError`, which the plugin turns into a usage error
+before anything runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pytest_llmjudge.errors import ConfigError
+
+CacheMode = Literal["use", "refresh", "off"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    concurrency: int = 16
+    requests_per_minute: float | None = None
+    max_retries: int = 4
+    timeout: float = 60.0
+    cache_dir: Path = Path(".llmjudge_cache")
+    cache_mode: CacheMode = "use"
+    provider: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    require_judge: bool = False
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str
+    flag: str
+    env: str
+    help: str
+    default: Any
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "concurrency",
+        "--llmjudge-concurrency",
+        "LLMJUDGE_CONCURRENCY",
+        "Judge requests in flight at once (default 16).",
+        16,
+    ),
+    Option(
+        "requests_per_minute",
+        "--llmjudge-rpm",
+        "LLMJUDGE_RPM",
+        "Limit judge requests per minute (default: no limit).",
+        None,
+    ),
+    Option(
+        "max_retries",
+        "--llmjudge-max-retries",
+        "LLMJUDGE_MAX_RETRIES",
+        "Retries of a failed judge request (429, 5xx, timeouts; default 4).",
+        4,
+    ),
+    Option(
+        "timeout",
+        "--llmjudge-timeout",
+        "LLMJUDGE_TIMEOUT",
+        "Seconds before a judge request times out (default 60).",
+        60.0,
+    ),
+    Option(
+        "cache_dir",
+        "--llmjudge-cache-dir",
+        "LLMJUDGE_CACHE_DIR",
+        "Judge reply cache directory (default .llmjudge_cache under rootdir).",
+        ".llmjudge_cache",
+    ),
+    Option(
+        "cache_mode",
+        "--llmjudge-cache",
+        "LLMJUDGE_CACHE",
+        "Cache mode: use (default), refresh (re-judge and overwrite) or off.",
+        "use",
+    ),
+    Option("provider", "--llmjudge-provider", "LLMJUDGE_PROVIDER", "Override every suite's judge provider.", None),
+    Option("model", "--llmjudge-model", "LLMJUDGE_MODEL", "Override every suite's judge model.", None),
+    Option(
+        "base_url",
+        "--llmjudge-base-url",
+        "LLMJUDGE_BASE_URL",
+        "Override the judge endpoint (OpenAI-compatible server, proxy).",
+        None,
+    ),
+    Option(
+        "require_judge",
+        "--llmjudge-require-judge",
+        "LLMJUDGE_REQUIRE_JUDGE",
+        "Fail instead of skip when a suite needs a judge without credentials.",
+        False,
+    ),
+)
+
+
+def _positive_int(name: str, raw: Any) -> int:
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
+    if value < 1:
+        raise ConfigError(f"{name} must be at least 1, got {value}")
+    return value
+
+
+def _non_negative_int(name: str, raw: Any) -> int:
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
+    if value < 0:
+        raise ConfigError(f"{name} can't be negative, got {value}")
+    return value
+
+
+def _positive_float(name: str, raw: Any) -> float:
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a number, got {raw!r}") from None
+    if not value > 0:
+        raise ConfigError(f"{name} must be positive, got {raw!r}")
+    return value
+
+
+def _boolean(name: str, raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ConfigError(f"{name} must be true or false, got {raw!r}")
+
+
+def _cache_mode(name: str, raw: Any) -> CacheMode:
+    text = str(raw).strip().lower()
+    if text not in ("use", "refresh", "off"):
+        raise ConfigError(f"{name} must be one of use, refresh, off; got {raw!r}")
+    return text  # type: ignore[return-value]
+
+
+def resolve_settings(
+    cli: Mapping[str, Any],
+    ini: Mapping[str, Any],
+    environ: Mapping[str, str],
+    rootdir: Path,
+) -> Settings:
+    """Merge the sources (command line > environment > ini > default) into :class:`Settings`."""
+
+    def pick(option: Option) -> tuple[str, Any]:
+        value = cli.get(option.name)
+        if value is not None and value is not False:
+            return option.flag, value
+        if environ.get(option.env) not in (None, ""):
+            return option.env, environ[option.env]
+        value = ini.get(option.name)
+        if value not in (None, "", []):
+            return f"ini llmjudge_{option.name}", value
+        return option.flag, option.default
+
+    parsed: dict[str, Any] = {}
+    parsers: dict[str, Callable[[str, Any], Any]] = {
+        "concurrency": _positive_int,
+        "requests_per_minute": _positive_float,
+        "max_retries": _non_negative_int,
+        "timeout": _positive_float,
+        "cache_mode": _cache_mode,
+        "require_judge": _boolean,
+    }
+    for option in OPTIONS:
+        source, raw = pick(option)
+        parser = parsers.get(option.name)
+        if raw is None:
+            parsed[option.name] = None
+        elif parser is not None:
+            parsed[option.name] = parser(source, raw)
+        else:
+            parsed[option.name] = str(raw)
+    if cli.get("no_cache"):
+        parsed["cache_mode"] = "off"
+    cache_dir = Path(parsed["cache_dir"]).expanduser()
+    if not cache_dir.is_absolute():
+        cache_dir = rootdir / cache_dir
+    parsed["cache_dir"] = cache_dir
+    return Settings(**parsed)

@@ -1,0 +1,354 @@
+"""Suite file -> validated :class:`~pytest_llmjudge.suite.model.Suite`, or a located error.
+
+Validation order: YAML syntax, schema (pydantic), side files (``cases_file``,
+``outputs.file``), threshold expressions, metric names against the registry, recorded
+scores against rubric scales. Every problem raises :class:`SuiteError` rendered as
+``file:line: field: message`` plus a hint where one helps (a close match for a misspelt
+field or metric, the install extra for a missing package).
+
+Degenerate cases: a suite whose language filter leaves no cases is an error (it would pass
+vacuously); duplicate case ids are an error (node ids must be unique); a case without an
+output is an error unless an output target will produce it.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from pytest_llmjudge.errors import LLMJudgeError, MetricError, MissingDependencyError, SuiteError
+from pytest_llmjudge.judges.rubrics import Rubric
+from pytest_llmjudge.registry import Registry
+from pytest_llmjudge.suite.expressions import (
+    ExpressionError,
+    Threshold,
+    parse_aggregate,
+    parse_override,
+    parse_threshold,
+)
+from pytest_llmjudge.suite.loader import LocatedDocument, iter_jsonl, line_for, load_yaml
+from pytest_llmjudge.suite.model import AggregateCheck, Case, MetricKind, RecordedValue, Suite
+from pytest_llmjudge.suite.schema import AggregateConfig, CaseConfig, CasesFileConfig, RubricConfig, SuiteConfig
+
+
+def _field_names(model: type[BaseModel]) -> list[str]:
+    names = []
+    for name, info in model.model_fields.items():
+        names.append(info.alias or name)
+    return names
+
+
+def _loc_text(loc: Iterable[Any]) -> str:
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += ("." if text else "") + str(part)
+    return text
+
+
+def _model_for_loc(loc: tuple[Any, ...]) -> type[BaseModel]:
+    """The schema model that owns the last key of ``loc`` (for 'did you mean' hints)."""
+    from pytest_llmjudge.suite import schema
+
+    table: dict[str, type[BaseModel]] = {
+        "judge": schema.JudgeConfig,
+        "rubrics": schema.RubricConfig,
+        "cases": schema.CaseConfig,
+        "outputs": schema.OutputsConfig,
+        "aggregate": schema.AggregateConfig,
+        "recorded": schema.RecordedScore,
+    }
+    model: type[BaseModel] = SuiteConfig
+    for part in loc[:-1]:
+        if isinstance(part, str) and part in table:
+            model = table[part]
+    return model
+
+
+def validation_error(
+    exc: ValidationError, path: Path, lines: Mapping[tuple[Any, ...], int], prefix: tuple[Any, ...] = ()
+) -> SuiteError:
+    """The first schema error as a located :class:`SuiteError`."""
+    problems = exc.errors()
+    first = problems[0]
+    loc = tuple(part for part in first["loc"] if part not in ("function-after[_has_cases()]",))
+    # Pydantic names union members in loc (e.g. 'AggregateConfig'); drop them for readers.
+    loc = tuple(p for p in loc if not (isinstance(p, str) and p[:1].isupper()))
+    loc = tuple("assert" if p == "assert_" else p for p in loc)
+    full = prefix + loc
+    line = line_for(lines, full)
+    message = first["msg"]
+    hint = None
+    if first["type"] == "extra_forbidden" and loc:
+        known = _field_names(_model_for_loc(loc))
+        close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+        message = f"unknown field {loc[-1]!r}"
+        hint = f"did you mean {close[0]!r}?" if close else f"allowed fields: {', '.join(sorted(known))}"
+    elif first["type"] == "missing":
+        message = f"missing required field {loc[-1]!r}" if loc else message
+    if len(problems) > 1:
+        message += f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})"
+    return SuiteError(
+        message,
+        path=path,
+        line=line,
+        field=_loc_text(loc[:-1] if first["type"] in ("extra_forbidden", "missing") else loc) or None,
+        hint=hint,
+    )
+
+
+_CASE_FIELDS = frozenset(_field_names(CaseConfig))
+
+
+def _cases_files(config: SuiteConfig) -> list[CasesFileConfig]:
+    entries = config.cases_file
+    if entries is None:
+        return []
+    if not isinstance(entries, list):
+        entries = [entries]
+    return [CasesFileConfig(path=entry) if isinstance(entry, str) else entry for entry in entries]
+
+
+def _rubric_from_config(name: str, config: RubricConfig) -> Rubric:
+    scoring = "; ".join(f"{score}: {text}" for score, text in sorted(config.scores.items())) or (
+        f"an integer from {config.scale[0]} (worst) to {config.scale[-1]} (best)"
+        if config.higher_is_better
+        else f"an integer from {config.scale[0]} (best) to {config.scale[-1]} (worst)"
+    )
+    return Rubric(
+        name=name,
+        description=config.description,
+        scale=tuple(config.scale),
+        scoring=scoring,
+        score_descriptions=dict(config.scores),
+        higher_is_better=config.higher_is_better,
+        needs=frozenset(config.needs),
+        per_language=dict(config.per_language),
+    )
+
+
+def _recorded(raw: Mapping[str, Any]) -> dict[str, RecordedValue]:
+    values: dict[str, RecordedValue] = {}
+    for name, entry in raw.items():
+        if isinstance(entry, (int, float)):
+            values[name] = RecordedValue(score=float(entry))
+        else:
+            values[name] = RecordedValue(
+                score=None if entry.score is None else float(entry.score),
+                justification=entry.justification,
+                judge=entry.judge,
+            )
+    return values
+
+
+def _parse_thresholds(
+    texts: Iterable[str], path: Path, lines: Mapping[tuple[Any, ...], int], at: tuple[Any, ...]
+) -> list[Threshold]:
+    parsed = []
+    for index, text in enumerate(texts):
+        try:
+            parsed.append(parse_threshold(text))
+        except ExpressionError as exc:
+            raise SuiteError(
+                str(exc), path=path, line=line_for(lines, (*at, index)), field=_loc_text((*at, index))
+            ) from None
+    return parsed
+
+
+def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | None = None) -> Suite:
+    """Load and validate the suite at ``path``."""
+    doc = document or load_yaml(path)
+    if not isinstance(doc.data, dict):
+        raise SuiteError("a suite file must be a YAML mapping with a 'suite:' key", path=path, line=1)
+    try:
+        config = SuiteConfig.model_validate(doc.data)
+    except ValidationError as exc:
+        raise validation_error(exc, path, doc.lines) from None
+
+    base_dir = path.parent
+    # (config, file, line, index in the inline list) for every case, inline or from JSONL.
+    case_sources: list[tuple[CaseConfig, Path, int | None, int | None]] = [
+        (case, path, line_for(doc.lines, ("cases", index)), index) for index, case in enumerate(config.cases)
+    ]
+    for index, entry in enumerate(_cases_files(config)):
+        at = ("cases_file",) if not isinstance(config.cases_file, list) else ("cases_file", index)
+        cases_path = base_dir / entry.path
+        if not cases_path.is_file():
+            raise SuiteError(
+                f"cases file not found: {cases_path}",
+                path=path,
+                line=line_for(doc.lines, at),
+                field=_loc_text(at),
+                hint="cases_file is resolved relative to the suite file",
+            )
+        for number, record in iter_jsonl(cases_path):
+            if any(record.get(key) != value for key, value in entry.where.items()):
+                continue
+            if entry.extra_fields == "metadata":
+                extra = {key: record.pop(key) for key in list(record) if key not in _CASE_FIELDS}
+                record["metadata"] = {**extra, **record.get("metadata", {})}
+            try:
+                case_sources.append((CaseConfig.model_validate(record), cases_path, number, None))
+            except ValidationError as exc:
+                raise validation_error(exc, cases_path, {(): number}) from None
+
+    outputs: dict[str, str] = {}
+    target: str | None = None
+    if config.outputs is not None:
+        if config.outputs.file is not None:
+            outputs_path = base_dir / config.outputs.file
+            if not outputs_path.is_file():
+                raise SuiteError(
+                    f"outputs file not found: {outputs_path}",
+                    path=path,
+                    line=line_for(doc.lines, ("outputs", "file")),
+                    field="outputs.file",
+                    hint="outputs.file is resolved relative to the suite file",
+                )
+            for number, record in iter_jsonl(outputs_path):
+                if not isinstance(record.get("id"), str) or not isinstance(record.get("output"), str):
+                    raise SuiteError("each outputs line needs string 'id' and 'output'", path=outputs_path, line=number)
+                outputs[record["id"]] = record["output"]
+        else:
+            target = config.outputs.target
+
+    rubrics: dict[str, Rubric] = {}
+    for name, rubric_config in config.rubrics.items():
+        rubrics[name] = _rubric_from_config(name, rubric_config)
+
+    suite_thresholds = _parse_thresholds(config.assert_, path, doc.lines, ("assert",))
+    cases: list[Case] = []
+    seen: dict[str, tuple[Path, int | None]] = {}
+    for case_config, source, line, inline_index in case_sources:
+        if config.languages is not None and case_config.language not in config.languages:
+            continue
+        if case_config.id in seen:
+            first_path, first_line = seen[case_config.id]
+            raise SuiteError(
+                f"duplicate case id {case_config.id!r} (first defined at {first_path}:{first_line})",
+                path=source,
+                line=line,
+                field="id",
+            )
+        seen[case_config.id] = (source, line)
+        output = case_config.output if case_config.output is not None else outputs.get(case_config.id)
+        if output is None and target is None:
+            raise SuiteError(
+                f"case {case_config.id!r} has no output",
+                path=source,
+                line=line,
+                hint="give it an 'output', list it in outputs.file, or set outputs.target",
+            )
+        if inline_index is not None:
+            own = _parse_thresholds(case_config.assert_, path, doc.lines, ("cases", inline_index, "assert"))
+        else:
+            own = _parse_thresholds(case_config.assert_, source, {(): line} if line else {}, ())
+        context = case_config.context
+        cases.append(
+            Case(
+                suite=config.suite,
+                id=case_config.id,
+                language=case_config.language,
+                input=case_config.input,
+                output=output,
+                reference=case_config.reference,
+                context=(context,) if isinstance(context, str) else tuple(context or ()),
+                metadata=dict(case_config.metadata),
+                recorded=_recorded(case_config.recorded),
+                thresholds=tuple(suite_thresholds + own),
+                path=source,
+                line=line,
+            )
+        )
+    if not cases:
+        raise SuiteError(
+            "no cases left after the language filter" if config.languages is not None else "the suite has no cases",
+            path=path,
+            line=line_for(doc.lines, ("languages",)) or 1,
+        )
+
+    aggregates: list[AggregateCheck] = []
+    for index, entry in enumerate(config.aggregate):
+        at = ("aggregate", index)
+        aggregate_config = entry if isinstance(entry, AggregateConfig) else AggregateConfig(expr=entry)
+        try:
+            spec = parse_aggregate(aggregate_config.expr)
+            overrides = {
+                language: parse_override(value, spec.op) for language, value in aggregate_config.per_language.items()
+            }
+        except ExpressionError as exc:
+            raise SuiteError(str(exc), path=path, line=line_for(doc.lines, at), field=_loc_text(at)) from None
+        aggregates.append(
+            AggregateCheck(
+                spec=spec,
+                overrides=overrides,
+                min_cases=aggregate_config.min_cases,
+                max_unscored_rate=aggregate_config.max_unscored_rate,
+                line=line_for(doc.lines, at),
+            )
+        )
+
+    # Every metric named anywhere must be something we can score.
+    used: dict[str, tuple[Path, int | None]] = {}
+    for case in cases:
+        for threshold in case.thresholds:
+            used.setdefault(threshold.metric, (case.path, case.line))
+    for check in aggregates:
+        used.setdefault(check.spec.metric, (path, check.line))
+    recorded_names = {name for case in cases for name in case.recorded}
+    kinds: dict[str, MetricKind] = {}
+    for name, (where, line) in used.items():
+        rubric = rubrics.get(name) or registry.rubric(name)
+        if rubric is not None:
+            rubrics[name] = rubric
+            kinds[name] = "rubric"
+        elif registry.has_metric(name):
+            try:
+                registry.metric(name, config.metric_options.get(name))
+            except MissingDependencyError as exc:
+                raise SuiteError(str(exc), path=where, line=line, field=name) from None
+            except (MetricError, LLMJudgeError) as exc:
+                raise SuiteError(str(exc), path=where, line=line, field=name) from None
+            kinds[name] = "metric"
+        elif name in recorded_names:
+            kinds[name] = "recorded"
+        else:
+            close = difflib.get_close_matches(name, registry.known_names() + list(rubrics), n=1)
+            raise SuiteError(
+                f"threshold on undefined metric {name!r}",
+                path=where,
+                line=line,
+                hint=(f"did you mean {close[0]!r}? " if close else "")
+                + "define it under 'rubrics:', use a built-in rubric or metric, or record scores for it",
+            )
+
+    for case in cases:
+        for name, value in case.recorded.items():
+            rubric = rubrics.get(name)
+            if rubric is not None and value.score is not None and value.score not in rubric.scale:
+                raise SuiteError(
+                    f"recorded {name} score {value.score:g} of case {case.id!r} is not on the scale {list(rubric.scale)}",
+                    path=case.path,
+                    line=case.line,
+                    field=f"recorded.{name}",
+                )
+
+    return Suite(
+        name=config.suite,
+        path=path,
+        cases=tuple(cases),
+        judge=config.judge,
+        rubrics=rubrics,
+        metric_kinds=kinds,
+        metric_options={name: dict(options) for name, options in config.metric_options.items()},
+        aggregates=tuple(aggregates),
+        task=config.task,
+        description=config.description,
+        output_target=target,
+    )

@@ -1,0 +1,178 @@
+"""Threshold expressions of suites: ``linguistic_acceptability >= 1`` and ``mean(chrf) >= 45``.
+
+Two small grammars, parsed with regular expressions (no ``eval``):
+
+* case assertion: ``METRIC OP VALUE`` where METRIC is a rubric or metric name (``chrf++`` and
+  ``citation_recall@10`` are names), OP one of ``>= > <= < == !=`` and VALUE a number, a
+  quoted string, or ``case.language`` (resolved per case, for the language-ID metric).
+* aggregate assertion: ``STAT(INNER) OP NUMBER`` with STAT in ``mean median min max`` over a
+  metric name, or ``pass_rate(...)`` over a case assertion (``pass_rate(chrf >= 45) >= 0.8``).
+
+Degenerate cases: comparing a categorical value with ``>=`` is rejected when parsed; NaN
+never satisfies any comparison, so an undefined score can't pass.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Op = Literal[">=", ">", "<=", "<", "==", "!="]
+AggregateStat = Literal["mean", "median", "min", "max", "pass_rate"]
+
+_OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
+    ">=": operator.ge,
+    ">": operator.gt,
+    "<=": operator.le,
+    "<": operator.lt,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
+_METRIC = r"[A-Za-z_][\w+\-]*(?:@\d+)?"
+_OP = r">=|<=|==|!=|>|<"
+_CASE_RE = re.compile(rf"^\s*(?P<metric>{_METRIC})\s*(?P<op>{_OP})\s*(?P<value>.+?)\s*$")
+_AGG_RE = re.compile(
+    rf"^\s*(?P<stat>mean|median|min|max|pass_rate)\s*\(\s*(?P<inner>.+?)\s*\)\s*(?P<op>{_OP})\s*(?P<value>\S+)\s*$"
+)
+_OVERRIDE_RE = re.compile(rf"^\s*(?P<op>{_OP})?\s*(?P<value>\S+)\s*$")
+
+CASE_LANGUAGE = "case.language"
+
+
+class ExpressionError(ValueError):
+    """A threshold expression does not parse; the message says what was expected."""
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """``metric op value``; ``value`` is a float, a string, or :data:`CASE_LANGUAGE`."""
+
+    metric: str
+    op: Op
+    value: float | str
+
+    def expected(self, case_language: str) -> float | str:
+        return case_language if self.value == CASE_LANGUAGE else self.value
+
+    def holds(self, observed: float | str | None, case_language: str = "") -> bool:
+        """True when ``observed`` satisfies the threshold. ``None`` and NaN never do."""
+        if observed is None:
+            return False
+        if isinstance(observed, float) and math.isnan(observed):
+            return False
+        expected = self.expected(case_language)
+        if isinstance(expected, str) != isinstance(observed, str):
+            return False
+        return _OPERATORS[self.op](observed, expected)
+
+    def render(self) -> str:
+        value = self.value if isinstance(self.value, str) else _number(self.value)
+        return f"{self.metric} {self.op} {value}"
+
+
+@dataclass(frozen=True)
+class AggregateSpec:
+    """``stat(metric) op value``; for ``pass_rate`` the inner part is a case threshold."""
+
+    stat: AggregateStat
+    metric: str
+    op: Op
+    value: float
+    inner: Threshold | None = None
+
+    def holds(self, observed: float | None) -> bool:
+        if observed is None or math.isnan(observed):
+            return False
+        return _OPERATORS[self.op](observed, self.value)
+
+    def with_threshold(self, op: Op, value: float) -> AggregateSpec:
+        return AggregateSpec(self.stat, self.metric, op, value, self.inner)
+
+    @property
+    def label(self) -> str:
+        inner = self.inner.render() if self.inner is not None else self.metric
+        return f"{self.stat}({inner})"
+
+    def render(self) -> str:
+        return f"{self.label} {self.op} {_number(self.value)}"
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def _parse_value(text: str) -> float | str:
+    if text == CASE_LANGUAGE:
+        return CASE_LANGUAGE
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    try:
+        number = float(text)
+    except ValueError:
+        raise ExpressionError(
+            f"expected a number, a quoted string or case.language after the operator, got {text!r}"
+        ) from None
+    if math.isnan(number):
+        raise ExpressionError("a threshold can't be NaN")
+    return number
+
+
+def parse_threshold(text: str) -> Threshold:
+    """Parse ``METRIC OP VALUE``."""
+    match = _CASE_RE.match(text)
+    if match is None:
+        raise ExpressionError(
+            f"can't parse assertion {text!r}; expected 'METRIC OP VALUE' such as "
+            "'linguistic_acceptability >= 1' or 'language == case.language'"
+        )
+    op: Op = match["op"]  # type: ignore[assignment]
+    value = _parse_value(match["value"])
+    if isinstance(value, str) and op not in ("==", "!="):
+        raise ExpressionError(f"{op} compares numbers; a text value needs == or != in {text!r}")
+    return Threshold(metric=match["metric"], op=op, value=value)
+
+
+def parse_aggregate(text: str) -> AggregateSpec:
+    """Parse ``STAT(METRIC) OP NUMBER`` or ``pass_rate(METRIC OP VALUE) OP NUMBER``."""
+    match = _AGG_RE.match(text)
+    if match is None:
+        raise ExpressionError(
+            f"can't parse aggregate {text!r}; expected e.g. 'mean(linguistic_acceptability) >= 1.6' "
+            "or 'pass_rate(chrf >= 45) >= 0.8'"
+        )
+    stat: AggregateStat = match["stat"]  # type: ignore[assignment]
+    op: Op = match["op"]  # type: ignore[assignment]
+    value = _parse_value(match["value"])
+    if isinstance(value, str):
+        raise ExpressionError(f"an aggregate threshold must be a number in {text!r}")
+    inner_text = match["inner"]
+    if stat == "pass_rate":
+        if not _CASE_RE.match(inner_text):
+            raise ExpressionError(
+                f"pass_rate needs a case assertion inside, e.g. pass_rate(chrf >= 45), got {inner_text!r}"
+            )
+        inner = parse_threshold(inner_text)
+        return AggregateSpec(stat, inner.metric, op, value, inner)
+    if not re.fullmatch(_METRIC, inner_text):
+        raise ExpressionError(f"{stat}(...) takes a metric name, got {inner_text!r}")
+    return AggregateSpec(stat, inner_text, op, value)
+
+
+def parse_override(text: str | float | int, default_op: Op) -> tuple[Op, float]:
+    """A per-language override: ``">= 1.4"`` or a bare number (keeps the default operator)."""
+    if isinstance(text, bool):
+        raise ExpressionError("a per-language threshold must be a number or 'OP NUMBER'")
+    if isinstance(text, (int, float)):
+        return default_op, float(text)
+    match = _OVERRIDE_RE.match(text)
+    if match is None:
+        raise ExpressionError(f"can't parse per-language threshold {text!r}; expected e.g. '>= 1.4'")
+    value = _parse_value(match["value"])
+    if isinstance(value, str):
+        raise ExpressionError(f"a per-language threshold must be a number, got {text!r}")
+    op: Op = match["op"] or default_op  # type: ignore[assignment]
+    return op, value

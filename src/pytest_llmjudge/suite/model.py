@@ -1,0 +1,101 @@
+"""A loaded, validated suite: cases with their thresholds, aggregates, and how each metric is scored.
+
+This is what collection works from; it is built from the YAML schema by
+``suite.build.build_suite`` and holds no pytest objects. Each threshold's metric has one
+*kind*:
+
+* ``rubric``: scored by an LLM judge (or taken from a case's recorded score for it);
+* ``metric``: a reference metric computed from the output (chrF, ROUGE-L, ...);
+* ``recorded``: neither, but cases carry recorded scores under that name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pytest_llmjudge.judges.rubrics import Rubric
+from pytest_llmjudge.suite.expressions import AggregateSpec, Op, Threshold
+from pytest_llmjudge.suite.schema import JudgeConfig
+
+MetricKind = Literal["rubric", "metric", "recorded"]
+
+
+@dataclass(frozen=True)
+class RecordedValue:
+    """A score made outside this run, stored with the case."""
+
+    score: float | None
+    justification: str | None = None
+    judge: str | None = None
+
+
+@dataclass(frozen=True)
+class Case:
+    suite: str
+    id: str
+    language: str
+    input: str | None = None
+    output: str | None = None
+    reference: str | None = None
+    context: tuple[str, ...] = ()
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    recorded: Mapping[str, RecordedValue] = field(default_factory=dict)
+    thresholds: tuple[Threshold, ...] = ()
+    path: Path = Path()
+    line: int | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.suite}::{self.id}"
+
+
+@dataclass(frozen=True)
+class AggregateCheck:
+    """A suite-level threshold; ``overrides`` replace the threshold for single languages."""
+
+    spec: AggregateSpec
+    overrides: Mapping[str, tuple[Op, float]] = field(default_factory=dict)
+    min_cases: int = 1
+    max_unscored_rate: float = 0.0
+    line: int | None = None
+
+    def for_language(self, language: str | None) -> AggregateSpec:
+        if language is not None and language in self.overrides:
+            op, value = self.overrides[language]
+            return self.spec.with_threshold(op, value)
+        return self.spec
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    path: Path
+    cases: tuple[Case, ...]
+    judge: JudgeConfig
+    rubrics: Mapping[str, Rubric]
+    metric_kinds: Mapping[str, MetricKind]
+    metric_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    aggregates: tuple[AggregateCheck, ...] = ()
+    task: str | None = None
+    description: str | None = None
+    output_target: str | None = None
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        return tuple(sorted({case.language for case in self.cases}))
+
+    @property
+    def needs_live_judge(self) -> bool:
+        """True when some rubric threshold has a case without a recorded score for it."""
+        return any(
+            self.metric_kinds.get(threshold.metric) == "rubric" and threshold.metric not in case.recorded
+            for case in self.cases
+            for threshold in case.thresholds
+        ) or any(
+            self.metric_kinds.get(check.spec.metric) == "rubric"
+            and any(check.spec.metric not in case.recorded for case in self.cases)
+            for check in self.aggregates
+        )

@@ -1,0 +1,181 @@
+"""The YAML suite format as pydantic models (``extra="forbid"``: unknown fields are errors).
+
+A suite file is a mapping with a ``suite:`` name; that key is also how the collector tells a
+suite from other YAML files. ``docs/suite-format.md`` documents every field with a full
+example, and ``src/pytest_llmjudge/schema/suite.schema.json`` is generated from these models
+(``python -m pytest_llmjudge.suite.jsonschema``) so editors can validate suites.
+
+Degenerate cases: a suite with neither ``cases`` nor ``cases_file`` is an error (it would
+collect nothing and silently pass); a case without an output needs ``outputs`` to supply
+one; a rubric scale needs at least two distinct values.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class JudgeConfig(_Strict):
+    """Which model judges, and how it is asked."""
+
+    provider: str = Field(
+        "openai",
+        description="Provider name: 'openai', 'anthropic', 'openai-compatible', or one registered by a plugin.",
+    )
+    model: str = Field("gpt-4o-mini", description="Model name sent to the provider.")
+    base_url: str | None = Field(
+        None, description="Endpoint of an OpenAI-compatible server (vLLM, Ollama, LiteLLM) or a proxy."
+    )
+    api_key_env: str | None = Field(
+        None, description="Environment variable holding the API key (default per provider)."
+    )
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    max_tokens: int = Field(1024, ge=16)
+    seed: int | None = Field(None, description="Sampling seed sent to providers that accept one.")
+    mode: Literal["single", "compound"] = Field(
+        "single", description="single: one request per metric; compound: all metrics of a case in one request."
+    )
+    instructions: Literal["simple", "detailed"] = Field(
+        "detailed", description="Rubric text: a one-line scale (simple) or a description of every score (detailed)."
+    )
+    repeats: int = Field(
+        1, ge=1, le=50, description="Judgments per case (distinct seeds); assert on their mean or majority."
+    )
+    repeat_aggregate: Literal["mean", "majority"] = "mean"
+    structured_output: Literal["auto", "json_schema", "json_object", "none"] = Field(
+        "auto", description="How JSON replies are requested from OpenAI-style providers."
+    )
+    max_reasks: int = Field(
+        2, ge=0, le=10, description="Re-asks after an unparseable reply before the case is unscored."
+    )
+
+
+class RubricConfig(_Strict):
+    """A user-defined rubric: what to judge and on which scale."""
+
+    description: str = Field(..., min_length=1)
+    scale: list[int] = Field(..., description="Allowed integer scores, e.g. [1, 2, 3, 4, 5].")
+    scores: dict[int, str] = Field(default_factory=dict, description="What each score means (detailed form).")
+    higher_is_better: bool = True
+    needs: list[Literal["input", "reference", "context"]] = Field(default_factory=list)
+    per_language: dict[str, str] = Field(
+        default_factory=dict, description="Extra rubric text for a language, e.g. {ja: 'Keigo must match ...'}."
+    )
+
+    @field_validator("scale")
+    @classmethod
+    def _scale_is_sorted_and_distinct(cls, value: list[int]) -> list[int]:
+        if len(set(value)) < 2:
+            raise ValueError("a scale needs at least two distinct scores")
+        return sorted(set(value))
+
+    @model_validator(mode="after")
+    def _scores_on_scale(self) -> RubricConfig:
+        off_scale = sorted(set(self.scores) - set(self.scale))
+        if off_scale:
+            raise ValueError(f"scores {off_scale} are not on the scale {self.scale}")
+        return self
+
+
+class RecordedScore(_Strict):
+    """A score produced outside this run (a provider batch job, a released dataset)."""
+
+    score: float | None
+    justification: str | None = None
+    judge: str | None = Field(None, description="Who produced it, e.g. 'gpt-4 (PARIKSHA release)'.")
+
+
+class CaseConfig(_Strict):
+    """One evaluation case."""
+
+    id: str = Field(..., min_length=1)
+    language: str = Field(..., min_length=2, description="ISO 639-1 or BCP-47 code of the case, e.g. 'hi', 'pt-BR'.")
+    input: str | None = None
+    output: str | None = None
+    reference: str | None = None
+    context: list[str] | str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    recorded: dict[str, RecordedScore | float] = Field(default_factory=dict)
+    assert_: list[str] = Field(default_factory=list, alias="assert")
+
+    @field_validator("id")
+    @classmethod
+    def _id_is_node_safe(cls, value: str) -> str:
+        if any(ch in value for ch in "[]/:\n") or value != value.strip():
+            raise ValueError(
+                "case ids can't contain '[', ']', '/', ':', newlines or edge spaces (they become node ids)"
+            )
+        return value
+
+
+class OutputsConfig(_Strict):
+    """Where outputs come from when cases don't carry them inline."""
+
+    file: str | None = Field(None, description="JSONL next to the suite with {id, output} records.")
+    target: str | None = Field(
+        None, description="'module:function' (sync or async) called with each case, or a registered target name."
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> OutputsConfig:
+        if (self.file is None) == (self.target is None):
+            raise ValueError("outputs needs exactly one of 'file' or 'target'")
+        return self
+
+
+class CasesFileConfig(_Strict):
+    """A JSONL file of cases next to the suite, optionally filtered."""
+
+    path: str
+    extra_fields: Literal["error", "metadata"] = Field(
+        "error", description="What to do with keys a case doesn't define: reject them, or move them into metadata."
+    )
+    where: dict[str, Any] = Field(
+        default_factory=dict, description="Keep only records whose top-level fields equal these values."
+    )
+
+
+class AggregateConfig(_Strict):
+    """A suite-level threshold with optional per-language overrides."""
+
+    expr: str = Field(..., description="e.g. 'mean(linguistic_acceptability) >= 1.6'")
+    per_language: dict[str, str | float] = Field(default_factory=dict)
+    min_cases: int = Field(1, ge=1, description="Fewer scored cases in a language is an error, not a pass.")
+    max_unscored_rate: float = Field(
+        0.0, ge=0.0, le=1.0, description="Share of unscored cases tolerated before the aggregate fails (default 0)."
+    )
+
+
+class SuiteConfig(_Strict):
+    """A whole suite file."""
+
+    suite: str = Field(..., min_length=1, description="Suite name; its presence marks the file as a suite.")
+    description: str | None = None
+    task: str | None = Field(None, description="What the model under test was asked to do, shown to the judge.")
+    judge: JudgeConfig = Field(default_factory=JudgeConfig)
+    rubrics: dict[str, RubricConfig] = Field(default_factory=dict)
+    metric_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Parameters per reference metric, e.g. {bleu: {tokenize: char}}."
+    )
+    outputs: OutputsConfig | None = None
+    cases_file: str | CasesFileConfig | list[str | CasesFileConfig] | None = Field(
+        None, description="JSONL file(s) next to the suite with one case per line."
+    )
+    cases: list[CaseConfig] = Field(default_factory=list)
+    assert_: list[str] = Field(
+        default_factory=list, alias="assert", description="Case assertions applied to every case."
+    )
+    aggregate: list[AggregateConfig | str] = Field(default_factory=list)
+    languages: list[str] | None = Field(None, description="Only run cases in these languages.")
+
+    @model_validator(mode="after")
+    def _has_cases(self) -> SuiteConfig:
+        if not self.cases and self.cases_file is None:
+            raise ValueError("a suite needs 'cases' or 'cases_file'")
+        return self

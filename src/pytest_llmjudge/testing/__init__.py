@@ -1,0 +1,13 @@
+"""Test helpers shipped with pytest-llmjudge (loopback provider server)."""
+
+from pytest_llmjudge.testing.scripted import JudgeQuery, ScriptedJudge
+from pytest_llmjudge.testing.server import Fault, LoopbackServer, ReceivedRequest, Reply
+
+__all__ = [
+    "Fault",
+    "JudgeQuery",
+    "LoopbackServer",
+    "ReceivedRequest",
+    "Reply",
+    "ScriptedJudge",
+]

@@ -1,0 +1,1095 @@
+"""A loopback HTTP server that speaks the OpenAI and Anthropic wire formats.
+
+``LoopbackServer`` listens on real sockets on ``127.0.0.1`` (an ephemeral port
+unless one is given) and answers the two chat APIs that LLM judges call, so
+the *real* ``openai`` and ``anthropic`` SDKs -- their HTTP stack, retry and
+timeout logic included -- can be exercised offline, deterministically and
+fast.  It runs an ``asyncio`` server in a background daemon thread, speaks
+HTTP/1.1 with keep-alive and ``Content-Length`` (chunked request bodies and
+``Expect: 100-continue`` are tolerated), and injects latency with
+``asyncio.sleep``: N requests at concurrency C take about
+``ceil(N / C) * latency`` and cost very little CPU each.
+
+Usage::
+
+    with LoopbackServer(latency=0.2, responder=fn) as srv:
+        openai.OpenAI(base_url=srv.openai_base_url, api_key="x")        # .../v1
+        anthropic.Anthropic(base_url=srv.anthropic_base_url, api_key="x")
+
+Endpoints
+---------
+``POST /v1/chat/completions``
+    OpenAI Chat Completions.  Answers a ``chat.completion`` object: ``id``,
+    ``object``, ``created``, ``model`` (the request's model, echoed),
+    ``choices[{index, message{role: "assistant", content, refusal: null},
+    finish_reason: "stop", logprobs: null}]`` (``n`` choices when ``n`` is
+    given) and ``usage{prompt_tokens, completion_tokens, total_tokens}``.
+``POST /v1/messages``
+    Anthropic Messages.  Answers a ``message`` object: ``id``,
+    ``type: "message"``, ``role: "assistant"``, ``model`` (echoed),
+    ``content[{type: "text", text}]``, ``stop_reason: "end_turn"``,
+    ``stop_sequence: null``, ``usage{input_tokens, output_tokens}``.
+``GET /v1/models``
+    A model list that both SDKs parse (OpenAI's and Anthropic's fields merged).
+``GET /stats`` / ``POST /reset``
+    Control endpoints (JSON of :meth:`LoopbackServer.stats`; reset the
+    counters).  They are not counted as requests and get no latency.
+
+Any other path answers 404 and a known path with the wrong method 405, in
+the error format of the provider the request looks like (``/v1/messages``,
+an ``anthropic-version`` or ``x-api-key`` header mean Anthropic; anything
+else OpenAI).  Error bodies are ``{"error": {"message", "type", "param",
+"code"}}`` for OpenAI and ``{"type": "error", "error": {"type", "message"},
+"request_id"}`` for Anthropic.  Responses carry ``x-request-id`` (OpenAI) or
+``request-id`` (Anthropic) so the SDKs' ``request_id`` attributes are set.
+
+Token counts are a deterministic estimate: ``ceil(len(text) / 4)`` per text,
+plus 4 per message on the prompt side.  ``Reply.usage`` overrides them.
+
+Responders
+----------
+Each completion request is parsed into a frozen :class:`ReceivedRequest`
+(credentials headers removed) and handed to ``responder``, a sync or async
+callable returning a :class:`Reply` or a ``str`` (the assistant text).  The
+default responder answers ``'{}'``.  Responders run on the server's event
+loop thread, one at a time, so a stateful responder needs no lock, but a sync
+responder must not block (use ``Reply(latency=...)`` or an async responder to
+delay).  A responder that raises produces a 500 ``api_error`` naming the
+exception (counted in ``stats()["responder_errors"]``).  A content-level
+"malformed judge reply" (valid HTTP, assistant text that is not valid JSON)
+is simply a responder returning such text.
+
+Faults
+------
+Per request (``Reply(fault=...)``), queued (``srv.inject(Fault.X, times=n)``,
+applied FIFO to the next n completion requests, before the responder, which
+is then not called) or random (``LoopbackServer(fault_rate=0.2, faults=[...],
+seed=1)``: the k-th completion request's random fault depends only on
+``seed`` and k; the default list is the transient HTTP faults RATE_LIMIT,
+SERVER_ERROR and OVERLOADED).  Faults apply to ``/v1/chat/completions`` and
+``/v1/messages`` only, and a queued fault wins over a random one.
+
+``RATE_LIMIT``
+    429 with ``Retry-After`` (seconds, ``retry_after=``; fractional values
+    are written as such, both SDKs accept them) and ``retry-after-ms``.
+``SERVER_ERROR``
+    500 ``api_error`` / ``server_error``.
+``OVERLOADED``
+    529 ``overloaded_error`` for Anthropic, 503 for OpenAI.
+``TIMEOUT``
+    The request is read, then nothing is answered until the client gives up
+    (closes the socket) or ``hang_seconds`` (default 30) pass; the connection
+    is then closed without a response.
+``MALFORMED_JSON``
+    200 ``application/json`` whose body is not JSON.
+``TRUNCATED``
+    200 with a ``Content-Length`` larger than the bytes sent, then close.
+``CONNECTION_RESET``
+    The socket is closed with ``SO_LINGER`` 0 (a TCP RST), no response.
+``EMPTY_CONTENT``
+    A valid envelope whose assistant text is ``""``.
+
+Degenerate cases
+----------------
+A body that is not a JSON object answers 400 ``invalid_request_error`` (still
+recorded, with ``body == {}``); ``stream: true`` answers 400 "streaming not
+supported by loopback server"; a missing ``model`` is echoed as ``""``;
+content parts that are not text (images, tool calls) flatten to nothing;
+OpenAI ``system``/``developer`` messages go to ``ReceivedRequest.system`` and
+not to ``messages``; a ``Reply`` with an error status (>= 400) and no fault
+answers that status with ``Reply.text`` as the error message; an unparsable
+request head answers 400 and closes the connection; idle keep-alive
+connections are closed after ``idle_timeout`` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import http
+import inspect
+import json
+import random
+import socket
+import struct
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = [
+    "DEFAULT_RANDOM_FAULTS",
+    "Fault",
+    "LoopbackServer",
+    "Provider",
+    "ReceivedRequest",
+    "Reply",
+    "Responder",
+    "estimate_tokens",
+]
+
+Provider = Literal["openai", "anthropic"]
+
+OPENAI_CHAT_PATH = "/v1/chat/completions"
+ANTHROPIC_MESSAGES_PATH = "/v1/messages"
+MODELS_PATH = "/v1/models"
+STATS_PATH = "/stats"
+RESET_PATH = "/reset"
+
+_SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization"})
+_MAX_HEAD_BYTES = 1 << 20
+_SERVER_NAME = "pytest-llmjudge-loopback"
+
+
+class Fault(str, Enum):
+    """Transport- or envelope-level faults the server can inject."""
+
+    RATE_LIMIT = "rate_limit"
+    SERVER_ERROR = "server_error"
+    OVERLOADED = "overloaded"
+    TIMEOUT = "timeout"
+    MALFORMED_JSON = "malformed_json"
+    TRUNCATED = "truncated"
+    CONNECTION_RESET = "connection_reset"
+    EMPTY_CONTENT = "empty_content"
+
+
+DEFAULT_RANDOM_FAULTS: tuple[Fault, ...] = (
+    Fault.RATE_LIMIT,
+    Fault.SERVER_ERROR,
+    Fault.OVERLOADED,
+)
+
+
+@dataclass(frozen=True)
+class ReceivedRequest:
+    """One completion request as the server understood it."""
+
+    provider: Provider
+    path: str
+    model: str
+    system: str
+    messages: list[tuple[str, str]]
+    temperature: float | None
+    seed: int | None
+    max_tokens: int | None
+    response_format: dict[str, Any] | None
+    body: dict[str, Any]
+    headers: dict[str, str]
+    api_key_present: bool
+    index: int = 0
+    """0-based arrival order among counted requests since the last reset."""
+    received_at: float = 0.0
+    """``time.time()`` when the request had been read."""
+
+    @property
+    def last_user_text(self) -> str:
+        """Text of the last ``user`` message (``""`` when there is none)."""
+        for role, text in reversed(self.messages):
+            if role == "user":
+                return text
+        return ""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What a responder answers: assistant text plus optional overrides."""
+
+    text: str = ""
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    latency: float | None = None
+    """Seconds before answering; ``None`` means the server's ``latency``."""
+    fault: Fault | None = None
+    usage: tuple[int, int] | None = None
+    """``(input_tokens, output_tokens)`` to report instead of the estimate."""
+
+
+ResponderResult = Reply | str
+Responder = Callable[[ReceivedRequest], ResponderResult | Awaitable[ResponderResult]]
+
+
+def default_responder(request: ReceivedRequest) -> str:
+    """Answer every request with an empty JSON object."""
+    del request
+    return "{}"
+
+
+def estimate_tokens(text: str) -> int:
+    """Deterministic token estimate: one token per 4 characters, rounded up."""
+    return (len(text) + 3) // 4
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+class _BadRequest(Exception):
+    """The HTTP request itself could not be parsed."""
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What the connection loop does with an answered request."""
+
+    status: int  # 0: no HTTP response at all
+    data: bytes = b""
+    close: bool = False  # close (FIN) after writing ``data``
+    rst: bool = False  # abort with SO_LINGER 0 (TCP RST), nothing written
+
+
+@dataclass(frozen=True)
+class _InjectedFault:
+    fault: Fault
+    retry_after: float | None
+    hang_seconds: float | None
+
+
+def _flatten_content(content: Any) -> str:
+    """Flatten a message ``content`` (str or list of parts) to its text."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        content = [content]
+    if isinstance(content, list):
+        texts: list[str] = []
+        for part in content:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, dict):
+                kind = part.get("type")
+                if kind in ("text", "input_text", "output_text") and isinstance(part.get("text"), str):
+                    texts.append(part["text"])
+                elif kind == "tool_result":
+                    inner = _flatten_content(part.get("content"))
+                    if inner:
+                        texts.append(inner)
+        return "\n".join(texts)
+    return str(content)
+
+
+def _as_float(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value
+
+
+def _build_received(
+    *,
+    provider: Provider,
+    path: str,
+    body: dict[str, Any],
+    headers: dict[str, str],
+    index: int,
+    received_at: float,
+) -> ReceivedRequest:
+    api_key_present = any(headers.get(name, "").strip() not in ("", "Bearer") for name in _SECRET_HEADERS)
+    clean_headers = {k: v for k, v in headers.items() if k not in _SECRET_HEADERS}
+    system_parts: list[str] = []
+    messages: list[tuple[str, str]] = []
+    raw_messages = body.get("messages")
+    if provider == "anthropic":
+        system_text = _flatten_content(body.get("system"))
+        if system_text:
+            system_parts.append(system_text)
+    if isinstance(raw_messages, list):
+        for message in raw_messages:
+            if not isinstance(message, dict):
+                continue
+            role = str(message.get("role", ""))
+            text = _flatten_content(message.get("content"))
+            if provider == "openai" and role in ("system", "developer"):
+                system_parts.append(text)
+            else:
+                messages.append((role, text))
+    if provider == "openai":
+        max_tokens = _as_int(body.get("max_completion_tokens"))
+        if max_tokens is None:
+            max_tokens = _as_int(body.get("max_tokens"))
+    else:
+        max_tokens = _as_int(body.get("max_tokens"))
+    response_format = body.get("response_format")
+    if provider == "anthropic":
+        output_config = body.get("output_config")
+        response_format = output_config.get("format") if isinstance(output_config, dict) else None
+    model = body.get("model")
+    return ReceivedRequest(
+        provider=provider,
+        path=path,
+        model=model if isinstance(model, str) else "",
+        system="\n\n".join(system_parts),
+        messages=messages,
+        temperature=_as_float(body.get("temperature")),
+        seed=_as_int(body.get("seed")),
+        max_tokens=max_tokens,
+        response_format=response_format if isinstance(response_format, dict) else None,
+        body=body,
+        headers=clean_headers,
+        api_key_present=api_key_present,
+        index=index,
+        received_at=received_at,
+    )
+
+
+# --------------------------------------------------------------------------- wire formats
+
+_OPENAI_ERROR_TYPES: dict[int, tuple[str, str | None]] = {
+    400: ("invalid_request_error", None),
+    401: ("invalid_request_error", "invalid_api_key"),
+    403: ("invalid_request_error", None),
+    404: ("invalid_request_error", None),
+    405: ("invalid_request_error", None),
+    429: ("requests", "rate_limit_exceeded"),
+    500: ("server_error", None),
+    503: ("server_error", None),
+}
+
+_ANTHROPIC_ERROR_TYPES: dict[int, str] = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+
+
+def _error_body(provider: Provider, status: int, message: str, request_id: str) -> dict[str, Any]:
+    if provider == "anthropic":
+        kind = _ANTHROPIC_ERROR_TYPES.get(status)
+        if kind is None:
+            kind = "api_error" if status >= 500 else "invalid_request_error"
+        return {
+            "type": "error",
+            "error": {"type": kind, "message": message},
+            "request_id": request_id,
+        }
+    kind_code = _OPENAI_ERROR_TYPES.get(status)
+    if kind_code is None:
+        kind_code = ("server_error", None) if status >= 500 else ("invalid_request_error", None)
+    return {
+        "error": {
+            "message": message,
+            "type": kind_code[0],
+            "param": None,
+            "code": kind_code[1],
+        }
+    }
+
+
+def _success_body(
+    request: ReceivedRequest, text: str, usage: tuple[int, int] | None, request_id: str
+) -> dict[str, Any]:
+    if usage is None:
+        prompt = estimate_tokens(request.system) + sum(estimate_tokens(t) + 4 for _, t in request.messages)
+        usage = (prompt, estimate_tokens(text))
+    if request.provider == "anthropic":
+        return {
+            "id": f"msg_loopback{request.index:08d}",
+            "type": "message",
+            "role": "assistant",
+            "model": request.model,
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
+        }
+    n = _as_int(request.body.get("n"))
+    n = 1 if n is None else min(max(n, 1), 128)
+    return {
+        "id": f"chatcmpl-loopback{request.index:08d}",
+        "object": "chat.completion",
+        "created": int(request.received_at),
+        "model": request.model,
+        "choices": [
+            {
+                "index": i,
+                "message": {"role": "assistant", "content": text, "refusal": None},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }
+            for i in range(n)
+        ],
+        "usage": {
+            "prompt_tokens": usage[0],
+            "completion_tokens": usage[1] * n,
+            "total_tokens": usage[0] + usage[1] * n,
+        },
+        "system_fingerprint": "fp_loopback",
+    }
+
+
+def _models_body(models: Sequence[str]) -> dict[str, Any]:
+    data = [
+        {
+            "id": name,
+            "object": "model",
+            "created": 0,
+            "owned_by": "loopback",
+            "type": "model",
+            "display_name": name,
+            "created_at": "1970-01-01T00:00:00Z",
+        }
+        for name in models
+    ]
+    return {
+        "object": "list",
+        "data": data,
+        "has_more": False,
+        "first_id": models[0] if models else None,
+        "last_id": models[-1] if models else None,
+    }
+
+
+def _reason(status: int) -> str:
+    if status == 529:
+        return "Site Overloaded"
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return "Unknown"
+
+
+def _format_seconds(seconds: float) -> str:
+    if seconds == int(seconds):
+        return str(int(seconds))
+    return f"{seconds:.3f}".rstrip("0").rstrip(".")
+
+
+def _http_response(
+    status: int,
+    body: bytes,
+    *,
+    headers: dict[str, str] | None = None,
+    keep_alive: bool = True,
+    content_length: int | None = None,
+    content_type: str = "application/json",
+) -> bytes:
+    lines = [
+        f"HTTP/1.1 {status} {_reason(status)}",
+        f"content-type: {content_type}",
+        f"content-length: {len(body) if content_length is None else content_length}",
+        f"connection: {'keep-alive' if keep_alive else 'close'}",
+        f"server: {_SERVER_NAME}",
+    ]
+    if headers:
+        lines.extend(f"{name}: {value}" for name, value in headers.items())
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+def _json_bytes(obj: Any) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _parse_head(head: bytes) -> tuple[str, str, str, dict[str, str]]:
+    try:
+        text = head.decode("latin-1")
+    except UnicodeDecodeError as exc:  # pragma: no cover - latin-1 decodes everything
+        raise _BadRequest("undecodable request head") from exc
+    lines = text.split("\r\n")
+    parts = lines[0].split(" ")
+    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+        raise _BadRequest(f"bad request line {lines[0]!r}")
+    method, target, version = parts
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        if not line:
+            continue
+        name, sep, value = line.partition(":")
+        if not sep or not name or name != name.strip():
+            raise _BadRequest(f"bad header line {line!r}")
+        key = name.lower()
+        value = value.strip()
+        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    return method.upper(), target, version, headers
+
+
+# --------------------------------------------------------------------------- server
+
+
+class LoopbackServer:
+    """OpenAI/Anthropic-compatible HTTP server on 127.0.0.1, in a background thread."""
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        latency: float = 0.0,
+        responder: Responder | None = None,
+        fault_rate: float = 0.0,
+        faults: Iterable[Fault] | None = None,
+        seed: int | None = None,
+        retry_after: float = 1.0,
+        hang_seconds: float = 30.0,
+        idle_timeout: float = 60.0,
+        models: Sequence[str] = ("loopback-judge",),
+    ) -> None:
+        if latency < 0:
+            raise ValueError("latency must be >= 0")
+        if not 0.0 <= fault_rate <= 1.0:
+            raise ValueError("fault_rate must be within [0, 1]")
+        if retry_after < 0 or hang_seconds < 0:
+            raise ValueError("retry_after and hang_seconds must be >= 0")
+        fault_list = tuple(DEFAULT_RANDOM_FAULTS if faults is None else faults)
+        if fault_rate > 0 and not fault_list:
+            raise ValueError("fault_rate > 0 needs a non-empty faults list")
+        self.host = host
+        self.latency = latency
+        self.responder: Responder = responder if responder is not None else default_responder
+        self.fault_rate = fault_rate
+        self.faults: tuple[Fault, ...] = fault_list
+        self.seed = seed
+        self.retry_after = retry_after
+        self.hang_seconds = hang_seconds
+        self.idle_timeout = idle_timeout
+        self.models: tuple[str, ...] = tuple(models)
+        self._requested_port = port
+        self._port: int | None = None
+
+        self._lock = threading.Lock()
+        self._rng = random.Random(seed)
+        self._queue: deque[_InjectedFault] = deque()
+        self._requests: list[ReceivedRequest] = []
+        self._fault_log: list[tuple[int, Fault]] = []
+        self._reset_counters_locked()
+        self._connections_total = 0
+        self._open_connections = 0
+        self._in_flight = 0
+
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.AbstractServer | None = None
+        self._conn_tasks: set[asyncio.Task[Any]] = set()
+        self._startup_error: BaseException | None = None
+        self._stopped = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> Self:
+        """Bind and start serving in a daemon thread; returns ``self``."""
+        if self._thread is not None:
+            raise RuntimeError("LoopbackServer already started")
+        ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(ready,), name="llmjudge-loopback", daemon=True)
+        self._thread.start()
+        if not ready.wait(timeout=30):
+            raise RuntimeError("LoopbackServer did not start within 30 s")
+        if self._startup_error is not None:
+            self._thread.join(timeout=5)
+            raise RuntimeError(f"LoopbackServer failed to start: {self._startup_error}") from self._startup_error
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop serving, abort open connections (hung ones too) and join the thread."""
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None or self._stopped:
+            return
+        self._stopped = True
+        with contextlib.suppress(RuntimeError):  # loop already closed
+            loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=timeout)
+
+    close = stop
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def _run(self, ready: threading.Event) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        asyncio.set_event_loop(loop)
+        try:
+            try:
+                self._server = loop.run_until_complete(
+                    asyncio.start_server(
+                        self._serve_connection,
+                        self.host,
+                        self._requested_port,
+                        limit=_MAX_HEAD_BYTES,
+                        backlog=1024,
+                    )
+                )
+                sockname = self._server.sockets[0].getsockname()
+                self._port = int(sockname[1])
+            except BaseException as exc:  # noqa: BLE001 - reported to the starting thread
+                self._startup_error = exc
+                ready.set()
+                return
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self._shutdown())
+        finally:
+            with contextlib.suppress(Exception):
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    async def _shutdown(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        tasks = list(self._conn_tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=5)
+
+    # ------------------------------------------------------------------ addresses
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise RuntimeError("LoopbackServer is not started")
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT`` (no trailing slash)."""
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        """``base_url`` for ``openai.OpenAI``: ``http://127.0.0.1:PORT/v1``."""
+        return f"{self.url}/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """``base_url`` for ``anthropic.Anthropic``: ``http://127.0.0.1:PORT``."""
+        return self.url
+
+    # ------------------------------------------------------------------ faults, counters
+
+    def inject(
+        self,
+        fault: Fault,
+        times: int = 1,
+        *,
+        retry_after: float | None = None,
+        hang_seconds: float | None = None,
+    ) -> None:
+        """Queue ``fault`` for the next ``times`` completion requests (FIFO)."""
+        if times < 0:
+            raise ValueError("times must be >= 0")
+        entry = _InjectedFault(Fault(fault), retry_after, hang_seconds)
+        with self._lock:
+            self._queue.extend([entry] * times)
+
+    @property
+    def pending_faults(self) -> list[Fault]:
+        """Queued faults not yet applied, in order."""
+        with self._lock:
+            return [entry.fault for entry in self._queue]
+
+    def _reset_counters_locked(self) -> None:
+        self._count = 0
+        self._by_path: Counter[str] = Counter()
+        self._by_provider: Counter[str] = Counter()
+        self._by_status: Counter[str] = Counter()
+        self._by_fault: Counter[str] = Counter()
+        self._responder_errors = 0
+        self._max_in_flight = getattr(self, "_in_flight", 0)
+        self._first_request_at: float | None = None
+        self._first_request_perf: float | None = None
+        self._last_response_at: float | None = None
+        self._last_response_perf: float | None = None
+        self._cpu_base = (self._thread_cpu() if hasattr(self, "_thread") else None) or 0.0
+
+    def reset(self) -> None:
+        """Clear counters, recorded requests and queued faults; re-seed the fault RNG."""
+        with self._lock:
+            self._reset_counters_locked()
+            self._requests.clear()
+            self._fault_log.clear()
+            self._queue.clear()
+            self._rng = random.Random(self.seed)
+
+    @property
+    def requests(self) -> list[ReceivedRequest]:
+        """Snapshot of every completion request received since the last reset."""
+        with self._lock:
+            return list(self._requests)
+
+    def fault_log(self) -> list[tuple[int, Fault]]:
+        """``(request index, fault)`` for each request a fault was applied to."""
+        with self._lock:
+            return list(self._fault_log)
+
+    def stats(self) -> dict[str, Any]:
+        """JSON-able counters (a consistent snapshot)."""
+        cpu = self._thread_cpu()
+        with self._lock:
+            span: float | None = None
+            if self._first_request_perf is not None and self._last_response_perf is not None:
+                span = max(0.0, self._last_response_perf - self._first_request_perf)
+            return {
+                "requests": self._count,
+                "by_path": dict(self._by_path),
+                "by_provider": dict(self._by_provider),
+                "by_status": dict(self._by_status),
+                "by_fault": dict(self._by_fault),
+                "in_flight": self._in_flight,
+                "max_in_flight": self._max_in_flight,
+                "responder_errors": self._responder_errors,
+                "connections": self._connections_total,
+                "open_connections": self._open_connections,
+                "pending_faults": len(self._queue),
+                "first_request_at": self._first_request_at,
+                "last_response_at": self._last_response_at,
+                "span_s": span,
+                "server_cpu_s": None if cpu is None else max(0.0, cpu - self._cpu_base),
+            }
+
+    def _thread_cpu(self) -> float | None:
+        """CPU seconds used by the server thread so far (None where unsupported)."""
+        thread = self._thread
+        getclock = getattr(time, "pthread_getcpuclockid", None)
+        if thread is None or thread.ident is None or getclock is None:
+            return None
+        if not thread.is_alive():
+            return None
+        try:
+            return float(time.clock_gettime(getclock(thread.ident)))
+        except (OSError, ValueError, OverflowError):
+            return None
+
+    # ------------------------------------------------------------------ connection handling
+
+    async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._conn_tasks.add(task)
+        with self._lock:
+            self._connections_total += 1
+            self._open_connections += 1
+        try:
+            loop = asyncio.get_running_loop()
+            keep_open = True
+            while keep_open:
+                # A timer is much cheaper than asyncio.wait_for (no extra task).
+                idle = loop.call_later(self.idle_timeout, writer.transport.abort)
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    break
+                except asyncio.LimitOverrunError:
+                    writer.write(self._bad_request_bytes("request head too large"))
+                    break
+                finally:
+                    idle.cancel()
+                try:
+                    method, target, version, headers = _parse_head(head)
+                    body = await self._read_body(reader, writer, headers)
+                except _BadRequest as exc:
+                    writer.write(self._bad_request_bytes(str(exc)))
+                    break
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    break
+                connection = headers.get("connection", "").lower()
+                client_keep_alive = "close" not in connection and (version != "HTTP/1.0" or "keep-alive" in connection)
+                keep_open = await self._dispatch(method, target, headers, body, writer, reader, client_keep_alive)
+                keep_open = keep_open and client_keep_alive
+                if keep_open:
+                    await writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        except asyncio.CancelledError:
+            # Only ``stop()`` cancels connection tasks; end quietly (asyncio's
+            # stream callback would log a cancelled handler as an error).
+            writer.transport.abort()
+        finally:
+            with self._lock:
+                self._open_connections -= 1
+            if task is not None:
+                self._conn_tasks.discard(task)
+            with contextlib.suppress(Exception):
+                if not writer.transport.is_closing():
+                    writer.close()  # flushes what is buffered, then FIN
+
+    def _bad_request_bytes(self, message: str) -> bytes:
+        body = _json_bytes(_error_body("openai", 400, message, "req_loopback_bad"))
+        return _http_response(400, body, keep_alive=False)
+
+    async def _read_body(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        headers: dict[str, str],
+    ) -> bytes:
+        if headers.get("expect", "").lower() == "100-continue":
+            writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            await writer.drain()
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            chunks: list[bytes] = []
+            while True:
+                line = await reader.readuntil(b"\r\n")
+                try:
+                    size = int(line.split(b";", 1)[0].strip(), 16)
+                except ValueError as exc:
+                    raise _BadRequest("bad chunk size") from exc
+                if size == 0:
+                    while (await reader.readuntil(b"\r\n")) != b"\r\n":
+                        pass  # trailers
+                    return b"".join(chunks)
+                chunks.append(await reader.readexactly(size))
+                if await reader.readexactly(2) != b"\r\n":
+                    raise _BadRequest("bad chunk terminator")
+        length_text = headers.get("content-length")
+        if not length_text:
+            return b""
+        try:
+            length = int(length_text)
+        except ValueError as exc:
+            raise _BadRequest("bad content-length") from exc
+        if length < 0:
+            raise _BadRequest("bad content-length")
+        return await reader.readexactly(length) if length else b""
+
+    async def _dispatch(
+        self,
+        method: str,
+        target: str,
+        headers: dict[str, str],
+        body: bytes,
+        writer: asyncio.StreamWriter,
+        reader: asyncio.StreamReader,
+        keep_alive: bool,
+    ) -> bool:
+        """Answer one request; returns False when the connection must be closed."""
+        path = target.split("?", 1)[0]
+        if path == STATS_PATH and method == "GET":
+            data = _json_bytes(self.stats())
+            writer.write(_http_response(200, data, keep_alive=keep_alive))
+            return True
+        if path == RESET_PATH and method == "POST":
+            self.reset()
+            writer.write(_http_response(200, b'{"ok":true}', keep_alive=keep_alive))
+            return True
+        provider: Provider = "openai"
+        if path != OPENAI_CHAT_PATH and (
+            path == ANTHROPIC_MESSAGES_PATH or "anthropic-version" in headers or "x-api-key" in headers
+        ):
+            provider = "anthropic"
+        is_completion = path in (OPENAI_CHAT_PATH, ANTHROPIC_MESSAGES_PATH)
+
+        index, entry = self._begin(path, provider, is_completion)
+        outcome = _Outcome(status=0, close=True)
+        try:
+            outcome = await self._answer(method, path, provider, index, entry, headers, body, reader, keep_alive)
+        finally:
+            # Book-keeping happens before the bytes leave, so a client that
+            # has its answer always sees counters that include it.
+            self._finish(outcome.status)
+        if outcome.rst:
+            sock = writer.get_extra_info("socket")
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    linger = struct.pack("ii", 1, 0)
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+            writer.transport.abort()
+            return False
+        if outcome.data:
+            writer.write(outcome.data)
+        if outcome.close:
+            await writer.drain()
+            return False
+        return True
+
+    async def _answer(
+        self,
+        method: str,
+        path: str,
+        provider: Provider,
+        index: int,
+        entry: _InjectedFault | None,
+        headers: dict[str, str],
+        body: bytes,
+        reader: asyncio.StreamReader,
+        keep_alive: bool,
+    ) -> _Outcome:
+        request_id = f"req_loopback{index:08d}"
+        id_header = "request-id" if provider == "anthropic" else "x-request-id"
+        base_headers = {id_header: request_id}
+
+        def error(status: int, message: str, extra: dict[str, str]) -> _Outcome:
+            payload = _json_bytes(_error_body(provider, status, message, request_id))
+            response = _http_response(status, payload, headers=extra, keep_alive=keep_alive)
+            return _Outcome(status=status, data=response)
+
+        if path == MODELS_PATH:
+            if method != "GET":
+                return error(405, f"Method {method} not allowed for {path}", base_headers)
+            payload = _json_bytes(_models_body(self.models))
+            response = _http_response(200, payload, headers=base_headers, keep_alive=keep_alive)
+            return _Outcome(status=200, data=response)
+        if path not in (OPENAI_CHAT_PATH, ANTHROPIC_MESSAGES_PATH):
+            return error(404, f"Invalid URL ({method} {path})", base_headers)
+        if method != "POST":
+            return error(405, f"Method {method} not allowed for {path}", base_headers)
+
+        try:
+            parsed = json.loads(body) if body else None
+        except (ValueError, UnicodeDecodeError):
+            parsed = None
+        body_dict: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
+        received = _build_received(
+            provider=provider,
+            path=path,
+            body=body_dict,
+            headers=headers,
+            index=index,
+            received_at=time.time(),
+        )
+        with self._lock:
+            self._requests.append(received)
+
+        retry_after = self.retry_after
+        hang_seconds = self.hang_seconds
+        if entry is not None:
+            reply = Reply(fault=entry.fault)
+            if entry.retry_after is not None:
+                retry_after = entry.retry_after
+            if entry.hang_seconds is not None:
+                hang_seconds = entry.hang_seconds
+        elif not isinstance(parsed, dict):
+            reply = Reply(text="request body must be a JSON object", status=400)
+        elif body_dict.get("stream") is True:
+            reply = Reply(text="streaming not supported by loopback server", status=400)
+        else:
+            reply = await self._call_responder(received)
+        fault = reply.fault
+        if fault is not None:
+            with self._lock:
+                self._by_fault[fault.value] += 1
+                self._fault_log.append((index, fault))
+
+        if fault is Fault.TIMEOUT:
+            await self._hang(reader, hang_seconds)
+            return _Outcome(status=0, close=True)
+
+        latency = self.latency if reply.latency is None else reply.latency
+        if latency > 0:
+            await asyncio.sleep(latency)
+
+        extra = {**base_headers, **reply.headers}
+        if fault is Fault.CONNECTION_RESET:
+            return _Outcome(status=0, rst=True)
+        if fault is Fault.RATE_LIMIT:
+            rate_headers = {
+                "retry-after": _format_seconds(retry_after),
+                "retry-after-ms": str(round(retry_after * 1000)),
+            }
+            return error(429, "Rate limit exceeded (loopback)", {**rate_headers, **extra})
+        if fault is Fault.SERVER_ERROR:
+            return error(500, "Internal server error (loopback)", extra)
+        if fault is Fault.OVERLOADED:
+            status = 529 if provider == "anthropic" else 503
+            return error(status, "Overloaded (loopback)", extra)
+        if fault is Fault.MALFORMED_JSON:
+            payload = b'{"id": "loopback-malformed", "choices": [ <this is not JSON'
+            response = _http_response(200, payload, headers=extra, keep_alive=keep_alive)
+            return _Outcome(status=200, data=response)
+        if fault is Fault.TRUNCATED:
+            full = _json_bytes(_success_body(received, reply.text, reply.usage, request_id))
+            response = _http_response(
+                200,
+                full[: max(1, len(full) // 2)],
+                headers=extra,
+                keep_alive=False,
+                content_length=len(full),
+            )
+            return _Outcome(status=200, data=response, close=True)
+        if fault is Fault.EMPTY_CONTENT:
+            payload = _json_bytes(_success_body(received, "", reply.usage, request_id))
+            response = _http_response(200, payload, headers=extra, keep_alive=keep_alive)
+            return _Outcome(status=200, data=response)
+        if reply.status >= 400:
+            return error(reply.status, reply.text or f"loopback error {reply.status}", extra)
+        payload = _json_bytes(_success_body(received, reply.text, reply.usage, request_id))
+        response = _http_response(reply.status, payload, headers=extra, keep_alive=keep_alive)
+        return _Outcome(status=reply.status, data=response)
+
+    def _begin(self, path: str, provider: Provider, is_completion: bool) -> tuple[int, _InjectedFault | None]:
+        now, perf = time.time(), time.perf_counter()
+        with self._lock:
+            index = self._count
+            self._count += 1
+            self._by_path[path] += 1
+            self._by_provider[provider] += 1
+            self._in_flight += 1
+            self._max_in_flight = max(self._max_in_flight, self._in_flight)
+            if self._first_request_at is None:
+                self._first_request_at, self._first_request_perf = now, perf
+            entry: _InjectedFault | None = None
+            if is_completion:
+                random_fault: Fault | None = None
+                if self.fault_rate > 0:
+                    draw = self._rng.random()
+                    pick = self._rng.choice(self.faults)
+                    if draw < self.fault_rate:
+                        random_fault = pick
+                if self._queue:
+                    entry = self._queue.popleft()
+                elif random_fault is not None:
+                    entry = _InjectedFault(random_fault, None, None)
+            return index, entry
+
+    def _finish(self, status: int) -> None:
+        now, perf = time.time(), time.perf_counter()
+        with self._lock:
+            self._in_flight -= 1
+            self._by_status[str(status) if status else "no_response"] += 1
+            self._last_response_at, self._last_response_perf = now, perf
+
+    async def _call_responder(self, request: ReceivedRequest) -> Reply:
+        try:
+            result = self.responder(request)
+            if inspect.isawaitable(result):
+                result = await result
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - turned into a 500
+            with self._lock:
+                self._responder_errors += 1
+            return Reply(
+                text=f"loopback responder raised {type(exc).__name__}: {exc}",
+                status=500,
+            )
+        if isinstance(result, Reply):
+            return result
+        if isinstance(result, str):
+            return Reply(text=result)
+        with self._lock:
+            self._responder_errors += 1
+        return Reply(
+            text=f"loopback responder returned {type(result).__name__}, not Reply or str",
+            status=500,
+        )
+
+    async def _hang(self, reader: asyncio.StreamReader, seconds: float) -> None:
+        """Wait until the client gives up (EOF/reset) or ``seconds`` pass."""
+        with contextlib.suppress(asyncio.TimeoutError, ConnectionError, OSError):
+            await asyncio.wait_for(reader.read(1), seconds)
