@@ -102,10 +102,7 @@ class InvalidSuiteItem(pytest.Item):
         super().__init__(**kwargs)
         self.error = error
 
-    def setup(self) -> None:
-        raise CaseFailure(self.error)
-
-    def runtest(self) -> None:  # pragma: no cover - setup always raises
+    def runtest(self) -> None:
         raise CaseFailure(self.error)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
@@ -127,8 +124,9 @@ class _SuiteItem(pytest.Item):
         settings = _scoreboard(self.config).settings
         message = f"judge {self.suite.judge.provider}:{self.suite.judge.model} {self.judge_problem}"
         if settings.require_judge:
-            raise CaseFailure(message + " (--llmjudge-require-judge is set)")
-        pytest.skip(message)
+            pytest.fail(message + " (--llmjudge-require-judge is set)", pytrace=False)
+        # Report the skip at the suite's line, not at this module.
+        raise pytest.skip.Exception(message, _use_item_location=True)
 
     def _record(self, **properties: Any) -> None:
         for name, value in properties.items():

@@ -248,12 +248,11 @@ class ResultsCollector:
         if hasattr(self.config, "workerinput"):
             return
         stats = self.run_stats()
-        if not self.results and stats is None:
+        quiet = self.config.get_verbosity() < 0
+        if (quiet or not self.results) and stats is None:
             return
         from pytest_llmjudge.report.terminal import render_summary
 
         terminalreporter.write_sep("=", "llmjudge summary")
-        for line in render_summary(
-            self.results, stats, width=terminalreporter._tw.fullwidth, quiet=self.config.get_verbosity() < 0
-        ):
+        for line in render_summary(self.results, stats, quiet=quiet):
             terminalreporter.write_line(line)

@@ -13,7 +13,8 @@ import difflib
 import importlib
 import os
 import re
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,8 +50,8 @@ class ProviderFactory:
         if base_url or variable is None or os.environ.get(variable):
             return None
         return (
-            f"needs a live judge: set {variable} to call provider '{self.name}', or point the judge at an "
-            "OpenAI-compatible server with judge.base_url / --llmjudge-base-url"
+            f"needs a live judge: set {variable} to call provider '{self.name}', or give the judge a base_url "
+            "(judge.base_url in the suite or --llmjudge-base-url)"
         )
 
     def api_key(self, api_key_env: str | None) -> str | None:
@@ -139,8 +140,13 @@ class Registry:
     def known_names(self) -> list[str]:
         return sorted(set(self.rubrics) | {name.removesuffix("@K") for name in self.metrics})
 
-    def target(self, spec: str) -> Callable[..., Any]:
-        """A registered target by name, or ``module:function`` imported."""
+    def target(self, spec: str, search_paths: Sequence[Path] = ()) -> Callable[..., Any]:
+        """A registered target by name, or ``module:function`` imported.
+
+        A module that isn't importable as is is looked up in ``search_paths`` (the suite's
+        directory, then the working directory), which are then kept on ``sys.path`` so the
+        module's own imports work too.
+        """
         if spec in self.targets:
             return self.targets[spec]
         module_name, sep, attr = spec.partition(":")
@@ -148,6 +154,16 @@ class Registry:
             raise ConfigError(f"output target {spec!r} is neither a registered target nor 'module:function'")
         try:
             module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name.split(".")[0] or not search_paths:
+                raise ConfigError(f"can't import output target module {module_name!r}: {exc}") from exc
+            for directory in search_paths:
+                if str(directory) not in sys.path:
+                    sys.path.insert(0, str(directory))
+            try:
+                module = importlib.import_module(module_name)
+            except ImportError as retry_exc:
+                raise ConfigError(f"can't import output target module {module_name!r}: {retry_exc}") from retry_exc
         except ImportError as exc:
             raise ConfigError(f"can't import output target module {module_name!r}: {exc}") from exc
         function = module

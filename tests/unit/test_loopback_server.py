@@ -29,6 +29,16 @@ OPENAI_KEY = "sk-loopback-secret-openai"
 ANTHROPIC_KEY = "sk-ant-loopback-secret"
 
 
+_open_clients: list[openai.OpenAI | anthropic.Anthropic] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    yield
+    while _open_clients:
+        _open_clients.pop().close()
+
+
 @pytest.fixture
 def server() -> Iterator[LoopbackServer]:
     with LoopbackServer(hang_seconds=5.0) as srv:
@@ -38,13 +48,17 @@ def server() -> Iterator[LoopbackServer]:
 def oai(srv: LoopbackServer, **kwargs: Any) -> openai.OpenAI:
     kwargs.setdefault("max_retries", 0)
     kwargs.setdefault("timeout", 5.0)
-    return openai.OpenAI(base_url=srv.openai_base_url, api_key=OPENAI_KEY, **kwargs)
+    client = openai.OpenAI(base_url=srv.openai_base_url, api_key=OPENAI_KEY, **kwargs)
+    _open_clients.append(client)
+    return client
 
 
 def ant(srv: LoopbackServer, **kwargs: Any) -> anthropic.Anthropic:
     kwargs.setdefault("max_retries", 0)
     kwargs.setdefault("timeout", 5.0)
-    return anthropic.Anthropic(base_url=srv.anthropic_base_url, api_key=ANTHROPIC_KEY, **kwargs)
+    client = anthropic.Anthropic(base_url=srv.anthropic_base_url, api_key=ANTHROPIC_KEY, **kwargs)
+    _open_clients.append(client)
+    return client
 
 
 def chat(client: openai.OpenAI, text: str = "hi", **kwargs: Any) -> Any:
@@ -58,6 +72,12 @@ def message(client: anthropic.Anthropic, text: str = "hi", **kwargs: Any) -> Any
         messages=[{"role": "user", "content": text}],
         **kwargs,
     )
+
+
+def text_of(reply: anthropic.types.Message) -> str:
+    block = reply.content[0]
+    assert isinstance(block, anthropic.types.TextBlock)
+    return block.text
 
 
 def get_json(url: str, method: str = "GET") -> Any:
@@ -270,7 +290,7 @@ def test_chunked_request_body_and_expect_continue(server: LoopbackServer) -> Non
 
 
 def test_concurrency_latency_and_max_in_flight() -> None:
-    """64 requests, 32 at a time, 0.1 s latency: two waves, not 64 sleeps."""
+    """64 requests, 32 at a time, 0.2 s latency: two waves, not 64 sleeps."""
 
     async def run(srv: LoopbackServer) -> tuple[float, float]:
         client = openai.AsyncOpenAI(base_url=srv.openai_base_url, api_key=OPENAI_KEY, max_retries=0)
@@ -291,7 +311,7 @@ def test_concurrency_latency_and_max_in_flight() -> None:
         await wave()  # warm-up: opens the 32 keep-alive connections
         baseline = await wave()  # the SDK's own per-request cost, no server latency
         srv.reset()
-        srv.latency = 0.1
+        srv.latency = 0.2
         wall = await wave()
         await client.close()
         return baseline, wall
@@ -299,15 +319,15 @@ def test_concurrency_latency_and_max_in_flight() -> None:
     with LoopbackServer(responder=lambda req: req.last_user_text) as srv:
         baseline, wall = asyncio.run(run(srv))
         stats = srv.stats()
-    # Two waves of 0.1 s.  The SDK spends ~3-5 ms of CPU per request on the
+    # Two waves of 0.2 s.  The SDK spends ~3-5 ms of CPU per request on the
     # client side (openai 3.x + httpx2), which does not overlap with anything,
-    # so allow the measured no-latency baseline on top of 0.2 s.
-    assert 0.2 <= wall < 0.3 + baseline, (wall, baseline)
+    # so allow the measured no-latency baseline on top of 0.4 s.
+    assert 0.4 <= wall < 0.55 + 1.5 * baseline, (wall, baseline)
     assert stats["max_in_flight"] == 32
     assert stats["in_flight"] == 0
     assert stats["requests"] == 64
     assert stats["connections"] == 32  # all reused from the warm-up
-    assert 0.2 <= stats["span_s"] <= wall
+    assert 0.4 <= stats["span_s"] <= wall
 
 
 def test_64_concurrent_requests_anthropic_async() -> None:
@@ -322,7 +342,7 @@ def test_64_concurrent_requests_anthropic_async() -> None:
         )
         wall = time.perf_counter() - t0
         await client.close()
-        assert [r.content[0].text for r in replies] == [str(i) for i in range(64)]
+        assert [text_of(r) for r in replies] == [str(i) for i in range(64)]
         return wall
 
     # The latency is long next to the SDK's per-request CPU cost, so all 64 overlap.
@@ -366,7 +386,7 @@ def test_raw_capacity_256_connections_at_once() -> None:
         wall = time.perf_counter() - t0
         stats = srv.stats()
     assert results == [[200]] * 256
-    assert 0.5 <= wall < 1.5, wall
+    assert 0.5 <= wall < 2.5, wall  # one latency, not 256 of them
     assert stats["max_in_flight"] == 256
 
 
@@ -440,22 +460,30 @@ def test_rate_limit_surfaces_with_retry_after() -> None:
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_sdk_retry_honours_retry_after(provider: str) -> None:
     with LoopbackServer(responder=lambda req: "after retry") as srv:
+        oclient, aclient = oai(srv, max_retries=2), ant(srv, max_retries=2)
+
+        def call() -> str:
+            if provider == "openai":
+                return str(chat(oclient).choices[0].message.content)
+            return text_of(message(aclient))
+
+        call()  # warm-up: first-call costs (lazy imports, connection) stay out of the timing
+        srv.reset()
         srv.inject(Fault.RATE_LIMIT, times=1, retry_after=0.2)
         t0 = time.perf_counter()
-        if provider == "openai":
-            text = chat(oai(srv, max_retries=2)).choices[0].message.content
-        else:
-            text = message(ant(srv, max_retries=2)).content[0].text
+        text = call()
         elapsed = time.perf_counter() - t0
         assert text == "after retry"
-        assert 0.2 <= elapsed < 1.0, elapsed  # the SDK's own backoff (>= 0.375 s) was not used... unless 0.2 s
+        assert elapsed >= 0.2, elapsed
+        first, retry = srv.requests
+        assert (first.headers["x-stainless-retry-count"], retry.headers["x-stainless-retry-count"]) == ("0", "1")
+        # Without Retry-After both SDKs would back off 0.5 s * jitter in [0.75, 1]
+        # (>= 0.375 s) between the attempts, so a shorter gap shows the header was used.
+        gap = retry.received_at - first.received_at
+        assert 0.2 <= gap < 0.37, gap
         stats = srv.stats()
         assert stats["requests"] == 2
         assert stats["by_status"] == {"429": 1, "200": 1}
-        assert [r.headers["x-stainless-retry-count"] for r in srv.requests] == [
-            "0",
-            "1",
-        ]
 
 
 def test_server_error_and_overloaded(server: LoopbackServer) -> None:
@@ -678,18 +706,12 @@ def test_cli_serves_until_sigterm() -> None:
         line = proc.stdout.readline().strip()
         fields = dict(part.split("=", 1) for part in line.split())
         assert set(fields) == {"openai_base_url", "anthropic_base_url"}
-        client = openai.OpenAI(base_url=fields["openai_base_url"], api_key="x", max_retries=0, timeout=5)
-        content = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "q"}])
-        assert json.loads(content.choices[0].message.content or "") == {
-            "score": 1,
-            "justification": "loopback",
-        }
-        aclient = anthropic.Anthropic(base_url=fields["anthropic_base_url"], api_key="x", max_retries=0, timeout=5)
-        assert (
-            aclient.messages.create(model="c", max_tokens=8, messages=[{"role": "user", "content": "q"}])
-            .content[0]
-            .text.startswith('{"score"')
-        )
+        with openai.OpenAI(base_url=fields["openai_base_url"], api_key="x", max_retries=0, timeout=5) as client:
+            content = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "q"}])
+        assert json.loads(content.choices[0].message.content or "") == {"score": 1, "justification": "loopback"}
+        with anthropic.Anthropic(base_url=fields["anthropic_base_url"], api_key="x", max_retries=0, timeout=5) as ac:
+            reply = ac.messages.create(model="c", max_tokens=8, messages=[{"role": "user", "content": "q"}])
+        assert json.loads(text_of(reply))["score"] == 1
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=10)
         assert proc.returncode == 0

@@ -196,7 +196,7 @@ class JudgeRunner:
                 current = replace(
                     request,
                     user=request.user
-                    + "\n\n## Note\nA previous reply to this request could not be used ("
+                    + f"\n\n## Note\nReply {reask + 1} to this request could not be used ("
                     + problem
                     + "). Reply again with only the JSON object described above.",
                 )

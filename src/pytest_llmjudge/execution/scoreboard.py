@@ -40,6 +40,7 @@ from pytest_llmjudge.judges.rubrics import Rubric
 from pytest_llmjudge.metrics.base import Metric, MetricInput
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.settings import Settings
+from pytest_llmjudge.suite.build import target_search_paths
 from pytest_llmjudge.suite.model import Case, Suite
 
 ScoreSource = Literal["recorded", "judge", "metric"]
@@ -227,7 +228,13 @@ class ScoreBoard:
                 self._outputs[case.key] = done
                 return done
             assert suite.output_target is not None
-            target = self.registry.target(suite.output_target)
+            try:
+                target = self.registry.target(suite.output_target, target_search_paths(suite.path))
+            except LLMJudgeError as exc:
+                failed: concurrent.futures.Future[str] = concurrent.futures.Future()
+                failed.set_exception(exc)
+                self._outputs[case.key] = failed
+                return failed
 
             async def produce() -> str:
                 if inspect.iscoroutinefunction(target):

@@ -73,6 +73,9 @@ class AnthropicProvider:
             raise ProviderCallError(f"connection failed: {exc.__class__.__name__}", retryable=True) from None
         except anthropic.APIResponseValidationError as exc:
             raise ProviderCallError(f"malformed response: {exc.message}", retryable=True) from None
+        except ValueError as exc:
+            # The SDKs let a 200 whose body isn't JSON escape as a bare JSONDecodeError.
+            raise ProviderCallError(f"malformed response body: {exc.__class__.__name__}", retryable=True) from None
         except anthropic.APIError as exc:
             raise ProviderCallError(f"provider error: {exc.message}", retryable=True) from None
         blocks = getattr(message, "content", None)

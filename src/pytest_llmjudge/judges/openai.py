@@ -87,6 +87,9 @@ class OpenAIProvider:
             raise ProviderCallError(f"connection failed: {exc.__class__.__name__}", retryable=True) from None
         except openai.APIResponseValidationError as exc:
             raise ProviderCallError(f"malformed response: {exc.message}", retryable=True) from None
+        except ValueError as exc:
+            # The SDKs let a 200 whose body isn't JSON escape as a bare JSONDecodeError.
+            raise ProviderCallError(f"malformed response body: {exc.__class__.__name__}", retryable=True) from None
         except openai.APIError as exc:
             # A 200 whose body isn't valid JSON lands here in some SDK versions.
             raise ProviderCallError(f"provider error: {exc.message}", retryable=True) from None

@@ -15,7 +15,7 @@ name                   scale   requires   parameters
 ``bleu``               0-100   reference  ``tokenize`` (sacrebleu tokenizer name)
 ``rouge_l``            0-1     reference  ``tokenize`` (``auto`` or ``char``)
 ``language``           code    (none)     ``min_confidence``, ``candidates``
-``numeric_fidelity``   0-1     reference  ``decimal_comma``
+``numeric_fidelity``   0-1     reference  ``decimal_comma``, ``ignore_citations``
 ``lrm2qas``            0-1     reference, ``lambdas`` (preset or mapping), ``eta``,
                                input      ``embedder``, ``translator``,
                                           ``kc_answer_units``, ``min_clause_tokens``,
@@ -86,8 +86,8 @@ def _language(*, min_confidence: float | None = None, candidates: Iterable[str] 
     return LanguageId(min_confidence=min_confidence, candidates=candidates)
 
 
-def _numeric_fidelity(*, decimal_comma: bool = False) -> Metric:
-    return NumericFidelity(decimal_comma=decimal_comma)
+def _numeric_fidelity(*, decimal_comma: bool = False, ignore_citations: bool = True) -> Metric:
+    return NumericFidelity(decimal_comma=decimal_comma, ignore_citations=ignore_citations)
 
 
 def _lrm2qas(

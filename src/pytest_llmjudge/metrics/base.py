@@ -14,6 +14,7 @@ the metric's documented score for it, usually 0.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -74,9 +75,15 @@ def is_blank(value: str | tuple[str, ...] | None) -> bool:
     return all(not part.strip() for part in value)
 
 
+@functools.lru_cache(maxsize=64)
+def _in_order(requires: frozenset[str]) -> tuple[str, ...]:
+    # Sorted once per distinct set: this runs for every case of every metric.
+    return tuple(sorted(requires))
+
+
 def check_required(name: str, requires: frozenset[str], item: MetricInput) -> None:
     """Raise :class:`MetricError` naming the first field in ``requires`` that is blank."""
-    for field_name in sorted(requires):
+    for field_name in _in_order(requires):
         if is_blank(getattr(item, field_name)):
             phrase = _FIELD_PHRASES.get(field_name, field_name)
             raise MetricError(f"{name} needs {phrase}, but the case has none")

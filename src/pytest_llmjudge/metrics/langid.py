@@ -7,19 +7,25 @@ normalised probabilities (``LanguageIdentifier.from_model_file(MODEL_FILE,
 norm_probs=True)``; py3langid scales the scores by ``1/sqrt(text bytes)`` before the softmax
 so that confidence does not saturate on long texts).
 
-The value is categorical: the detected ISO 639 code, e.g. ``"hi"``. ``detail`` holds
-``confidence`` (probability of the detected language), ``expected`` (the case's language
-reduced to its base code) and ``expected_probability`` (MIRAGE-BENCH's feature: the
-probability mass of the expected language). An assertion passes when
-:func:`matches` says the detected and expected codes name the same language; it folds
-BCP-47 tags to base codes (``pt-BR`` -> ``pt``, ``zh-Hans`` -> ``zh``) and treats the
-regional varieties py3langid can output as their macrolanguage: Egyptian and Moroccan
-Arabic (``arz``, ``ary``) count as ``ar``, Wu and Cantonese (``wuu``, ``yue``) as ``zh``,
-Bokmål/Nynorsk as Norwegian. ``expected_probability`` sums over the same family.
+Digits are removed before identification: numbers carry no evidence of a language, and
+native digits mislead the model (a Hindi sentence with Devanagari digits ०-९ comes out
+as Nepali).
 
-Parameters: ``min_confidence`` (value ``"und"`` when the top probability is lower; detail
-still names the best guess) and ``candidates`` (restrict the identifier to these languages,
-which helps when close languages such as hi/mr/ne compete).
+The value is categorical: the detected language as an ISO 639 code, e.g. ``"hi"``, with
+the regional varieties py3langid distinguishes folded into their macrolanguage: Egyptian
+and Moroccan Arabic (``arz``, ``ary``) are reported as ``ar``, Wu and Cantonese
+(``wuu``, ``yue``) as ``zh`` (short Mandarin sentences often come out as ``wuu``),
+Bokmål/Nynorsk as ``no``; the price is that an assertion cannot tell Cantonese from
+Mandarin. ``detail`` holds ``detected`` (py3langid's own label), ``confidence`` (its
+probability), ``expected`` (the case's language reduced to its base code) and
+``expected_probability`` (MIRAGE-BENCH's feature: the probability mass of the expected
+language's family). An assertion passes when :func:`matches` says the detected and
+expected codes name the same language; it reduces BCP-47 tags to base codes (``pt-BR``
+-> ``pt``, ``zh-Hans`` -> ``zh``) and applies the same folding.
+
+Parameters: ``min_confidence`` (value ``"und"`` when the top probability is lower;
+``detected`` still names the best guess) and ``candidates`` (restrict the identifier to
+these languages, which helps when close languages such as hi/mr/ne compete).
 
 Degenerate cases, decided here:
 
@@ -34,6 +40,7 @@ Degenerate cases, decided here:
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -45,6 +52,7 @@ from pytest_llmjudge.metrics.language_codes import base_language
 __all__ = ["LanguageId", "language_family", "matches"]
 
 UNDETERMINED = "und"
+_DIGITS = re.compile(r"\d+")
 
 # Varieties py3langid distinguishes that an assertion on the macrolanguage should accept.
 _FAMILY: dict[str, str] = {
@@ -137,7 +145,7 @@ class LanguageId:
                 + (" among the candidates" if self.candidates is not None else "")
                 + ", so the assertion could never pass"
             )
-        text = item.output
+        text = _DIGITS.sub("", item.output)
         if not any(ch.isalpha() for ch in text):
             return MetricValue(
                 UNDETERMINED,
@@ -147,14 +155,14 @@ class LanguageId:
         best, confidence = ranking[0]
         probabilities = dict(ranking)
         detail: dict[str, Any] = {
+            "detected": best,
             "confidence": float(confidence),
             "expected": expected,
             "expected_probability": float(sum(probabilities[label] for label in family_labels)),
         }
         if self.min_confidence is not None and confidence < self.min_confidence:
-            detail["best_guess"] = best
             return MetricValue(UNDETERMINED, detail)
-        return MetricValue(best, detail)
+        return MetricValue(language_family(best), detail)
 
     def compute_many(self, items: Sequence[MetricInput]) -> list[MetricValue]:
         return [self.compute(item) for item in items]

@@ -43,7 +43,7 @@ A mapping may set some lambdas explicitly; the others keep their ``indic_long`` 
 **English pivot** (sec. 2.2 "Notation", algorithm 1 step 1): texts not in English go
 through a :class:`~pytest_llmjudge.metrics.translation.Translator` (default: identity);
 gold translations in case metadata (``input_en``, ``reference_en``, ``context_en``) are
-used in preference.
+used in preference. Citation markers (``[1]``) are removed from the answer first.
 
 Choices the paper leaves open, decided here:
 
@@ -88,6 +88,7 @@ from pytest_llmjudge.metrics.base import (
     check_required,
     is_blank,
 )
+from pytest_llmjudge.metrics.citations import strip_citation_markers
 from pytest_llmjudge.metrics.embedders import (
     Embedder,
     FloatMatrix,
@@ -317,7 +318,9 @@ class _Pivot:
 
     @functools.cached_property
     def output(self) -> str:
-        return self._translate(self._item.output)
+        # Citation markers ("[2]") are passage ids, not content: MIRAGE-BENCH also drops
+        # them before comparing answers.
+        return self._translate(strip_citation_markers(self._item.output))
 
     @functools.cached_property
     def context(self) -> tuple[str, ...]:
@@ -325,6 +328,14 @@ class _Pivot:
         if isinstance(gold, Sequence) and not isinstance(gold, str) and gold:
             return tuple(str(passage) for passage in gold)
         return tuple(self._translate(passage) for passage in self._item.context)
+
+
+def _make_embedder(spec: str | Embedder) -> Embedder:
+    if not isinstance(spec, str):
+        return spec
+    if spec == "hashing":
+        return HashingEmbedder()
+    return SentenceTransformerEmbedder(spec)
 
 
 class LRM2QAS:
@@ -361,26 +372,21 @@ class LRM2QAS:
         self.min_clause_tokens = min_clause_tokens
         self.decimal_comma = decimal_comma
         self.translator: Translator = translator if translator is not None else IdentityTranslator()
-        # A name is resolved on first use (NUM alone never needs an embedder); an
-        # Embedder instance is used as given.
-        self._embedder_spec = embedder if isinstance(embedder, str) else embedder_name(embedder)
-        self._embedder: Embedder | None = None if isinstance(embedder, str) else embedder
+        # Built now, so that a missing package or model fails when the suite is loaded
+        # rather than at every case; NUM alone never needs one.
+        self._embedder: Embedder | None = None if component == "num" else _make_embedder(embedder)
 
     @property
     def embedder(self) -> Embedder:
-        """The embedder, created on first use."""
+        """The embedder of the embedding-based components."""
         if self._embedder is None:
-            spec = self._embedder_spec
-            self._embedder = HashingEmbedder() if spec == "hashing" else SentenceTransformerEmbedder(spec)
+            raise MetricError(f"{self.name} uses no embedder")
         return self._embedder
 
     def _bert(self, pivot: _Pivot) -> float:
         _, reference = self.embedder.embed_tokens(pivot.reference)
-        if is_blank(pivot.output):
-            if len(reference) == 0:
-                raise MetricError(f"{self.name}: the reference has no tokens, so EN-BERT is undefined")
-            return 0.0
-        _, answer = self.embedder.embed_tokens(pivot.output)
+        # An empty answer has no tokens: en_bert scores it 0 (after checking the reference).
+        answer = np.zeros((0, 1)) if is_blank(pivot.output) else self.embedder.embed_tokens(pivot.output)[1]
         return en_bert(reference, answer)
 
     def _kc(self, pivot: _Pivot, detail: dict[str, Any]) -> float:

@@ -3,8 +3,8 @@
 Built only from item results (report ``user_properties``), so it is the same with or
 without pytest-xdist. Mean scores are over scored cases; ``unscored`` counts cases without
 a score (errors, unparseable replies), which are also counted as failures by their items.
-Plain text, no colour codes, trimmed to the terminal width; ``-q`` prints only the judge
-accounting line.
+Plain text in under 80 columns, no colour codes; ``-q`` prints only the judge accounting
+line.
 """
 
 from __future__ import annotations
@@ -26,8 +26,13 @@ def _number(value: Any) -> float | None:
         return None
 
 
+def _shown(value: Any) -> str:
+    number = _number(value)
+    return "-" if number is None else f"{number:.3f}"
+
+
 def render_summary(
-    results: Iterable[Mapping[str, Any]], stats: RunnerStats | None, *, width: int = 100, quiet: bool = False
+    results: Iterable[Mapping[str, Any]], stats: RunnerStats | None, *, quiet: bool = False
 ) -> list[str]:
     lines: list[str] = []
     if not quiet:
@@ -40,34 +45,33 @@ def render_summary(
                 key = (str(result.get("suite")), str(result.get("language")), str(result.get("metric")))
                 groups[key].append(result)
         if groups:
-            header = f"{'suite':<24} {'lang':<6} {'metric':<26} {'n':>5} {'mean':>7} {'pass':>5} {'fail':>5} {'unsc.':>5} {'skip':>5}"
-            lines.append(header[:width])
+            lines.append(f"{'suite':<20} {'lang':<5} {'metric':<24} {'n':>4} {'mean':>6} {'pass':>4} {'fail':>4} {'unsc':>4} {'skip':>4}")
             for (suite, language, metric), rows in sorted(groups.items()):
                 values = [v for v in (_number(r.get("score")) for r in rows) if v is not None]
-                mean = f"{statistics.fmean(values):.3f}" if values else "-"
+                mean = f"{statistics.fmean(values):.2f}" if values else "-"
                 passed = sum(r["outcome"] == "passed" for r in rows)
                 skipped = sum(r["outcome"] == "skipped" for r in rows)
                 unscored = sum("unscored_reason" in r for r in rows)
                 failed = len(rows) - passed - skipped
-                line = (
-                    f"{suite[:24]:<24} {language[:6]:<6} {metric[:26]:<26} {len(rows):>5} {mean:>7} "
-                    f"{passed:>5} {failed:>5} {unscored:>5} {skipped:>5}"
+                lines.append(
+                    f"{suite[:20]:<20} {language[:5]:<5} {metric[:24]:<24} {len(rows):>4} {mean:>6} "
+                    f"{passed:>4} {failed:>4} {unscored:>4} {skipped:>4}"
                 )
-                lines.append(line[:width])
-        if aggregates:
+        by_check: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+        for result in aggregates:
+            by_check[(str(result.get("suite")), str(result.get("aggregate")))].append(result)
+        if by_check:
             lines.append("")
-            lines.append(f"{'suite':<24} {'aggregate':<34} {'lang':<6} {'value':>7} {'threshold':>10}  result"[:width])
-            for result in sorted(
-                aggregates, key=lambda r: (str(r.get("suite")), str(r.get("aggregate")), str(r.get("language")))
-            ):
-                value = _number(result.get("score"))
-                shown = f"{value:.3f}" if value is not None else "-"
-                outcome = {"passed": "pass", "skipped": "skip"}.get(str(result["outcome"]), "FAIL")
-                line = (
-                    f"{str(result.get('suite'))[:24]:<24} {str(result.get('aggregate'))[:34]:<34} "
-                    f"{str(result.get('language'))[:6]:<6} {shown:>7} {str(result.get('threshold', '')):>10}  {outcome}"
+            for (suite, label), rows in sorted(by_check.items()):
+                failing = [r for r in rows if r["outcome"] == "failed"]
+                skipped = sum(r["outcome"] == "skipped" for r in rows)
+                status = f"{len(rows) - len(failing) - skipped}/{len(rows)} pass"
+                if skipped:
+                    status += f", {skipped} skipped"
+                detail = ", ".join(
+                    f"{r.get('language')}={_shown(r.get('score'))} (needs {r.get('threshold')})" for r in failing
                 )
-                lines.append(line[:width])
+                lines.append(f"{suite[:20]:<20} {label}: {status}" + (f"; FAIL {detail}" if detail else ""))
     if stats is not None:
         lines.append(
             f"judge calls: {stats.submitted} planned, {stats.provider_calls} provider requests, "

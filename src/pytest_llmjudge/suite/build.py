@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -153,12 +154,18 @@ def _parse_thresholds(
     parsed = []
     for index, text in enumerate(texts):
         try:
-            parsed.append(parse_threshold(text))
+            threshold = parse_threshold(text)
         except ExpressionError as exc:
             raise SuiteError(
                 str(exc), path=path, line=line_for(lines, (*at, index)), field=_loc_text((*at, index))
             ) from None
+        parsed.append(replace(threshold, line=line_for(lines, (*at, index))))
     return parsed
+
+
+def target_search_paths(suite_path: Path) -> list[Path]:
+    """Where a suite's ``module:function`` target is looked for besides ``sys.path``."""
+    return [suite_path.parent.resolve(), Path.cwd()]
 
 
 def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | None = None) -> Suite:
@@ -217,6 +224,17 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 outputs[record["id"]] = record["output"]
         else:
             target = config.outputs.target
+            assert target is not None
+            try:
+                registry.target(target, target_search_paths(path))
+            except LLMJudgeError as exc:
+                raise SuiteError(
+                    str(exc),
+                    path=path,
+                    line=line_for(doc.lines, ("outputs", "target")),
+                    field="outputs.target",
+                    hint="use 'module:function' (importable, or a module next to the suite) or a registered target name",
+                ) from None
 
     rubrics: dict[str, Rubric] = {}
     for name, rubric_config in config.rubrics.items():
@@ -296,9 +314,11 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
 
     # Every metric named anywhere must be something we can score.
     used: dict[str, tuple[Path, int | None]] = {}
+    for threshold in suite_thresholds:
+        used.setdefault(threshold.metric, (path, threshold.line))
     for case in cases:
-        for threshold in case.thresholds:
-            used.setdefault(threshold.metric, (case.path, case.line))
+        for threshold in case.thresholds[len(suite_thresholds) :]:
+            used.setdefault(threshold.metric, (case.path, threshold.line or case.line))
     for check in aggregates:
         used.setdefault(check.spec.metric, (path, check.line))
     recorded_names = {name for case in cases for name in case.recorded}

@@ -18,7 +18,7 @@ import math
 import operator
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Op = Literal[">=", ">", "<=", "<", "==", "!="]
@@ -54,6 +54,8 @@ class Threshold:
     metric: str
     op: Op
     value: float | str
+    line: int | None = field(default=None, compare=False)
+    """Line of the assertion in its suite file, for error messages."""
 
     def expected(self, case_language: str) -> float | str:
         return case_language if self.value == CASE_LANGUAGE else self.value

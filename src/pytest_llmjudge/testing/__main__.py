@@ -41,9 +41,12 @@ def load_responder(spec: str) -> Responder:
     module_name, sep, attr_path = spec.partition(":")
     if not sep or not module_name or not attr_path:
         raise argparse.ArgumentTypeError(f"--responder must look like module:function, got {spec!r}")
-    obj: Any = importlib.import_module(module_name)
-    for attr in attr_path.split("."):
-        obj = getattr(obj, attr)
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for attr in attr_path.split("."):
+            obj = getattr(obj, attr)
+    except (ImportError, AttributeError) as exc:
+        raise argparse.ArgumentTypeError(f"cannot load {spec}: {exc}") from exc
     if not callable(obj):
         raise argparse.ArgumentTypeError(f"{spec} is not callable")
     return cast(Responder, obj)

@@ -8,7 +8,10 @@ fast.  It runs an ``asyncio`` server in a background daemon thread, speaks
 HTTP/1.1 with keep-alive and ``Content-Length`` (chunked request bodies and
 ``Expect: 100-continue`` are tolerated), and injects latency with
 ``asyncio.sleep``: N requests at concurrency C take about
-``ceil(N / C) * latency`` and cost very little CPU each.
+``ceil(N / C) * latency`` and cost the server ~0.4 ms of CPU each (hundreds
+of simultaneous connections and thousands of requests are fine).  Note that
+the SDKs themselves (openai 3.x / anthropic 2.x on httpx2) spend ~3-5 ms of
+client CPU per call, which in-process benchmarks add on top of the latency.
 
 Usage::
 
@@ -49,7 +52,9 @@ plus 4 per message on the prompt side.  ``Reply.usage`` overrides them.
 Responders
 ----------
 Each completion request is parsed into a frozen :class:`ReceivedRequest`
-(credentials headers removed) and handed to ``responder``, a sync or async
+(``authorization``, ``x-api-key``, ``api-key`` and ``proxy-authorization``
+headers removed; ``api_key_present`` says whether one was sent) and handed to
+``responder``, a sync or async
 callable returning a :class:`Reply` or a ``str`` (the assistant text).  The
 default responder answers ``'{}'``.  Responders run on the server's event
 loop thread, one at a time, so a stateful responder needs no lock, but a sync
@@ -58,6 +63,11 @@ delay).  A responder that raises produces a 500 ``api_error`` naming the
 exception (counted in ``stats()["responder_errors"]``).  A content-level
 "malformed judge reply" (valid HTTP, assistant text that is not valid JSON)
 is simply a responder returning such text.
+
+For Anthropic, ``ReceivedRequest.response_format`` is ``output_config.format``
+(structured outputs) and ``temperature``/``seed`` are read from the body if
+present -- anthropic 2.x's ``messages.create`` has no ``temperature``
+argument, so they only arrive through ``extra_body``.
 
 Faults
 ------
@@ -88,6 +98,33 @@ SERVER_ERROR and OVERLOADED).  Faults apply to ``/v1/chat/completions`` and
     The socket is closed with ``SO_LINGER`` 0 (a TCP RST), no response.
 ``EMPTY_CONTENT``
     A valid envelope whose assistant text is ``""``.
+
+What the SDKs raise (openai 3.54 / anthropic 2.12, ``max_retries=0``)::
+
+    RATE_LIMIT        openai.RateLimitError           anthropic.RateLimitError
+    SERVER_ERROR      openai.InternalServerError      anthropic.InternalServerError
+    OVERLOADED        openai.InternalServerError(503) anthropic.OverloadedError(529)
+    TIMEOUT           openai.APITimeoutError          anthropic.APITimeoutError
+                      (client timeout < hang_seconds; otherwise APIConnectionError)
+    TRUNCATED         openai.APIConnectionError       anthropic.APIConnectionError
+    CONNECTION_RESET  openai.APIConnectionError       anthropic.APIConnectionError
+    MALFORMED_JSON    json.JSONDecodeError, unwrapped and never retried, from both
+    EMPTY_CONTENT     no error: content == ""
+
+All but MALFORMED_JSON and EMPTY_CONTENT are retried by the SDKs when
+``max_retries > 0`` (a 429 waits ``Retry-After``; the others back off ~0.5 s).
+
+Counters
+--------
+:meth:`LoopbackServer.stats` (and ``GET /stats``) count completion, model and
+unknown-path requests, ``by_path``/``by_provider``/``by_status`` (``no_response``
+for TIMEOUT and CONNECTION_RESET)/``by_fault``, ``in_flight`` and
+``max_in_flight``, connections, ``first_request_at``/``last_response_at``
+(``time.time()``) and ``span_s`` between them, and ``server_cpu_s`` (the server
+thread's CPU time where the platform reports it).  A request's counters are
+updated *before* its response bytes are written, so a client that has its
+answer always sees them.  :meth:`LoopbackServer.reset` clears counters,
+recorded requests and queued faults and re-seeds the fault RNG.
 
 Degenerate cases
 ----------------
@@ -525,7 +562,12 @@ def _parse_head(head: bytes) -> tuple[str, str, str, dict[str, str]]:
 
 
 class LoopbackServer:
-    """OpenAI/Anthropic-compatible HTTP server on 127.0.0.1, in a background thread."""
+    """OpenAI/Anthropic-compatible HTTP server on 127.0.0.1, in a background thread.
+
+    ``latency``, ``responder``, ``fault_rate``, ``faults``, ``retry_after`` and
+    ``hang_seconds`` are read per request and may be changed while serving.
+    A server is started once (``start()`` or ``with``) and stopped once.
+    """
 
     def __init__(
         self,
@@ -564,17 +606,18 @@ class LoopbackServer:
         self._requested_port = port
         self._port: int | None = None
 
+        self._thread: threading.Thread | None = None
+        self._final_cpu: float | None = None
         self._lock = threading.Lock()
         self._rng = random.Random(seed)
         self._queue: deque[_InjectedFault] = deque()
         self._requests: list[ReceivedRequest] = []
         self._fault_log: list[tuple[int, Fault]] = []
-        self._reset_counters_locked()
         self._connections_total = 0
         self._open_connections = 0
         self._in_flight = 0
+        self._reset_counters_locked()
 
-        self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.AbstractServer | None = None
         self._conn_tasks: set[asyncio.Task[Any]] = set()
@@ -648,6 +691,7 @@ class LoopbackServer:
             with contextlib.suppress(Exception):
                 loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
+            self._final_cpu = time.thread_time()
 
     async def _shutdown(self) -> None:
         if self._server is not None:
@@ -669,7 +713,8 @@ class LoopbackServer:
     @property
     def url(self) -> str:
         """``http://127.0.0.1:PORT`` (no trailing slash)."""
-        return f"http://{self.host}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
 
     @property
     def openai_base_url(self) -> str:
@@ -711,12 +756,12 @@ class LoopbackServer:
         self._by_status: Counter[str] = Counter()
         self._by_fault: Counter[str] = Counter()
         self._responder_errors = 0
-        self._max_in_flight = getattr(self, "_in_flight", 0)
+        self._max_in_flight = self._in_flight
         self._first_request_at: float | None = None
         self._first_request_perf: float | None = None
         self._last_response_at: float | None = None
         self._last_response_perf: float | None = None
-        self._cpu_base = (self._thread_cpu() if hasattr(self, "_thread") else None) or 0.0
+        self._cpu_base = self._thread_cpu() or 0.0
 
     def reset(self) -> None:
         """Clear counters, recorded requests and queued faults; re-seed the fault RNG."""
@@ -766,10 +811,12 @@ class LoopbackServer:
     def _thread_cpu(self) -> float | None:
         """CPU seconds used by the server thread so far (None where unsupported)."""
         thread = self._thread
-        getclock = getattr(time, "pthread_getcpuclockid", None)
-        if thread is None or thread.ident is None or getclock is None:
+        if thread is None:
             return None
         if not thread.is_alive():
+            return self._final_cpu
+        getclock = getattr(time, "pthread_getcpuclockid", None)
+        if getclock is None or thread.ident is None:
             return None
         try:
             return float(time.clock_gettime(getclock(thread.ident)))

@@ -1,0 +1,134 @@
+"""Collection, selection and the plugin's inertness, through pytester."""
+
+from __future__ import annotations
+
+import pytest
+
+RECORDED_SUITE = """\
+suite: recorded
+cases:
+  - id: hi-1
+    language: hi
+    output: "नमस्ते, आप कैसे हैं?"
+    recorded:
+      linguistic_acceptability: {score: 2, justification: "natural"}
+  - id: ja-1
+    language: ja
+    output: "こんにちは"
+    recorded:
+      linguistic_acceptability: 1
+assert:
+  - linguistic_acceptability >= 1
+aggregate:
+  - expr: mean(linguistic_acceptability) >= 1.6
+    per_language: {ja: ">= 1"}
+"""
+
+
+def _comparable(lines: list[str]) -> list[str]:
+    return [line for line in lines if not line.startswith("plugins:") and " passed in " not in line]
+
+
+def test_inert_without_the_flag(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", suite=RECORDED_SUITE)
+    pytester.makepyfile("def test_plain():\n    assert True\n")
+    with_plugin = pytester.runpytest("-v", "-p", "no:cacheprovider")
+    without_plugin = pytester.runpytest("-v", "-p", "no:cacheprovider", "-p", "no:llmjudge")
+    with_plugin.assert_outcomes(passed=1)
+    assert _comparable(with_plugin.outlines) == _comparable(without_plugin.outlines)
+    assert not (pytester.path / ".llmjudge_cache").exists()
+
+
+def test_recorded_suite_collects_cases_and_aggregates(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", suite=RECORDED_SUITE)
+    result = pytester.runpytest("--llmjudge", "-v")
+    result.stdout.fnmatch_lines(
+        [
+            "suite.yaml::hi-1[[]linguistic_acceptability[]] PASSED*",
+            "suite.yaml::ja-1[[]linguistic_acceptability[]] PASSED*",
+            "suite.yaml::mean(linguistic_acceptability)[[]hi[]] PASSED*",
+            "suite.yaml::mean(linguistic_acceptability)[[]ja[]] PASSED*",
+            "suite.yaml::mean(linguistic_acceptability)[[]all[]] FAILED*",
+        ]
+    )
+    result.assert_outcomes(passed=4, failed=1)
+    assert result.ret == 1
+
+
+def test_yaml_without_suite_key_is_ignored(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", config="name: not a suite\nsteps: [1, 2]\n")
+    result = pytester.runpytest("--llmjudge")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+@pytest.mark.parametrize(
+    ("expression", "selected"),
+    [
+        ("hi-1", ["hi-1[linguistic_acceptability]"]),
+        ("ja", ["ja-1[linguistic_acceptability]", "mean(linguistic_acceptability)[ja]"]),
+        ("aggregate and hi", ["mean(linguistic_acceptability)[hi]"]),
+        ("linguistic_acceptability and not aggregate", ["hi-1[linguistic_acceptability]", "ja-1[linguistic_acceptability]"]),
+    ],
+)
+def test_k_selects_by_case_metric_and_language(pytester: pytest.Pytester, expression: str, selected: list[str]) -> None:
+    pytester.makefile(".yaml", suite=RECORDED_SUITE)
+    result = pytester.runpytest("--llmjudge", "--collect-only", "-q", "-k", expression)
+    collected = sorted(line.split("::", 1)[1] for line in result.outlines if line.startswith("suite.yaml::"))
+    assert collected == sorted(selected)
+
+
+def test_invalid_suite_is_reported_with_file_and_line_and_others_still_run(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", good=RECORDED_SUITE)
+    pytester.makefile(
+        ".yaml",
+        bad="""\
+suite: bad
+cases:
+  - id: a
+    language: en
+    output: hi
+    asert: ["x >= 1"]
+""",
+    )
+    result = pytester.runpytest("--llmjudge")
+    result.assert_outcomes(passed=4, failed=2)
+    result.stdout.fnmatch_lines(["*invalid suite: *bad.yaml:6: cases[[]0[]]: unknown field 'asert'*", "*hint: did you mean 'assert'?*"])
+    result.stdout.no_fnmatch_line("*Traceback*")
+
+
+def test_threshold_on_undefined_metric_names_the_line(pytester: pytest.Pytester) -> None:
+    pytester.makefile(
+        ".yaml",
+        suite="""\
+suite: typo
+cases:
+  - id: a
+    language: en
+    output: hello
+    recorded: {linguistic_acceptability: 2}
+assert:
+  - linguistic_acceptability >= 1
+  - lingustic_acceptability >= 1
+""",
+    )
+    result = pytester.runpytest("--llmjudge")
+    result.stdout.fnmatch_lines(
+        [
+            "*suite.yaml:9: threshold on undefined metric 'lingustic_acceptability'*",
+            "*did you mean 'linguistic_acceptability'?*",
+        ]
+    )
+
+
+def test_help_lists_options_in_llmjudge_group(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--help")
+    result.stdout.fnmatch_lines(
+        ["*LLM-judge evaluation suites*", "*--llmjudge *", "*--llmjudge-concurrency*", "*--llmjudge-cache=*", "*--llmjudge-base-url*"]
+    )
+
+
+def test_bad_option_value_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", suite=RECORDED_SUITE)
+    result = pytester.runpytest("--llmjudge", "--llmjudge-concurrency=zero")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--llmjudge-concurrency must be a whole number*"])

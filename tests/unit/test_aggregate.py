@@ -1,0 +1,293 @@
+"""Suite-level aggregates (``aggregate``): per-language rows, CIs, unscored cases, the table."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import pytest
+from scipy import stats
+
+from pytest_llmjudge.aggregate import (
+    ALL_LANGUAGES,
+    AggregateRow,
+    ScoredValue,
+    compute_row,
+    compute_rows,
+    mean_ci,
+    render_table,
+)
+from pytest_llmjudge.suite.expressions import parse_aggregate
+
+
+def scored(language: str, *values: float | str) -> list[ScoredValue]:
+    return [ScoredValue(language, value, True) for value in values]
+
+
+def unscored(language: str, count: int = 1) -> list[ScoredValue]:
+    return [ScoredValue(language, None, False) for _ in range(count)]
+
+
+# --------------------------------------------------------------------------- hand-computed rows
+
+# Scores 1, 2, 2, 0 (linguistic acceptability of four Hindi cases):
+#   mean 5/4 = 1.25, median (1 + 2)/2 = 1.5, min 0, max 2
+#   sd = sqrt(((-.25)^2 + .75^2 + .75^2 + (-1.25)^2) / 3) = sqrt(2.75 / 3) = 0.957427
+#   t_{0.975, 3} = 3.182446, half width = 3.182446 * 0.957427 / 2 = 1.523480
+FOUR = scored("hi", 1, 2, 2, 0)
+
+
+@pytest.mark.parametrize(("stat", "value"), [("mean", 1.25), ("median", 1.5), ("min", 0.0), ("max", 2.0)])
+def test_hand_computed_statistics(stat: str, value: float) -> None:
+    row = compute_row("hi", parse_aggregate(f"{stat}(la) >= 0"), FOUR)
+
+    assert row.value == pytest.approx(value)
+    assert (row.language, row.n_scored, row.n_unscored, row.n) == ("hi", 4, 0, 4)
+    assert row.passed
+    assert row.problem is None
+
+
+def test_the_mean_comes_with_a_t_interval() -> None:
+    row = compute_row("hi", parse_aggregate("mean(la) >= 1"), FOUR)
+
+    assert row.ci_low == pytest.approx(1.25 - 1.523480, abs=1e-6)
+    assert row.ci_high == pytest.approx(1.25 + 1.523480, abs=1e-6)
+
+
+@pytest.mark.parametrize("stat", ["median", "min", "max"])
+def test_only_the_mean_has_an_interval(stat: str) -> None:
+    row = compute_row("hi", parse_aggregate(f"{stat}(la) >= 0"), FOUR)
+    assert (row.ci_low, row.ci_high) == (None, None)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[1.0, 2.0, 2.0, 0.0], [45.2, 51.0, 38.7], [0.1, 0.9], list(range(30)), [3.5, -1.25, 7.0, 7.0, 2.0, 9.75]],
+)
+@pytest.mark.parametrize("confidence", [0.95, 0.9, 0.99])
+def test_mean_ci_equals_scipy_t_interval(values: list[float], confidence: float) -> None:
+    n = len(values)
+    expected = stats.t.interval(
+        confidence, n - 1, loc=statistics.fmean(values), scale=statistics.stdev(values) / math.sqrt(n)
+    )
+    assert mean_ci(values, confidence) == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
+def test_one_value_has_the_point_as_its_interval() -> None:
+    assert mean_ci([1.5]) == (1.5, 1.5)
+    row = compute_row("hi", parse_aggregate("mean(la) >= 1"), scored("hi", 2))
+    assert (row.value, row.ci_low, row.ci_high) == (2.0, 2.0, 2.0)
+
+
+def test_identical_values_have_the_point_as_their_interval() -> None:
+    assert mean_ci([2.0, 2.0, 2.0]) == (2.0, 2.0)
+
+
+def test_the_interval_narrows_with_more_data() -> None:
+    low_small, high_small = mean_ci([0.0, 1.0] * 5)
+    low_big, high_big = mean_ci([0.0, 1.0] * 50)
+    assert high_big - low_big < high_small - low_small
+
+
+# --------------------------------------------------------------------------- passing and failing
+
+
+def test_a_row_fails_when_the_value_misses_the_threshold() -> None:
+    row = compute_row("hi", parse_aggregate("mean(la) >= 1.3"), FOUR)
+    assert row.value == 1.25
+    assert not row.passed
+    assert row.problem is None  # a plain failure, not an error
+
+
+@pytest.mark.parametrize(("op", "passed"), [("<", True), ("<=", True), (">", False), ("==", False), ("!=", True)])
+def test_the_operator_decides(op: str, passed: bool) -> None:
+    assert compute_row("hi", parse_aggregate(f"max(la) {op} 3"), FOUR).passed is passed
+
+
+def test_unscored_cases_are_left_out_of_the_statistic_but_counted() -> None:
+    row = compute_row(
+        "hi", parse_aggregate("mean(la) >= 1"), FOUR + unscored("hi", 1), max_unscored_rate=0.5
+    )
+    assert row.value == 1.25
+    assert (row.n_scored, row.n_unscored, row.n) == (4, 1, 5)
+    assert row.passed
+
+
+def test_any_unscored_case_fails_the_row_by_default() -> None:
+    row = compute_row("hi", parse_aggregate("mean(la) >= 1"), FOUR + unscored("hi", 1))
+
+    assert not row.passed
+    assert row.value == 1.25  # still reported
+    assert row.problem == "1 of 5 case(s) unscored in hi (allowed: 0%)"
+
+
+def test_max_unscored_rate_is_an_upper_bound() -> None:
+    values = scored("hi", 2, 2, 2) + unscored("hi", 1)  # 25% unscored
+    assert compute_row("hi", parse_aggregate("mean(la) >= 1"), values, max_unscored_rate=0.25).passed
+    row = compute_row("hi", parse_aggregate("mean(la) >= 1"), values, max_unscored_rate=0.2)
+    assert not row.passed
+    assert row.problem == "1 of 4 case(s) unscored in hi (allowed: 20%)"
+
+
+def test_min_cases() -> None:
+    row = compute_row("hi", parse_aggregate("mean(la) >= 1"), scored("hi", 2), min_cases=2)
+
+    assert row.value == 2.0
+    assert not row.passed
+    assert row.problem == "only 1 scored case(s) in hi; the aggregate needs at least 2"
+
+
+def test_min_cases_counts_scored_cases_only() -> None:
+    values = scored("hi", 2, 2) + unscored("hi", 3)
+    row = compute_row("hi", parse_aggregate("mean(la) >= 1"), values, min_cases=3, max_unscored_rate=1.0)
+    assert row.problem is not None and row.problem.startswith("only 2 scored case(s)")
+
+
+def test_no_cases_at_all() -> None:
+    row = compute_row("hi", parse_aggregate("mean(la) >= 1"), [])
+    assert (row.value, row.passed, row.n) == (None, False, 0)
+    assert row.problem == "only 0 scored case(s) in hi; the aggregate needs at least 1"
+
+
+def test_all_unscored() -> None:
+    row = compute_row("hi", parse_aggregate("mean(la) >= 1"), unscored("hi", 3), max_unscored_rate=1.0)
+    assert row.value is None
+    assert not row.passed
+    assert row.problem is not None and "only 0 scored" in row.problem
+
+
+def test_categorical_scores_have_no_mean() -> None:
+    row = compute_row("hi", parse_aggregate("mean(language) >= 1"), scored("hi", "hi", "en"))
+    assert not row.passed
+    assert row.problem == "mean() needs numeric scores; language is categorical"
+
+
+# --------------------------------------------------------------------------- pass_rate
+
+
+def test_pass_rate_counts_unscored_cases_as_not_passing() -> None:
+    # chrF 50, 40, 46 and two unscored: 2 of 5 cases reach 45.
+    values = scored("hi", 50, 40, 46) + unscored("hi", 2)
+    row = compute_row("hi", parse_aggregate("pass_rate(chrf >= 45) >= 0.4"), values, max_unscored_rate=0.4)
+
+    assert row.value == pytest.approx(2 / 5)
+    assert row.passed
+    assert (row.ci_low, row.ci_high) == (None, None)
+
+
+def test_pass_rate_over_categorical_values() -> None:
+    values = [
+        ScoredValue("hi", "hi", True),
+        ScoredValue("hi", "mr", True),
+        ScoredValue("hi", "hi", True),
+        ScoredValue("hi", "hi", True),
+    ]
+    row = compute_row("hi", parse_aggregate("pass_rate(language == case.language) >= 0.75"), values)
+    assert row.value == 0.75
+    assert row.passed
+
+
+def test_pass_rate_with_nan_scores() -> None:
+    values = scored("hi", 50, math.nan)
+    row = compute_row("hi", parse_aggregate("pass_rate(chrf >= 45) >= 0.5"), values)
+    assert row.value == 0.5
+
+
+def test_pass_rate_still_fails_on_unscored_cases_by_default() -> None:
+    row = compute_row("hi", parse_aggregate("pass_rate(chrf >= 45) >= 0.1"), scored("hi", 50) + unscored("hi"))
+    assert row.value == 0.5
+    assert not row.passed
+    assert row.problem is not None and "unscored" in row.problem
+
+
+# --------------------------------------------------------------------------- compute_rows
+
+MIXED = scored("hi", 1, 2) + scored("en", 2, 0) + unscored("en") + scored("bn", 2)
+
+
+def test_one_row_per_language_sorted_then_all() -> None:
+    rows = compute_rows({}, parse_aggregate("mean(la) >= 1"), MIXED, max_unscored_rate=0.5)
+
+    assert [row.language for row in rows] == ["bn", "en", "hi", ALL_LANGUAGES]
+    by_language = {row.language: row for row in rows}
+    assert by_language["bn"].value == 2.0
+    assert (by_language["en"].value, by_language["en"].n_unscored) == (1.0, 1)
+    assert by_language["hi"].value == 1.5
+    assert (by_language["all"].value, by_language["all"].n) == (pytest.approx(7 / 5), 6)
+
+
+def test_per_language_overrides() -> None:
+    default = parse_aggregate("mean(la) >= 1.6")
+    spec_for = {"hi": default.with_threshold(">=", 1.4), "en": default.with_threshold("<", 2)}
+    rows = {row.language: row for row in compute_rows(spec_for, default, MIXED, max_unscored_rate=0.5)}
+
+    assert rows["hi"].spec.render() == "mean(la) >= 1.4"
+    assert rows["hi"].passed  # 1.5 >= 1.4
+    assert rows["en"].spec.render() == "mean(la) < 2"
+    assert rows["en"].passed  # 1.0 < 2
+    assert rows["bn"].spec is default
+    assert rows["bn"].passed  # 2.0 >= 1.6
+    assert rows["all"].spec is default  # overrides never apply to the overall row
+    assert not rows["all"].passed  # 1.4 < 1.6
+
+
+def test_min_cases_and_max_unscored_rate_apply_to_every_row() -> None:
+    rows = {
+        row.language: row
+        for row in compute_rows({}, parse_aggregate("mean(la) >= 0"), MIXED, min_cases=2, max_unscored_rate=0.25)
+    }
+    assert rows["bn"].problem == "only 1 scored case(s) in bn; the aggregate needs at least 2"
+    assert rows["en"].problem == "1 of 3 case(s) unscored in en (allowed: 25%)"
+    assert rows["hi"].problem is None and rows["hi"].passed
+    assert rows["all"].problem is None and rows["all"].passed  # 1 of 6 unscored is under 25%
+
+
+def test_compute_rows_without_values() -> None:
+    rows = compute_rows({}, parse_aggregate("mean(la) >= 0"), [])
+    assert [row.language for row in rows] == [ALL_LANGUAGES]
+    assert not rows[0].passed
+
+
+# --------------------------------------------------------------------------- render_table
+
+
+def test_render_table_marks_the_highlighted_row() -> None:
+    default = parse_aggregate("mean(la) >= 1")
+    rows = compute_rows({"hi": default.with_threshold(">=", 1.6)}, default, MIXED, max_unscored_rate=0.5)
+    table = render_table(rows, highlight="hi").splitlines()
+
+    assert table[0].split() == ["language", "n", "unscored", "value", "95%", "CI", "threshold", "result"]
+    assert len(table) == 1 + len(rows)
+    marked = [line for line in table[1:] if line.startswith(">")]
+    assert len(marked) == 1
+    assert marked[0].split()[1] == "hi"
+    assert all(line.startswith("  ") for line in table[1:] if line is not marked[0])
+    hi = marked[0]
+    assert hi.split()[2:5] == ["2", "0", "1.500"]
+    assert ">= 1.6" in hi and hi.endswith("FAIL")
+
+
+def test_render_table_cells() -> None:
+    spec = parse_aggregate("mean(la) >= 1")
+    rows = [
+        AggregateRow("hi", spec, 4, 0, 1.25, -0.2734801808, 2.7734801808, True, None),
+        AggregateRow("en", spec, 0, 2, None, None, None, False, "only 0 scored case(s)"),
+        AggregateRow("all", spec, 4, 2, 1.25, None, None, False, None),
+    ]
+    hi, en, overall = render_table(rows).splitlines()[1:]
+
+    assert hi.split() == ["hi", "4", "0", "1.250", "[-0.273,", "2.773]", ">=", "1", "pass"]
+    assert en.split() == ["en", "2", "2", "-", ">=", "1", "ERROR"]  # a problem is an error, not a fail
+    assert overall.split() == ["all", "6", "2", "1.250", ">=", "1", "FAIL"]
+
+
+def test_render_table_without_highlight_marks_nothing() -> None:
+    rows = compute_rows({}, parse_aggregate("mean(la) >= 1"), FOUR)
+    assert not any(line.startswith(">") for line in render_table(rows).splitlines())
+    assert not any(line.startswith(">") for line in render_table(rows, highlight="xx").splitlines())
+
+
+def test_render_table_columns_line_up() -> None:
+    rows = compute_rows({}, parse_aggregate("mean(la) >= 1"), MIXED, max_unscored_rate=0.5)
+    lines = render_table(rows, highlight="all").splitlines()
+    assert len({len(line.rstrip()) - len(line.rstrip().split()[-1]) for line in lines[1:]}) == 1

@@ -1,0 +1,96 @@
+"""ROUGE-L with a script-aware tokenizer, against hand-computed LCS and rouge-score itself."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from rouge_score.rouge_scorer import RougeScorer
+
+from pytest_llmjudge.errors import MetricError
+from pytest_llmjudge.metrics import MetricInput, resolve_metric
+from pytest_llmjudge.metrics.tokenization import UnicodeTokenizer
+
+
+def test_python_word_class_splits_indic_words_so_marks_are_added() -> None:
+    # Devanagari vowel signs (Mc) and virama (Mn) are not matched by \w.
+    assert re.findall(r"\w+", "हिन्दी") == ["ह", "न", "द"]
+    assert UnicodeTokenizer().tokenize("हिन्दी") == ["हिन्दी"]
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [
+        ("मैं कल बाज़ार जा रहा हूँ।", ["मैं", "कल", "बाज़ार", "जा", "रहा", "हूँ"]),
+        ("ذهب الولد إلى المدرسة صباحًا.", ["ذهب", "الولد", "إلى", "المدرسة", "صباحًا"]),
+        ("தமிழ் மொழி", ["தமிழ்", "மொழி"]),
+        ("富士山は3776m、Pythonも", ["富", "士", "山", "は", "3776m", "python", "も"]),
+        ("ภาษาไทย", ["ภ", "า", "ษ", "า", "ไ", "ท", "ย"]),
+        ("Hello, World_wide 3.14!", ["hello", "world", "wide", "3", "14"]),
+        ("", []),
+        ("。！？…", []),
+    ],
+)
+def test_tokenizer(text: str, tokens: list[str]) -> None:
+    assert UnicodeTokenizer().tokenize(text) == tokens
+
+
+def test_tokenizer_normalises_to_nfc() -> None:
+    composed, decomposed = "\u095b", "\u091c\u093c"  # ज़ as one code point and as ज + nukta
+    assert UnicodeTokenizer().tokenize(composed) == UnicodeTokenizer().tokenize(decomposed)
+
+
+def test_char_mode_splits_every_script_into_characters_with_their_marks() -> None:
+    assert UnicodeTokenizer("char").tokenize("हिन्दी ok") == ["हि", "न्", "दी", "o", "k"]
+
+
+@pytest.mark.parametrize(
+    ("reference", "output", "expected"),
+    [
+        # LCS मैं बाज़ार जा रहा = 4 of 6 and 6 tokens: P = R = 2/3.
+        ("मैं कल बाज़ार जा रहा हूँ", "मैं बाज़ार नहीं जा रहा था", 2 / 3),
+        # LCS ذهب إلى المدرسة = 3; P = 3/4, R = 3/5, F = 2PR/(P+R) = 2/3.
+        ("ذهب الولد إلى المدرسة صباحًا", "الولد ذهب إلى المدرسة", 2 / 3),
+        # Characters: the output (9) is a subsequence of the reference (12); P = 1, R = 3/4.
+        ("富士山は日本一高い山です", "富士山は高い山です", 6 / 7),
+    ],
+)
+def test_hand_computed_lcs(reference: str, output: str, expected: float) -> None:
+    value = resolve_metric("rouge_l").compute(MetricInput(output, reference))
+    assert value.value == pytest.approx(expected)
+
+
+def test_default_rouge_score_tokenizer_would_score_hindi_zero() -> None:
+    text = "मैं कल बाज़ार जा रहा हूँ"
+    assert RougeScorer(["rougeL"]).score(text, text)["rougeL"].fmeasure == 0.0
+    assert resolve_metric("rouge_l").compute(MetricInput(text, text)).value == 1.0
+
+
+@pytest.mark.parametrize(
+    ("output", "reference"),
+    [
+        ("The cat sat on the mat.", "The cat is sitting on the mat."),
+        ("चेन्नई को भारत का डेट्रॉयट कहा जाता है।", "चेन्नई को 'भारत का डेट्रॉयट' कहा जाता है।"),
+        ("长城总长约21196千米。", "历代长城总长度为21196.18千米。"),
+        ("Город основан в 1703 году.", "Санкт-Петербург основан в 1703 году."),
+    ],
+)
+def test_equals_rouge_score_with_the_same_tokenizer(output: str, reference: str) -> None:
+    scorer = RougeScorer(["rougeL"], tokenizer=UnicodeTokenizer())
+    expected = scorer.score(reference, output)["rougeL"]
+    value = resolve_metric("rouge_l").compute(MetricInput(output, reference))
+    assert value.value == pytest.approx(expected.fmeasure)
+    assert value.detail["precision"] == pytest.approx(expected.precision)
+    assert value.detail["recall"] == pytest.approx(expected.recall)
+
+
+def test_degenerate_cases() -> None:
+    metric = resolve_metric("rouge_l")
+    assert metric.compute(MetricInput("", "नमस्ते दुनिया")).value == 0.0
+    assert metric.compute(MetricInput("!!!", "नमस्ते दुनिया")).value == 0.0
+    assert metric.compute(MetricInput("नमस्ते दुनिया", "नमस्ते दुनिया")).value == 1.0
+    assert metric.compute(MetricInput("Namaste duniya", "नमस्ते दुनिया")).value == 0.0
+    with pytest.raises(MetricError, match="rouge_l needs a reference"):
+        metric.compute(MetricInput("x", " "))
+    with pytest.raises(MetricError, match="unknown tokenize"):
+        resolve_metric("rouge_l", {"tokenize": "whitespace"})

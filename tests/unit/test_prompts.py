@@ -1,0 +1,348 @@
+"""Judge prompts (``judges.prompts``): rubric(s) + case -> one deterministic provider request."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from pytest_llmjudge.judges.base import ProviderRequest
+from pytest_llmjudge.judges.prompts import (
+    DEFAULT_TASK,
+    JudgedText,
+    JudgeSettings,
+    build_request,
+    reply_schema,
+    resolve_structured_output,
+    rubric_names_in,
+)
+from pytest_llmjudge.judges.rubrics import BUILTIN_RUBRICS, Rubric
+
+LA = BUILTIN_RUBRICS["linguistic_acceptability"]
+H = BUILTIN_RUBRICS["hallucinations"]
+TQ = BUILTIN_RUBRICS["task_quality"]
+SETTINGS = JudgeSettings(provider="openai", model="loopback-judge", base_url="http://127.0.0.1:9/v1")
+POLITENESS = Rubric(
+    name="politeness",
+    description="Is the reply polite?",
+    scale=(1, 2, 3),
+    scoring="1: rude; 2: neutral; 3: polite",
+    score_descriptions={1: "Rude.", 2: "Neutral.", 3: "Polite."},
+    per_language={"ja": "Keigo must match the addressee.", "de": "Sie, not du, with strangers."},
+)
+
+
+def text(**overrides: Any) -> JudgedText:
+    fields: dict[str, Any] = {"language": "hi", "output": "नमस्ते, आप कैसे हैं?"}
+    fields.update(overrides)
+    return JudgedText(**fields)
+
+
+def metrics_section(request: ProviderRequest) -> list[dict[str, Any]]:
+    match = re.search(r"## Metrics\n(.*?)\n\n## Reply format", request.user, re.DOTALL)
+    assert match is not None, request.user
+    return json.loads(match.group(1))
+
+
+def sections(request: ProviderRequest) -> list[str]:
+    return re.findall(r"^## (.+)$", request.user, re.MULTILINE)
+
+
+# --------------------------------------------------------------------------- a whole request
+
+
+def test_a_single_rubric_request() -> None:
+    request = build_request([LA], text(input="Greet me."), SETTINGS)
+
+    assert (request.provider, request.model, request.base_url) == ("openai", "loopback-judge", "http://127.0.0.1:9/v1")
+    assert (request.temperature, request.max_tokens, request.seed) == (0.0, 1024, None)
+    assert request.system.startswith("You are a meticulous evaluator of text written in Hindi.")
+    assert "justification first and then give the score" in request.system
+    assert sections(request) == ["Task", "Input", "Output to evaluate", "Metrics", "Reply format"]
+    assert "## Output to evaluate\n<<<\nनमस्ते, आप कैसे हैं?\n>>>" in request.user
+    assert "## Input\n<<<\nGreet me.\n>>>" in request.user
+    assert request.user.startswith("## Task\n<<<\n" + DEFAULT_TASK)
+    assert [entry["name"] for entry in metrics_section(request)] == ["linguistic_acceptability"]
+    assert '{"linguistic_acceptability": {"justification": "...", "score": 2}}' in request.user
+    assert request.json_schema == reply_schema([LA])
+    assert rubric_names_in(request) == ["linguistic_acceptability"]
+
+
+@pytest.mark.parametrize(
+    ("code", "name"),
+    [("hi", "Hindi"), ("ja", "Japanese"), ("pt-BR", "Brazilian Portuguese"), ("sw", "Swahili"), ("zh_Hant", "Traditional Chinese")],
+)
+def test_the_language_is_named_and_coded(code: str, name: str) -> None:
+    request = build_request([LA], text(language=code), SETTINGS)
+
+    assert f"text written in {name}." in request.system
+    assert f"fluent native speaker of {name} would" in request.system
+    assert f"The texts are in {name} (language code: {code})." in request.user
+
+
+def test_an_unknown_language_code_reaches_the_judge_verbatim() -> None:
+    request = build_request([LA], text(language="xq-Test"), SETTINGS)
+    assert "text written in xq-Test." in request.system
+    assert "(language code: xq-Test)" in request.user
+
+
+def test_a_task_replaces_the_default() -> None:
+    request = build_request([LA], text(), SETTINGS, task="Translate the input into Hindi.")
+    assert "Translate the input into Hindi.\nThe texts are in Hindi" in request.user
+    assert DEFAULT_TASK not in request.user
+
+
+def test_settings_reach_the_request() -> None:
+    settings = JudgeSettings(
+        provider="anthropic", model="claude-x", temperature=0.7, max_tokens=300, seed=11, base_url=None
+    )
+    request = build_request([LA], text(), settings)
+    assert (request.provider, request.model, request.temperature, request.max_tokens, request.seed) == (
+        "anthropic",
+        "claude-x",
+        0.7,
+        300,
+        11,
+    )
+    assert request.base_url is None
+
+
+def test_no_rubrics_is_an_error() -> None:
+    with pytest.raises(ValueError, match="at least one rubric"):
+        build_request([], text(), SETTINGS)
+
+
+# --------------------------------------------------------------------------- optional sections
+
+
+def test_only_the_output_when_nothing_else_is_given() -> None:
+    request = build_request([LA], text(), SETTINGS)
+    assert sections(request) == ["Task", "Output to evaluate", "Metrics", "Reply format"]
+
+
+def test_all_sections_in_order() -> None:
+    request = build_request(
+        [LA], text(input="Q?", reference="Ref.", context=("Passage one.", "Passage two.")), SETTINGS
+    )
+    assert sections(request) == ["Task", "Input", "Reference", "Context", "Output to evaluate", "Metrics", "Reply format"]
+    assert "## Reference\n<<<\nRef.\n>>>" in request.user
+    assert "## Context\n<<<\nPassage one.\n\nPassage two.\n>>>" in request.user
+
+
+@pytest.mark.parametrize(
+    ("overrides", "present"),
+    [
+        ({"input": "Q?"}, ["Input"]),
+        ({"reference": "R"}, ["Reference"]),
+        ({"context": ("C",)}, ["Context"]),
+        ({"input": "", "reference": "", "context": ()}, []),  # empty means absent
+    ],
+)
+def test_each_optional_section_appears_only_when_given(overrides: dict[str, Any], present: list[str]) -> None:
+    found = sections(build_request([LA], text(**overrides), SETTINGS))
+    for title in ("Input", "Reference", "Context"):
+        assert (title in found) == (title in present)
+
+
+# --------------------------------------------------------------------------- rubric text
+
+
+def test_detailed_instructions_describe_every_score() -> None:
+    entry = metrics_section(build_request([LA], text(), SETTINGS))[0]
+
+    assert entry["name"] == "linguistic_acceptability"
+    assert entry["description"] == LA.description
+    assert entry["scoring"] == {str(score): description for score, description in LA.score_descriptions.items()}
+
+
+def test_simple_instructions_give_a_one_line_scale() -> None:
+    settings = JudgeSettings(provider="openai", model="m", base_url="http://x", instructions="simple")
+    entry = metrics_section(build_request([LA], text(), settings))[0]
+
+    assert entry["scoring"] == "0: Not acceptable; 1: Acceptable with flaws; 2: Fully acceptable"
+    assert entry["description"] == LA.description
+
+
+def test_simple_and_detailed_prompts_differ_only_in_scoring() -> None:
+    detailed = build_request([LA], text(), SETTINGS)
+    simple = build_request(
+        [LA], text(), JudgeSettings(provider="openai", model="loopback-judge", base_url=SETTINGS.base_url, instructions="simple")
+    )
+    assert detailed.user != simple.user
+    assert "Much of the text reads as unnatural" in detailed.user
+    assert "Much of the text reads as unnatural" not in simple.user
+    assert detailed.system == simple.system
+    assert detailed.json_schema == simple.json_schema
+
+
+def test_a_rubric_without_score_texts_uses_its_scoring_line_in_both_forms() -> None:
+    rubric = Rubric(name="r", description="d", scale=(0, 1), scoring="0: no; 1: yes")
+    assert rubric.prompt_entry("detailed", "hi")["scoring"] == "0: no; 1: yes"
+    assert rubric.prompt_entry("simple", "hi")["scoring"] == "0: no; 1: yes"
+
+
+@pytest.mark.parametrize(("language", "guidance"), [("ja", "Keigo must match"), ("ja-JP", "Keigo must match"), ("de", "Sie, not du")])
+def test_per_language_guidance_appears_for_its_language(language: str, guidance: str) -> None:
+    request = build_request([POLITENESS], text(language=language), SETTINGS)
+    entry = metrics_section(request)[0]
+
+    assert guidance in entry["language_specific_guidance"]
+    assert guidance in request.user
+
+
+@pytest.mark.parametrize("language", ["hi", "en", "pt-BR"])
+def test_per_language_guidance_is_absent_for_other_languages(language: str) -> None:
+    request = build_request([POLITENESS], text(language=language), SETTINGS)
+
+    assert "language_specific_guidance" not in metrics_section(request)[0]
+    assert "Keigo" not in request.user
+    assert "Sie, not du" not in request.user
+
+
+def test_guidance_is_per_rubric_in_a_compound_request() -> None:
+    entries = metrics_section(build_request([LA, POLITENESS], text(language="ja"), SETTINGS))
+    assert "language_specific_guidance" not in entries[0]
+    assert entries[1]["language_specific_guidance"] == "Keigo must match the addressee."
+
+
+# --------------------------------------------------------------------------- reply schema
+
+
+def test_reply_schema_has_one_strict_entry_per_rubric() -> None:
+    assert reply_schema([LA, H]) == {
+        "type": "object",
+        "properties": {
+            "linguistic_acceptability": {
+                "type": "object",
+                "properties": {"justification": {"type": "string"}, "score": {"type": "integer", "enum": [0, 1, 2]}},
+                "required": ["justification", "score"],
+                "additionalProperties": False,
+            },
+            "hallucinations": {
+                "type": "object",
+                "properties": {"justification": {"type": "string"}, "score": {"type": "integer", "enum": [0, 1]}},
+                "required": ["justification", "score"],
+                "additionalProperties": False,
+            },
+        },
+        "required": ["linguistic_acceptability", "hallucinations"],
+        "additionalProperties": False,
+    }
+
+
+def test_reply_schema_uses_a_user_scale() -> None:
+    schema = reply_schema([POLITENESS])
+    assert schema["properties"]["politeness"]["properties"]["score"]["enum"] == [1, 2, 3]
+
+
+def test_reply_schema_is_json_serialisable() -> None:
+    assert json.loads(json.dumps(reply_schema([LA, H, TQ]))) == reply_schema([LA, H, TQ])
+
+
+def test_a_compound_request_lists_every_rubric() -> None:
+    request = build_request([LA, H, TQ], text(input="Q"), SETTINGS)
+
+    names = ["linguistic_acceptability", "hallucinations", "task_quality"]
+    assert [entry["name"] for entry in metrics_section(request)] == names
+    assert rubric_names_in(request) == names
+    assert request.json_schema is not None and list(request.json_schema["properties"]) == names
+    example = json.loads(request.user.rsplit("\n", 1)[1])
+    # The example reply shows each rubric with the top of its scale.
+    assert example == {
+        "linguistic_acceptability": {"justification": "...", "score": 2},
+        "hallucinations": {"justification": "...", "score": 1},
+        "task_quality": {"justification": "...", "score": 2},
+    }
+
+
+def test_rubric_names_in_a_request_without_schema() -> None:
+    assert rubric_names_in(ProviderRequest(provider="p", model="m", system="s", user="u")) == []
+
+
+# --------------------------------------------------------------------------- seeds and samples
+
+
+@pytest.mark.parametrize(("sample", "seed"), [(0, None), (1, 1), (2, 2), (9, 9)])
+def test_without_a_seed_the_sample_index_is_the_seed(sample: int, seed: int | None) -> None:
+    # Sample 0 sends no seed at all, so a suite without repeats asks exactly as before.
+    assert build_request([LA], text(), SETTINGS, sample=sample).seed == seed
+
+
+@pytest.mark.parametrize(("sample", "seed"), [(0, 7), (1, 8), (4, 11)])
+def test_with_a_seed_samples_count_up_from_it(sample: int, seed: int) -> None:
+    settings = JudgeSettings(provider="openai", model="m", base_url="http://x", seed=7)
+    assert build_request([LA], text(), settings, sample=sample).seed == seed
+
+
+def test_samples_are_distinct_requests() -> None:
+    requests = [build_request([LA], text(), SETTINGS, sample=i) for i in range(5)]
+    assert len({json.dumps(r.cache_payload(), sort_keys=True) for r in requests}) == 5
+    # ... that differ in the seed only.
+    assert len({(r.system, r.user) for r in requests}) == 1
+
+
+# --------------------------------------------------------------------------- determinism
+
+
+def test_identical_inputs_give_identical_requests() -> None:
+    def make() -> ProviderRequest:
+        return build_request(
+            [LA, POLITENESS],
+            JudgedText(language="ja", output="こんにちは", input="挨拶", reference="r", context=("c1", "c2")),
+            JudgeSettings(provider="openai", model="gpt-4o", seed=3, instructions="detailed"),
+            task="t",
+            sample=2,
+        )
+
+    first, second = make(), make()
+    assert first == second
+    assert json.dumps(first.cache_payload(), sort_keys=True) == json.dumps(second.cache_payload(), sort_keys=True)
+
+
+def test_non_ascii_text_is_not_escaped() -> None:
+    request = build_request([LA], text(language="ja", output="日本語の文"), SETTINGS)
+    assert "日本語の文" in request.user
+    assert "\\u" not in request.user
+
+
+def test_rubric_order_matters() -> None:
+    assert build_request([LA, H], text(), SETTINGS) != build_request([H, LA], text(), SETTINGS)
+
+
+# --------------------------------------------------------------------------- structured output
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "base_url", "expected"),
+    [
+        ("openai", "gpt-4o", None, "json_schema"),
+        ("openai", "gpt-4o-mini", None, "json_schema"),
+        ("openai", "gpt-4.1-nano", None, "json_schema"),
+        ("openai", "gpt-5", None, "json_schema"),
+        ("openai", "o3-mini", None, "json_schema"),
+        ("openai", "chatgpt-4o-latest", None, "json_schema"),
+        ("openai", "gpt-4-turbo", None, "json_object"),
+        ("openai", "gpt-3.5-turbo", None, "json_object"),
+        ("openai", "gpt-4o", "http://localhost:8000/v1", "none"),  # a compatible server: prompt only
+        ("openai-compatible", "gpt-4o", "http://localhost:8000/v1", "none"),
+        ("anthropic", "claude-sonnet-4", None, "none"),
+        ("my-plugin", "gpt-4o", None, "none"),
+    ],
+)
+def test_auto_structured_output(provider: str, model: str, base_url: str | None, expected: str) -> None:
+    settings = JudgeSettings(provider=provider, model=model, base_url=base_url)
+    assert resolve_structured_output(settings) == expected
+    assert build_request([LA], text(), settings).structured_output == expected
+
+
+@pytest.mark.parametrize("explicit", ["json_schema", "json_object", "none"])
+def test_an_explicit_structured_output_is_kept(explicit: str) -> None:
+    for provider, base_url in (("openai", None), ("anthropic", None), ("openai", "http://x")):
+        settings = JudgeSettings(provider=provider, model="m", base_url=base_url, structured_output=explicit)
+        assert resolve_structured_output(settings) == explicit
+
+
+def test_settings_label() -> None:
+    assert SETTINGS.label == "openai:loopback-judge"
