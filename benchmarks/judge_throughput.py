@@ -97,8 +97,11 @@ def main() -> None:
             f"--llmjudge-cache-dir={directory / 'cache'}",
         ]
 
+        started = time.time()
         cold, cold_out = timed(judged, directory)
         stats = server.stats()
+        before_first = stats["first_request_at"] - started
+        after_last = started + cold - stats["last_response_at"]
         if stats["requests"] != args.cases:
             raise SystemExit(f"expected {args.cases} provider requests, the server saw {stats['requests']}")
         warm, _ = timed(judged, directory)
@@ -109,7 +112,11 @@ def main() -> None:
     ideal = math.ceil(args.cases / args.concurrency) * args.latency
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus")
     print(f"cases={args.cases} concurrency={args.concurrency} latency={args.latency}s ideal={ideal:.2f}s")
-    print(f"cold run: wall {cold:.2f}s, server span {stats['span_s']:.2f}s, max in flight {stats['max_in_flight']}")
+    print(
+        f"cold run: wall {cold:.2f}s = {before_first:.2f}s before the first request (start-up, collection, planning)"
+        f" + {stats['span_s']:.2f}s of judge traffic + {after_last:.2f}s after the last reply;"
+        f" max in flight {stats['max_in_flight']}"
+    )
     print(f"cached run: wall {warm:.2f}s; plain pytest with {args.cases} trivial tests: {plain:.2f}s")
     print(f"ratio_to_ideal={cold / ideal:.3f} cached_vs_plain={warm / plain:.3f}")
 

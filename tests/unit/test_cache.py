@@ -129,7 +129,11 @@ def test_entry_layout_and_content(tmp_path: Path) -> None:
     record = json.loads(path.read_text(encoding="utf-8"))
     assert record["key"] == key
     assert record["request"] == json.loads(json.dumps(BASE.cache_payload()))
-    assert record["reply"] == {"text": REPLY.text, "model": REPLY.model, "usage": {"input_tokens": 120, "output_tokens": 9}}
+    assert record["reply"] == {
+        "text": REPLY.text,
+        "model": REPLY.model,
+        "usage": {"input_tokens": 120, "output_tokens": 9},
+    }
     assert record["created_at"].endswith("Z")
 
 

@@ -15,6 +15,7 @@ from pytest_llmjudge.suite.expressions import (
     CASE_LANGUAGE,
     AggregateSpec,
     ExpressionError,
+    Op,
     Threshold,
     parse_aggregate,
     parse_override,
@@ -32,10 +33,10 @@ def test_a_case_assertion_is_metric_operator_number() -> None:
 
 
 @pytest.mark.parametrize("op", [">=", ">", "<=", "<", "==", "!="])
-def test_all_six_operators_parse(op: str) -> None:
+def test_all_six_operators_parse(op: Op) -> None:
     assert parse_threshold(f"chrf {op} 45").op == op
     # Spaces around the operator are optional.
-    assert parse_threshold(f"chrf{op}45") == Threshold("chrf", op, 45.0)  # type: ignore[arg-type]
+    assert parse_threshold(f"chrf{op}45") == Threshold("chrf", op, 45.0)
 
 
 @pytest.mark.parametrize(
@@ -257,7 +258,9 @@ def test_pass_rate_over_case_language() -> None:
 
 
 def test_pass_rate_needs_an_inner_assertion() -> None:
-    with pytest.raises(ExpressionError, match=r"pass_rate needs a case assertion inside, e\.g\. pass_rate\(chrf >= 45\)"):
+    with pytest.raises(
+        ExpressionError, match=r"pass_rate needs a case assertion inside, e\.g\. pass_rate\(chrf >= 45\)"
+    ):
         parse_aggregate("pass_rate(chrf) >= 0.8")
 
 
@@ -328,7 +331,13 @@ def test_a_bare_number_keeps_the_default_operator() -> None:
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [(">= 1.4", (">=", 1.4)), (">=1.4", (">=", 1.4)), ("< 0", ("<", 0.0)), ("!= 2", ("!=", 2.0)), (" > -1 ", (">", -1.0))],
+    [
+        (">= 1.4", (">=", 1.4)),
+        (">=1.4", (">=", 1.4)),
+        ("< 0", ("<", 0.0)),
+        ("!= 2", ("!=", 2.0)),
+        (" > -1 ", (">", -1.0)),
+    ],
 )
 def test_an_operator_overrides_the_default(text: str, expected: tuple[str, float]) -> None:
     assert parse_override(text, "==") == expected

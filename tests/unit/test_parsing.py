@@ -30,7 +30,9 @@ def test_the_requested_format() -> None:
     reply = '{"linguistic_acceptability": {"justification": "Reads naturally.", "score": 2}}'
 
     assert parse_reply(reply, [LA]) == {
-        "linguistic_acceptability": Verdict(metric="linguistic_acceptability", score=2.0, justification="Reads naturally.")
+        "linguistic_acceptability": Verdict(
+            metric="linguistic_acceptability", score=2.0, justification="Reads naturally."
+        )
     }
 
 
@@ -91,9 +93,11 @@ def test_results_follow_the_rubric_order_and_ignore_extra_keys() -> None:
     assert list(parse_reply(reply, [LA, H])) == ["linguistic_acceptability", "hallucinations"]
 
 
-@pytest.mark.parametrize(("raw", "score"), [('"2"', 2.0), ('" 1 "', 1.0), ('"0"', 0.0), ("2.0", 2.0), ('"2.0"', 2.0), ("1e0", 1.0)])
+@pytest.mark.parametrize(
+    ("raw", "score"), [('"2"', 2.0), ('" 1 "', 1.0), ('"0"', 0.0), ("2.0", 2.0), ('"2.0"', 2.0), ("1e0", 1.0)]
+)
 def test_integral_scores_in_other_spellings(raw: str, score: float) -> None:
-    verdict = one('{"score": %s, "justification": "j"}' % raw)
+    verdict = one(f'{{"score": {raw}, "justification": "j"}}')
     assert isinstance(verdict, Verdict)
     assert verdict.score == score
     assert isinstance(verdict.score, float)
@@ -101,7 +105,7 @@ def test_integral_scores_in_other_spellings(raw: str, score: float) -> None:
 
 @pytest.mark.parametrize("justification", ["null", "5", '["a"]'])
 def test_a_non_string_justification_becomes_empty(justification: str) -> None:
-    assert one('{"score": 1, "justification": %s}' % justification) == Verdict("linguistic_acceptability", 1.0, "")
+    assert one(f'{{"score": 1, "justification": {justification}}}') == Verdict("linguistic_acceptability", 1.0, "")
 
 
 def test_a_missing_justification_is_empty() -> None:
@@ -172,7 +176,7 @@ def test_extract_json_object_returns_the_first_object() -> None:
     ],
 )
 def test_bad_scores_are_unscored_never_zero(raw: str, message: str) -> None:
-    reply = '{"linguistic_acceptability": {"justification": "j", "score": %s}}' % raw
+    reply = f'{{"linguistic_acceptability": {{"justification": "j", "score": {raw}}}}}'
     result = one(reply)
 
     assert isinstance(result, UnscoredError)
@@ -187,7 +191,7 @@ def test_a_missing_score_is_unscored() -> None:
 
 @pytest.mark.parametrize("entry", ["2", '"2"', "[2]", "null"])
 def test_an_entry_that_is_not_an_object_is_unscored(entry: str) -> None:
-    result = one('{"linguistic_acceptability": %s}' % entry)
+    result = one(f'{{"linguistic_acceptability": {entry}}}')
     assert isinstance(result, UnscoredError)
     assert "missing from the judge reply" in str(result)
 

@@ -43,7 +43,8 @@ def text(**overrides: Any) -> JudgedText:
 def metrics_section(request: ProviderRequest) -> list[dict[str, Any]]:
     match = re.search(r"## Metrics\n(.*?)\n\n## Reply format", request.user, re.DOTALL)
     assert match is not None, request.user
-    return json.loads(match.group(1))
+    entries: list[dict[str, Any]] = json.loads(match.group(1))
+    return entries
 
 
 def sections(request: ProviderRequest) -> list[str]:
@@ -72,7 +73,13 @@ def test_a_single_rubric_request() -> None:
 
 @pytest.mark.parametrize(
     ("code", "name"),
-    [("hi", "Hindi"), ("ja", "Japanese"), ("pt-BR", "Brazilian Portuguese"), ("sw", "Swahili"), ("zh_Hant", "Traditional Chinese")],
+    [
+        ("hi", "Hindi"),
+        ("ja", "Japanese"),
+        ("pt-BR", "Brazilian Portuguese"),
+        ("sw", "Swahili"),
+        ("zh_Hant", "Traditional Chinese"),
+    ],
 )
 def test_the_language_is_named_and_coded(code: str, name: str) -> None:
     request = build_request([LA], text(language=code), SETTINGS)
@@ -126,7 +133,15 @@ def test_all_sections_in_order() -> None:
     request = build_request(
         [LA], text(input="Q?", reference="Ref.", context=("Passage one.", "Passage two.")), SETTINGS
     )
-    assert sections(request) == ["Task", "Input", "Reference", "Context", "Output to evaluate", "Metrics", "Reply format"]
+    assert sections(request) == [
+        "Task",
+        "Input",
+        "Reference",
+        "Context",
+        "Output to evaluate",
+        "Metrics",
+        "Reply format",
+    ]
     assert "## Reference\n<<<\nRef.\n>>>" in request.user
     assert "## Context\n<<<\nPassage one.\n\nPassage two.\n>>>" in request.user
 
@@ -168,7 +183,9 @@ def test_simple_instructions_give_a_one_line_scale() -> None:
 def test_simple_and_detailed_prompts_differ_only_in_scoring() -> None:
     detailed = build_request([LA], text(), SETTINGS)
     simple = build_request(
-        [LA], text(), JudgeSettings(provider="openai", model="loopback-judge", base_url=SETTINGS.base_url, instructions="simple")
+        [LA],
+        text(),
+        JudgeSettings(provider="openai", model="loopback-judge", base_url=SETTINGS.base_url, instructions="simple"),
     )
     assert detailed.user != simple.user
     assert "Much of the text reads as unnatural" in detailed.user
@@ -183,7 +200,9 @@ def test_a_rubric_without_score_texts_uses_its_scoring_line_in_both_forms() -> N
     assert rubric.prompt_entry("simple", "hi")["scoring"] == "0: no; 1: yes"
 
 
-@pytest.mark.parametrize(("language", "guidance"), [("ja", "Keigo must match"), ("ja-JP", "Keigo must match"), ("de", "Sie, not du")])
+@pytest.mark.parametrize(
+    ("language", "guidance"), [("ja", "Keigo must match"), ("ja-JP", "Keigo must match"), ("de", "Sie, not du")]
+)
 def test_per_language_guidance_appears_for_its_language(language: str, guidance: str) -> None:
     request = build_request([POLITENESS], text(language=language), SETTINGS)
     entry = metrics_section(request)[0]

@@ -88,7 +88,9 @@ def request_for(
     )
 
 
-def judge_once(runner: JudgeRunner, provider: Any, request: ProviderRequest, rubrics: list[Rubric] | None = None, **kw: Any) -> CallOutcome:
+def judge_once(
+    runner: JudgeRunner, provider: Any, request: ProviderRequest, rubrics: list[Rubric] | None = None, **kw: Any
+) -> CallOutcome:
     return runner.submit_judgment(provider, request, rubrics or [LA], **kw).result(timeout=TIMEOUT)
 
 
@@ -140,7 +142,9 @@ def test_openai_other_response_formats(
     assert server.requests[0].response_format == response_format
 
 
-def test_openai_sends_the_seed(server: LoopbackServer, make_runner: Callable[..., JudgeRunner], judge: ScriptedJudge) -> None:
+def test_openai_sends_the_seed(
+    server: LoopbackServer, make_runner: Callable[..., JudgeRunner], judge: ScriptedJudge
+) -> None:
     runner = make_runner()
     judge_once(runner, openai_provider(runner, server), request_for(server, seed=41))
     assert server.requests[0].seed == 41
@@ -234,7 +238,9 @@ def test_a_rerun_with_the_same_cache_makes_no_requests(
     assert second_runner.stats.provider_calls == 0
 
 
-def test_cache_mode_refresh_asks_again(server: LoopbackServer, make_runner: Callable[..., JudgeRunner], tmp_path: Path) -> None:
+def test_cache_mode_refresh_asks_again(
+    server: LoopbackServer, make_runner: Callable[..., JudgeRunner], tmp_path: Path
+) -> None:
     request = request_for(server)
     first_runner = make_runner(tmp_path / "c")
     judge_once(first_runner, openai_provider(first_runner, server), request)
@@ -322,7 +328,9 @@ def test_a_timeout_is_retried(server: LoopbackServer, make_runner: Callable[...,
 def test_persistent_timeouts_fail_the_call(server: LoopbackServer, make_runner: Callable[..., JudgeRunner]) -> None:
     runner = make_runner(max_retries=1)
     server.inject(Fault.TIMEOUT, times=2, hang_seconds=5)
-    outcome = judge_once(runner, anthropic_provider(runner, server, timeout=0.2), request_for(server, provider="anthropic"))
+    outcome = judge_once(
+        runner, anthropic_provider(runner, server, timeout=0.2), request_for(server, provider="anthropic")
+    )
 
     assert outcome.error == "anthropic: request timed out after 2 attempts"
 
@@ -420,8 +428,18 @@ def test_max_reasks_zero_never_re_asks(server: LoopbackServer, make_runner: Call
 def test_valid_verdicts_survive_a_re_ask(server: LoopbackServer, make_runner: Callable[..., JudgeRunner]) -> None:
     replies = iter(
         [
-            json.dumps({"linguistic_acceptability": {"justification": "a", "score": 2}, "hallucinations": {"justification": "b", "score": 5}}),
-            json.dumps({"linguistic_acceptability": {"justification": "c", "score": 0}, "hallucinations": {"justification": "d", "score": 1}}),
+            json.dumps(
+                {
+                    "linguistic_acceptability": {"justification": "a", "score": 2},
+                    "hallucinations": {"justification": "b", "score": 5},
+                }
+            ),
+            json.dumps(
+                {
+                    "linguistic_acceptability": {"justification": "c", "score": 0},
+                    "hallucinations": {"justification": "d", "score": 1},
+                }
+            ),
         ]
     )
     server.responder = lambda received: next(replies)
@@ -433,7 +451,9 @@ def test_valid_verdicts_survive_a_re_ask(server: LoopbackServer, make_runner: Ca
     assert "hallucinations: score 5 is not on the scale [0, 1]" in server.requests[1].last_user_text
 
 
-def test_re_asks_are_cached_too(server: LoopbackServer, make_runner: Callable[..., JudgeRunner], judge: ScriptedJudge, tmp_path: Path) -> None:
+def test_re_asks_are_cached_too(
+    server: LoopbackServer, make_runner: Callable[..., JudgeRunner], judge: ScriptedJudge, tmp_path: Path
+) -> None:
     replies = iter(["not json"])
     server.responder = lambda received: next(replies, None) or judge(received)
     request = request_for(server)
@@ -451,7 +471,9 @@ def test_re_asks_are_cached_too(server: LoopbackServer, make_runner: Callable[..
 # --------------------------------------------------------------------------- futures and concurrency
 
 
-def test_identical_submissions_share_one_future(server: LoopbackServer, make_runner: Callable[..., JudgeRunner]) -> None:
+def test_identical_submissions_share_one_future(
+    server: LoopbackServer, make_runner: Callable[..., JudgeRunner]
+) -> None:
     runner = make_runner()
     provider = openai_provider(runner, server)
     request = request_for(server)
@@ -513,7 +535,9 @@ def test_the_concurrency_limit_is_respected(
     assert stats["max_in_flight"] == concurrency
 
 
-def test_submit_judgment_after_waits_for_the_output(server: LoopbackServer, make_runner: Callable[..., JudgeRunner]) -> None:
+def test_submit_judgment_after_waits_for_the_output(
+    server: LoopbackServer, make_runner: Callable[..., JudgeRunner]
+) -> None:
     runner = make_runner()
     provider = openai_provider(runner, server)
 
@@ -584,7 +608,9 @@ class ExplodingProvider:
         pass
 
 
-def test_a_provider_bug_becomes_an_error_not_a_crash(make_runner: Callable[..., JudgeRunner], server: LoopbackServer) -> None:
+def test_a_provider_bug_becomes_an_error_not_a_crash(
+    make_runner: Callable[..., JudgeRunner], server: LoopbackServer
+) -> None:
     runner = make_runner(secrets=[API_KEY])
     provider = ExplodingProvider()
     outcome = judge_once(runner, provider, request_for(server))
@@ -622,8 +648,8 @@ def test_concurrency_must_be_positive(tmp_path: Path) -> None:
 def test_a_huge_integer_score_is_unscored_not_an_exception(
     server: LoopbackServer, make_runner: Callable[..., JudgeRunner]
 ) -> None:
-    server.responder = lambda received: '{"linguistic_acceptability": {"justification": "j", "score": 1%s}}' % (
-        "0" * 400
+    server.responder = lambda received: (
+        '{"linguistic_acceptability": {"justification": "j", "score": 1%s}}' % ("0" * 400)
     )
     runner = make_runner()
     outcome = judge_once(runner, openai_provider(runner, server), request_for(server), max_reasks=0)

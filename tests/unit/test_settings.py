@@ -54,7 +54,16 @@ PRECEDENCE = [
     ("cache_mode", "off", "refresh", "use", "use", "off", "refresh", "use"),
     ("provider", "anthropic", "openai-compatible", "my-plugin", None, "anthropic", "openai-compatible", "my-plugin"),
     ("model", "m-cli", "m-env", "m-ini", None, "m-cli", "m-env", "m-ini"),
-    ("base_url", "http://cli/v1", "http://env/v1", "http://ini/v1", None, "http://cli/v1", "http://env/v1", "http://ini/v1"),
+    (
+        "base_url",
+        "http://cli/v1",
+        "http://env/v1",
+        "http://ini/v1",
+        None,
+        "http://cli/v1",
+        "http://env/v1",
+        "http://ini/v1",
+    ),
     ("require_judge", True, "false", "true", False, True, False, True),
 ]
 
@@ -124,7 +133,16 @@ def test_cache_mode_is_case_insensitive(raw: str, expected: str) -> None:
 
 @pytest.mark.parametrize(
     ("raw", "expected"),
-    [("1", True), ("true", True), ("Yes", True), (" on ", True), ("0", False), ("false", False), ("NO", False), ("off", False)],
+    [
+        ("1", True),
+        ("true", True),
+        ("Yes", True),
+        (" on ", True),
+        ("0", False),
+        ("false", False),
+        ("NO", False),
+        ("off", False),
+    ],
 )
 def test_booleans(raw: str, expected: bool) -> None:
     assert resolve(env={"LLMJUDGE_REQUIRE_JUDGE": raw}).require_judge is expected

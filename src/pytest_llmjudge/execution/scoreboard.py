@@ -33,7 +33,7 @@ from typing import Any, Literal
 from pytest_llmjudge.errors import LLMJudgeError, MetricError, UnscoredError
 from pytest_llmjudge.execution.cache import JudgeCache
 from pytest_llmjudge.execution.runner import CallOutcome, JudgeRunner
-from pytest_llmjudge.judges.base import JudgeProvider
+from pytest_llmjudge.judges.base import JudgeProvider, LazyProvider
 from pytest_llmjudge.judges.parsing import Verdict
 from pytest_llmjudge.judges.prompts import JudgedText, JudgeSettings, build_request
 from pytest_llmjudge.judges.rubrics import Rubric
@@ -155,7 +155,8 @@ class ScoreBoard:
             if provider is None:
                 factory = self.registry.provider(settings.provider)
                 api_key = factory.api_key(suite.judge.api_key_env)
-                provider = factory.create(api_key, settings.base_url, self.settings.timeout)
+                base_url, timeout = settings.base_url, self.settings.timeout
+                provider = LazyProvider(settings.provider, lambda: factory.create(api_key, base_url, timeout))
                 self.runner.add_secret(api_key)
                 self.runner.track_provider(provider)
                 self._providers[key] = provider

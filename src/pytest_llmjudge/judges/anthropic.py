@@ -21,6 +21,7 @@ from pytest_llmjudge.judges.base import (
     Usage,
     parse_retry_after,
     provider_error_text,
+    sdk_response_class,
 )
 
 
@@ -41,6 +42,7 @@ class AnthropicProvider:
             raise MissingDependencyError("anthropic", "anthropic", "The Anthropic judge") from exc
         self.name = name
         self._anthropic = anthropic
+        self._response_class = sdk_response_class()
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key or "not-needed",
             base_url=base_url,
@@ -59,7 +61,9 @@ class AnthropicProvider:
         if request.structured_output == "json_schema" and request.json_schema is not None:
             kwargs["output_config"] = {"format": {"type": "json_schema", "schema": dict(request.json_schema)}}
         try:
-            message = await self._client.messages.create(**kwargs)
+            # The client's own POST without the typed wrapper (see judges/openai.py for why).
+            raw = await self._client.post("/v1/messages", body=kwargs, cast_to=self._response_class)
+            body = raw.json()
         except anthropic.APIStatusError as exc:
             raise ProviderCallError(
                 f"HTTP {exc.status_code}: {provider_error_text(exc)}",
@@ -78,17 +82,19 @@ class AnthropicProvider:
             raise ProviderCallError(f"malformed response body: {exc.__class__.__name__}", retryable=True) from None
         except anthropic.APIError as exc:
             raise ProviderCallError(f"provider error: {exc.message}", retryable=True) from None
-        blocks = getattr(message, "content", None)
+        blocks = body.get("content") if isinstance(body, dict) else None
         if not isinstance(blocks, list):
             raise ProviderCallError("malformed response: no content blocks", retryable=True)
-        text = "".join(getattr(block, "text", "") for block in blocks if getattr(block, "type", "") == "text")
-        usage = getattr(message, "usage", None)
+        text = "".join(
+            str(block.get("text", "")) for block in blocks if isinstance(block, dict) and block.get("type") == "text"
+        )
+        usage = body.get("usage") or {}
         return ProviderReply(
             text=text,
-            model=getattr(message, "model", request.model) or request.model,
+            model=str(body.get("model") or request.model),
             usage=Usage(
-                input_tokens=getattr(usage, "input_tokens", 0) or 0,
-                output_tokens=getattr(usage, "output_tokens", 0) or 0,
+                input_tokens=int(usage.get("input_tokens") or 0),
+                output_tokens=int(usage.get("output_tokens") or 0),
             ),
         )
 

@@ -13,8 +13,9 @@ help (429, 5xx, timeouts, dropped connections) and how long the server asked us 
 from __future__ import annotations
 
 import email.utils
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -95,6 +96,29 @@ class JudgeProvider(Protocol):
         ...
 
 
+class LazyProvider:
+    """A provider built on its first request, so a fully cached run never imports an SDK."""
+
+    def __init__(self, name: str, create: Callable[[], JudgeProvider]) -> None:
+        self.name = name
+        self._create = create
+        self._provider: JudgeProvider | None = None
+        self._lock = threading.Lock()
+
+    def _get(self) -> JudgeProvider:
+        with self._lock:
+            if self._provider is None:
+                self._provider = self._create()
+            return self._provider
+
+    async def complete(self, request: ProviderRequest) -> ProviderReply:
+        return await self._get().complete(request)
+
+    async def aclose(self) -> None:
+        if self._provider is not None:
+            await self._provider.aclose()
+
+
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 
 
@@ -130,3 +154,19 @@ def provider_error_text(exc: Any) -> str:
         if isinstance(inner, dict) and isinstance(inner.get("message"), str):
             return str(inner["message"])
     return str(getattr(exc, "message", exc))
+
+
+def sdk_response_class() -> type[Any]:
+    """The HTTP response class the installed SDKs use (``httpx2`` in SDK 3.x/2.x, else ``httpx``).
+
+    Passed as ``cast_to`` to the SDK client's ``post`` so it returns the raw response.
+    """
+    import sys
+
+    for name in ("httpx2", "httpx"):
+        module = sys.modules.get(name)
+        if module is not None and hasattr(module, "Response"):
+            return module.Response  # type: ignore[no-any-return]
+    import httpx
+
+    return httpx.Response

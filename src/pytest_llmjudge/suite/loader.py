@@ -49,6 +49,10 @@ def line_for(lines: Mapping[PathKey, int], loc: tuple[Any, ...]) -> int | None:
         key = key[:-1]
 
 
+# libyaml's parser (when PyYAML was built with it) keeps marks too and is much faster.
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 class _Converter:
     def __init__(self, path: Path, loader: yaml.SafeLoader) -> None:
         self.path = path
@@ -91,7 +95,7 @@ def load_yaml(path: Path, text: str | None = None) -> LocatedDocument:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
             raise SuiteError(f"not valid UTF-8 ({exc.reason})", path=path) from exc
-    loader = yaml.SafeLoader(text)
+    loader = _Loader(text)
     try:
         node = loader.get_single_node()
         if node is None:
