@@ -106,8 +106,26 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_progress_key] = {"last": 0.0}
     config.pluginmanager.register(ResultsCollector(config), "llmjudge-results")
     config.stash[scoreboard_key] = ScoreBoard(
-        Registry.from_hook(config.hook), settings, on_wait=lambda runner: _report_progress(config, runner)
+        Registry.from_hook(config.hook),
+        settings,
+        on_wait=lambda runner: _report_progress(config, runner),
+        share=_worker_share(config, settings),
     )
+
+
+def _worker_share(config: pytest.Config, settings: Settings) -> WorkerShare | None:
+    """Under pytest-xdist, how this worker shares judge calls with the others."""
+    from pytest_llmjudge.execution.sharing import WorkerShare
+
+    workerinput = getattr(config, "workerinput", None)
+    if not workerinput:
+        return None
+    worker_id = str(workerinput.get("workerid", "gw0"))
+    count = int(workerinput.get("workercount", 1))
+    if count < 2 or not worker_id.startswith("gw"):
+        return None
+    wait = settings.timeout * (settings.max_retries + 1) + 60
+    return WorkerShare(int(worker_id[2:]), count, str(workerinput.get("testrunuid", "run")), wait)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -17,6 +17,9 @@ Per call:
    prompt, hence its own cache entry) up to ``max_reasks`` times, keeping every valid
    verdict seen; rubrics still without one are unscored with the parser's reason.
 
+Under pytest-xdist a :class:`~pytest_llmjudge.execution.sharing.WorkerShare` makes each
+call once per run across workers (see that module).
+
 A provider failure after the last retry is an outcome with ``error`` set, never an
 exception that escapes into pytest, and never a score. Identical calls submitted twice
 share one future. Error messages pass through :func:`redact` so configured API keys can't
@@ -36,6 +39,7 @@ from typing import Any, TypeVar
 from pytest_llmjudge.errors import ProviderError, UnscoredError
 from pytest_llmjudge.execution.cache import JudgeCache, cache_key
 from pytest_llmjudge.execution.ratelimit import RateLimiter
+from pytest_llmjudge.execution.sharing import WorkerShare
 from pytest_llmjudge.judges.base import JudgeProvider, ProviderCallError, ProviderReply, ProviderRequest, Usage
 from pytest_llmjudge.judges.parsing import Verdict, parse_reply
 from pytest_llmjudge.judges.rubrics import Rubric
@@ -60,6 +64,7 @@ class RunnerStats:
     submitted: int = 0
     finished: int = 0
     cache_hits: int = 0
+    shared_hits: int = 0
     provider_calls: int = 0
     retries: int = 0
     failed_calls: int = 0
@@ -89,6 +94,7 @@ class JudgeRunner:
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
         secrets: Sequence[str] = (),
+        share: WorkerShare | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -98,6 +104,7 @@ class JudgeRunner:
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self.secrets = tuple(secrets)
+        self.share = share if cache.mode == "use" else None
         self.stats = RunnerStats()
         self._rate_limiter = RateLimiter(requests_per_minute)
         self._lock = threading.Lock()
@@ -132,8 +139,12 @@ class JudgeRunner:
         rubrics: Sequence[Rubric],
         *,
         max_reasks: int = 2,
+        owner_elsewhere: bool = False,
     ) -> concurrent.futures.Future[CallOutcome]:
-        """Schedule one judge call; identical calls share one future."""
+        """Schedule one judge call; identical calls share one future.
+
+        ``owner_elsewhere``: another xdist worker makes this call; wait for its reply.
+        """
         key = cache_key({**request.cache_payload(), "rubrics": [r.name for r in rubrics], "reasks": max_reasks})
         with self._lock:
             existing = self._futures.get(key)
@@ -141,7 +152,7 @@ class JudgeRunner:
                 return existing
             self.stats.submitted += 1
             future = asyncio.run_coroutine_threadsafe(
-                self._judge(provider, request, tuple(rubrics), max_reasks), self._loop
+                self._judge(provider, request, tuple(rubrics), max_reasks, owner_elsewhere), self._loop
             )
             self._futures[key] = future
             return future
@@ -150,6 +161,8 @@ class JudgeRunner:
         self,
         text_future: concurrent.futures.Future[Any],
         build: Callable[[Any], tuple[JudgeProvider, ProviderRequest, Sequence[Rubric], int]],
+        *,
+        owner_elsewhere: bool = False,
     ) -> concurrent.futures.Future[CallOutcome]:
         """Schedule a judge call whose request depends on a not-yet-produced output."""
 
@@ -158,14 +171,19 @@ class JudgeRunner:
             provider, request, rubrics, max_reasks = build(value)
             with self._lock:
                 self.stats.submitted += 1
-            return await self._judge(provider, request, tuple(rubrics), max_reasks)
+            return await self._judge(provider, request, tuple(rubrics), max_reasks, owner_elsewhere)
 
         return asyncio.run_coroutine_threadsafe(chained(), self._loop)
 
     # -- execution (runner loop) ---------------------------------------------------------
 
     async def _judge(
-        self, provider: JudgeProvider, request: ProviderRequest, rubrics: tuple[Rubric, ...], max_reasks: int
+        self,
+        provider: JudgeProvider,
+        request: ProviderRequest,
+        rubrics: tuple[Rubric, ...],
+        max_reasks: int,
+        owner_elsewhere: bool = False,
     ) -> CallOutcome:
         results: dict[str, Verdict | UnscoredError] = {}
         all_cached = True
@@ -178,13 +196,28 @@ class JudgeRunner:
                 payload = current.cache_payload()
                 key = cache_key(payload)
                 hit = self.cache.get(key)
+                if hit is None and owner_elsewhere and self.share is not None:
+                    shared = await self.share.wait_for_owner(self.cache, key)
+                    if isinstance(shared, str):
+                        raise ProviderError(shared)
+                    if shared is not None:
+                        all_cached = False
+                        with self._lock:
+                            self.stats.shared_hits += 1
+                        hit = shared
                 if hit is not None:
                     reply = hit.reply
-                    with self._lock:
-                        self.stats.cache_hits += 1
+                    if all_cached:
+                        with self._lock:
+                            self.stats.cache_hits += 1
                 else:
                     all_cached = False
-                    reply = await self._call_with_retries(provider, current)
+                    try:
+                        reply = await self._call_with_retries(provider, current)
+                    except ProviderError as exc:
+                        if self.share is not None:
+                            self.share.mark_failed(self.cache, key, str(exc))
+                        raise
                     calls += 1
                     input_tokens += reply.usage.input_tokens
                     output_tokens += reply.usage.output_tokens

@@ -33,6 +33,7 @@ from typing import Any, Literal
 from pytest_llmjudge.errors import LLMJudgeError, MetricError, UnscoredError
 from pytest_llmjudge.execution.cache import JudgeCache
 from pytest_llmjudge.execution.runner import CallOutcome, JudgeRunner
+from pytest_llmjudge.execution.sharing import WorkerShare
 from pytest_llmjudge.judges.base import JudgeProvider, LazyProvider
 from pytest_llmjudge.judges.parsing import Verdict
 from pytest_llmjudge.judges.prompts import JudgedText, JudgeSettings, build_request
@@ -94,8 +95,10 @@ class ScoreBoard:
         settings: Settings,
         *,
         on_wait: Callable[[JudgeRunner], None] | None = None,
+        share: WorkerShare | None = None,
     ) -> None:
         self.registry = registry
+        self.share = share
         self.settings = settings
         self.on_wait = on_wait
         self._cache = JudgeCache(settings.cache_dir, settings.cache_mode)
@@ -117,6 +120,7 @@ class ScoreBoard:
                     concurrency=self.settings.concurrency,
                     requests_per_minute=self.settings.requests_per_minute,
                     max_retries=self.settings.max_retries,
+                    share=self.share,
                 )
             return self._runner
 
@@ -185,11 +189,15 @@ class ScoreBoard:
             for group in self.rubric_groups(suite, case):
                 if metric in {rubric.name for rubric in group}:
                     for sample in range(suite.judge.repeats):
-                        submitted += self._submit(suite, case, group, sample)
+                        submitted += self._submit(suite, case, group, sample, eager=True)
         return submitted
 
-    def _submit(self, suite: Suite, case: Case, group: tuple[Rubric, ...], sample: int) -> int:
+    def _submit(self, suite: Suite, case: Case, group: tuple[Rubric, ...], sample: int, *, eager: bool) -> int:
+        """Submit one call; under xdist, eagerly only the calls this worker owns."""
         key = (case.key, tuple(r.name for r in group), sample)
+        owner_elsewhere = self.share is not None and not self.share.owns(repr(key))
+        if eager and owner_elsewhere:
+            return 0
         with self._lock:
             if key in self._calls:
                 return 0
@@ -209,9 +217,13 @@ class ScoreBoard:
 
             if case.output is not None:
                 provider_, request, rubrics, reasks = build(case.output)
-                future = self.runner.submit_judgment(provider_, request, rubrics, max_reasks=reasks)
+                future = self.runner.submit_judgment(
+                    provider_, request, rubrics, max_reasks=reasks, owner_elsewhere=owner_elsewhere
+                )
             else:
-                future = self.runner.submit_judgment_after(self.output_future(suite, case), build)
+                future = self.runner.submit_judgment_after(
+                    self.output_future(suite, case), build, owner_elsewhere=owner_elsewhere
+                )
             self._calls[key] = future
             return 1
 
@@ -309,8 +321,9 @@ class ScoreBoard:
                 judge=label,
                 higher_is_better=rubric.higher_is_better,
             )
-        self.plan([(suite, case, metric)])
         group = next(g for g in self.rubric_groups(suite, case) if metric in {r.name for r in g})
+        for sample in range(suite.judge.repeats):
+            self._submit(suite, case, group, sample, eager=False)
         names = tuple(r.name for r in group)
         verdicts: list[Verdict] = []
         all_cached = True

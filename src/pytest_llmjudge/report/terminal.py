@@ -74,8 +74,8 @@ def render_summary(
                 lines.append(f"{suite[:20]:<20} {label}: {status}" + (f"; FAIL {detail}" if detail else ""))
     if stats is not None:
         lines.append(
-            f"judge calls: {stats.submitted} planned, {stats.provider_calls} provider requests, "
-            f"{stats.cache_hits} cache hits, {stats.retries} retries, {stats.failed_calls} failed, "
+            f"judge calls: {stats.provider_calls} provider requests, "
+            f"{stats.cache_hits} cache hits, {stats.shared_hits} shared between workers, {stats.retries} retries, {stats.failed_calls} failed, "
             f"{stats.unscored} unscored; tokens in/out {stats.input_tokens}/{stats.output_tokens}"
         )
     return lines

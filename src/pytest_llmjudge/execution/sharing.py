@@ -1,0 +1,68 @@
+"""Sharing judge calls between pytest-xdist workers, through the on-disk cache.
+
+Every xdist worker collects the whole session. To make each judge call once per run,
+whichever worker runs the item that needs it, calls are partitioned by their identity
+(case, rubrics, sample): worker ``i`` of ``n`` owns the calls whose ``sha256(identity)``
+satisfies ``int(digest[:8], 16) % n == i``. After collection a worker submits only the
+calls it owns, and writes their replies to the shared cache as usual; when one of its items
+needs a call it doesn't own, it waits for the owner's reply to appear in the cache (for
+each cache key of the call, re-asks included). An owner that gives up on a call (provider
+failure after its retries) leaves a failure marker for this run
+(``<cache>/v1/failures/<run id>/<key>``), so the others report the same error instead of
+waiting. Output targets are not shared: a worker that needs an output produces it.
+
+Degenerate cases: with the cache off there is nothing to share through, so every worker
+calls for itself (correct, but duplicated); a worker that waits longer than
+``wait_seconds`` (the owner crashed) stops waiting and calls for itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_llmjudge.execution.cache import CachedReply, JudgeCache
+
+
+@dataclass(frozen=True)
+class WorkerShare:
+    index: int
+    count: int
+    run_id: str
+    wait_seconds: float = 600.0
+
+    def owns(self, identity: str) -> bool:
+        digest = hashlib.sha256(identity.encode("utf-8")).hexdigest()
+        return int(digest[:8], 16) % self.count == self.index
+
+    def _failure_path(self, cache: JudgeCache, key: str) -> Path | None:
+        if cache.root is None:
+            return None
+        return cache.root / "failures" / self.run_id / key
+
+    def mark_failed(self, cache: JudgeCache, key: str, message: str) -> None:
+        path = self._failure_path(cache, key)
+        if path is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text(message, encoding="utf-8")
+        temporary.replace(path)
+
+    async def wait_for_owner(self, cache: JudgeCache, key: str) -> CachedReply | str | None:
+        """The owner's cached reply, its failure message, or None after ``wait_seconds``."""
+        deadline = time.monotonic() + self.wait_seconds
+        failure = self._failure_path(cache, key)
+        delay = 0.02
+        while time.monotonic() < deadline:
+            hit = cache.get(key)
+            if hit is not None:
+                return hit
+            if failure is not None and failure.exists():
+                return failure.read_text(encoding="utf-8")
+            await asyncio.sleep(delay)
+            delay = min(delay * 1.5, 0.25)
+        return None
