@@ -72,7 +72,7 @@ def render_summary(
                     f"{r.get('language')}={_shown(r.get('score'))} (needs {r.get('threshold')})" for r in failing
                 )
                 lines.append(f"{suite[:20]:<20} {label}: {status}" + (f"; FAIL {detail}" if detail else ""))
-    if stats is not None:
+    if stats is not None and (stats.provider_calls or stats.cache_hits or stats.shared_hits or stats.failed_calls):
         lines.append(
             f"judge calls: {stats.provider_calls} provider requests, "
             f"{stats.cache_hits} cache hits, {stats.shared_hits} shared between workers, {stats.retries} retries, {stats.failed_calls} failed, "

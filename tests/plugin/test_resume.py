@@ -1,0 +1,58 @@
+"""An interrupted run keeps every judge reply it paid for, and the re-run resumes from them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
+
+CASES = 24
+
+
+def _suite(base_url: str) -> str:
+    cases = "\n".join(f"  - {{id: c{i:02d}, language: hi, input: q{i}, output: a{i}}}" for i in range(CASES))
+    return f"""\
+suite: resume
+judge: {{model: loopback-judge, base_url: "{base_url}"}}
+cases:
+{cases}
+assert: [linguistic_acceptability >= 1]
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+def test_killed_run_resumes_without_paying_twice(tmp_path: Path, sig: signal.Signals) -> None:
+    judge = ScriptedJudge({"linguistic_acceptability": 2})
+    with LoopbackServer(latency=0.3, responder=judge) as server:
+        (tmp_path / "suite.yaml").write_text(_suite(server.openai_base_url), encoding="utf-8")
+        command = [sys.executable, "-m", "pytest", "--llmjudge", "-q", "-p", "no:cacheprovider", "--llmjudge-concurrency=4"]
+        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+        process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+        deadline = time.monotonic() + 60
+        while server.stats()["requests"] < 8 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        process.send_signal(sig)
+        process.communicate(timeout=60)
+        paid_first = server.stats()["requests"]
+        assert 8 <= paid_first < CASES, "the run must be interrupted midway"
+
+        entries = list((tmp_path / ".llmjudge_cache" / "v1").glob("??/*.json"))
+        for entry in entries:
+            json.loads(entry.read_text(encoding="utf-8"))  # no corrupt entry
+        assert not list((tmp_path / ".llmjudge_cache").rglob(".tmp-*")), "no half-written files are left"
+        # Replies in flight when the process died were paid for but never stored: at most
+        # one round of the concurrency limit.
+        assert paid_first - 4 <= len(entries) <= paid_first
+
+        rerun = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+        assert rerun.returncode == 0, rerun.stdout[-2000:]
+        assert f"{CASES} passed" in rerun.stdout
+        assert server.stats()["requests"] - paid_first == CASES - len(entries)
