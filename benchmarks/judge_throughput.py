@@ -39,7 +39,9 @@ def write_suite(directory: Path, cases: int, base_url: str) -> Path:
     ]
     for index in range(cases):
         language = LANGUAGES[index % len(LANGUAGES)]
-        lines.append(f'  - {{id: c{index:05d}, language: {language}, input: "question {index}", output: "answer {index}"}}')
+        lines.append(
+            f'  - {{id: c{index:05d}, language: {language}, input: "question {index}", output: "answer {index}"}}'
+        )
     lines += ["assert:", "  - linguistic_acceptability >= 1", ""]
     path = directory / "throughput.yaml"
     path.write_text("\n".join(lines), encoding="utf-8")

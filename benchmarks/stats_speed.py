@@ -94,10 +94,7 @@ def main() -> None:
     for name in runners:
         low, high = intervals[name]
         runs = ", ".join(f"{t * 1e3:.1f}" for t in times[name])
-        print(
-            f"{name:>5}: best {min(times[name]) * 1e3:7.1f} ms  (runs: {runs} ms)  "
-            f"95% CI [{low:+.5f}, {high:+.5f}]"
-        )
+        print(f"{name:>5}: best {min(times[name]) * 1e3:7.1f} ms  (runs: {runs} ms)  95% CI [{low:+.5f}, {high:+.5f}]")
     print(f"bootstrap_vs_scipy={min(times['ours']) / min(times['scipy']):.3f}")
 
 

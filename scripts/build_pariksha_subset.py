@@ -130,9 +130,7 @@ def _write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:
 
 
 def _model_keys(entry: dict[str, Any]) -> list[str]:
-    return sorted(
-        k for k, v in entry.items() if k not in PROMPT_META_KEYS and isinstance(v, dict)
-    )
+    return sorted(k for k, v in entry.items() if k not in PROMPT_META_KEYS and isinstance(v, dict))
 
 
 # --------------------------------------------------------------------------- loading
@@ -142,48 +140,30 @@ def load_outputs(source: Path) -> dict[str, dict[str, dict[str, Any]]]:
     """language -> prompt_id -> prompt entry (language taken from the outputs file)."""
     outputs: dict[str, dict[str, dict[str, Any]]] = {}
     for lang in LANGUAGES:
-        entries = _load_json(
-            source / "outputs" / "round1" / "formatted" / f"output_{lang}.json"
-        )
+        entries = _load_json(source / "outputs" / "round1" / "formatted" / f"output_{lang}.json")
         by_pid: dict[str, dict[str, Any]] = {}
         for e in entries:
             if e["language"] != lang:
                 raise ValueError(f"output_{lang}.json holds a {e['language']} prompt")
             if e["prompt_id"] in by_pid:
-                raise ValueError(
-                    f"duplicate prompt_id {e['prompt_id']} in output_{lang}.json"
-                )
+                raise ValueError(f"duplicate prompt_id {e['prompt_id']} in output_{lang}.json")
             by_pid[e["prompt_id"]] = e
         outputs[lang] = by_pid
     return outputs
 
 
-def load_gpt4_individual(
-    source: Path, lang: str
-) -> dict[tuple[str, str], dict[str, dict[str, Any]]]:
+def load_gpt4_individual(source: Path, lang: str) -> dict[tuple[str, str], dict[str, dict[str, Any]]]:
     """(prompt_id, model) -> metric -> {"score", "justification"}, only items with all metrics."""
     per_metric: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
     for metric in METRICS:
-        path = (
-            source
-            / "gpt_eval"
-            / "outputs"
-            / "round1"
-            / "individual"
-            / metric
-            / f"individual_{lang}.json"
-        )
+        path = source / "gpt_eval" / "outputs" / "round1" / "individual" / metric / f"individual_{lang}.json"
         lo, hi = METRIC_RANGE[metric]
         scores: dict[tuple[str, str], dict[str, Any]] = {}
         for e in _load_json(path):
             for model in _model_keys(e):
                 val = e[model]
                 score = val.get("score")
-                if (
-                    isinstance(score, bool)
-                    or not isinstance(score, int)
-                    or not lo <= score <= hi
-                ):
+                if isinstance(score, bool) or not isinstance(score, int) or not lo <= score <= hi:
                     continue
                 scores[(e["prompt_id"], model)] = {
                     "score": score,
@@ -200,12 +180,8 @@ def load_human_individual(
     """(prompt_id, model) -> metric -> {worker_id: label}, from every Karya TSV.
 
     File names are not trusted for the language (gujarati/punjabi are swapped)."""
-    human: dict[tuple[str, str], dict[str, dict[str, int]]] = defaultdict(
-        lambda: {m: {} for m in METRICS}
-    )
-    paths = sorted(
-        glob.glob(str(source / "karya_eval" / "round1" / "individual" / "*.tsv"))
-    )
+    human: dict[tuple[str, str], dict[str, dict[str, int]]] = defaultdict(lambda: {m: {} for m in METRICS})
+    paths = sorted(glob.glob(str(source / "karya_eval" / "round1" / "individual" / "*.tsv")))
     if not paths:
         raise FileNotFoundError("no Karya individual TSVs under " + str(source))
     for path in paths:
@@ -216,9 +192,7 @@ def load_human_individual(
                 raw = row[col].strip()
                 if metric == "hallucinations":
                     if raw not in ("True", "False"):
-                        raise ValueError(
-                            f"{path}: unexpected hallucination_rating {raw!r}"
-                        )
+                        raise ValueError(f"{path}: unexpected hallucination_rating {raw!r}")
                     label = 1 if raw == "True" else 0  # True = hallucination present
                 else:
                     label = int(raw)
@@ -233,9 +207,7 @@ def load_human_individual(
 # ----------------------------------------------------------------------- individual
 
 
-def select_individual(
-    lang: str, candidates: list[dict[str, Any]], n: int
-) -> list[dict[str, Any]]:
+def select_individual(lang: str, candidates: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
     """Stratified by model, proportional allocation; prefer 3 annotators within a model.
 
     Candidates with >= 2 annotators are used (1-annotator items only if there are fewer
@@ -251,9 +223,7 @@ def select_individual(
     models = sorted(pools, key=lambda m: _key(lang, "model", m))
     total = len(pool_all)
     quota = {m: n * len(pools[m]) // total for m in models}
-    by_remainder = sorted(
-        models, key=lambda m: (-(n * len(pools[m]) % total), _key(lang, "model", m))
-    )
+    by_remainder = sorted(models, key=lambda m: (-(n * len(pools[m]) % total), _key(lang, "model", m)))
     for m in by_remainder[: n - sum(quota.values())]:
         quota[m] += 1
 
@@ -299,9 +269,7 @@ def build_individual(
         workers = set(labels[METRICS[0]])
         if any(set(labels[m]) != workers for m in METRICS):
             raise ValueError(f"{lang}: inconsistent annotators for {(pid, model)}")
-        candidates.append(
-            {"prompt_id": pid, "model": model, "n_annotators": len(workers)}
-        )
+        candidates.append({"prompt_id": pid, "model": model, "n_annotators": len(workers)})
     chosen = select_individual(lang, candidates, N_INDIVIDUAL)
     if len(chosen) < N_INDIVIDUAL:
         raise ValueError(f"{lang}: only {len(chosen)} eligible items")
@@ -334,37 +302,22 @@ def build_individual(
 # ------------------------------------------------------------------------- pairwise
 
 
-def build_pairwise(
-    source: Path, lang: str, prompts: dict[str, dict[str, Any]]
-) -> list[dict[str, Any]]:
+def build_pairwise(source: Path, lang: str, prompts: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     code = LANGUAGES[lang]
     human: dict[str, dict[str, str]] = defaultdict(dict)
-    for row in _read_tsv(
-        source / "karya_eval" / "round1" / "pairwise" / f"{lang}_pairwise_ratings.tsv"
-    ):
+    for row in _read_tsv(source / "karya_eval" / "round1" / "pairwise" / f"{lang}_pairwise_ratings.tsv"):
         outcome = row["battle_outcome"].strip()
         if outcome not in HUMAN_PAIRWISE:
             raise ValueError(f"{lang}: unexpected human battle_outcome {outcome!r}")
         ann = row["annotator_id"].strip()
         if ann in human[row["pairing_id"]]:
-            raise ValueError(
-                f"{lang}: annotator {ann} judged {row['pairing_id']} twice"
-            )
+            raise ValueError(f"{lang}: annotator {ann} judged {row['pairing_id']} twice")
         human[row["pairing_id"]][ann] = HUMAN_PAIRWISE[outcome]
 
     gpt4: dict[str, dict[str, str]] = {}
-    for e in _load_json(
-        source
-        / "gpt_eval"
-        / "outputs"
-        / "round1"
-        / "pairwise"
-        / f"battle_outcomes_{lang}.json"
-    ):
+    for e in _load_json(source / "gpt_eval" / "outputs" / "round1" / "pairwise" / f"battle_outcomes_{lang}.json"):
         if e["battle_outcome"] not in GPT4_PAIRWISE:
-            raise ValueError(
-                f"{lang}: unexpected GPT-4 battle_outcome {e['battle_outcome']!r}"
-            )
+            raise ValueError(f"{lang}: unexpected GPT-4 battle_outcome {e['battle_outcome']!r}")
         if e["pairing_id"] in gpt4:
             raise ValueError(f"{lang}: duplicate GPT-4 verdict for {e['pairing_id']}")
         gpt4[e["pairing_id"]] = {
@@ -373,23 +326,13 @@ def build_pairwise(
         }
 
     mapping: dict[str, dict[str, Any]] = {}
-    for path in sorted(
-        glob.glob(
-            str(source / "pairings" / "round1" / "new_karya_eval" / lang / "*.json")
-        )
-    ):
+    for path in sorted(glob.glob(str(source / "pairings" / "round1" / "new_karya_eval" / lang / "*.json"))):
         for e in _load_json(Path(path)):
             if e["language"] != lang or e["prompt_id"] not in prompts:
-                raise ValueError(
-                    f"{path}: pairing {e['pairing_id']} is not a {lang} prompt"
-                )
+                raise ValueError(f"{path}: pairing {e['pairing_id']} is not a {lang} prompt")
             mapping[e["pairing_id"]] = e
 
-    candidates = [
-        m
-        for pid, m in mapping.items()
-        if pid in gpt4 and human.get(pid) and not m.get("is_duplicated")
-    ]
+    candidates = [m for pid, m in mapping.items() if pid in gpt4 and human.get(pid) and not m.get("is_duplicated")]
     by_prompt: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for m in candidates:
         by_prompt[m["prompt_id"]].append(m)

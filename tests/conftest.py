@@ -2,23 +2,33 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
+# pytester's in-process runs restore sys.modules after each run; C extensions (numpy.fft
+# under scipy.stats) can't be imported twice per process, so load them once up front.
+# The SDKs are slow to import (about 1.3 s for openai), which would otherwise be paid per run,
+# and their HTTP stack must not be re-imported: exception classes would stop matching.
+import anthropic  # noqa: F401
 import numpy  # noqa: F401
+import openai  # noqa: F401
 import pytest
 import scipy.stats  # noqa: F401
 
-# pytester's in-process runs restore sys.modules after each run; C extensions (numpy.fft
-# under scipy.stats) can't be imported twice per process, so load them once up front.
-# The SDKs are slow to import (about 1.3 s for openai), which would otherwise be paid per run.
 import pytest_llmjudge.execution.scoreboard  # noqa: F401
 import pytest_llmjudge.judges.anthropic  # noqa: F401
 import pytest_llmjudge.judges.openai  # noqa: F401
 import pytest_llmjudge.metrics  # noqa: F401
 import pytest_llmjudge.nodes  # noqa: F401
 from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
+
+for _lazy in ("httpcore2", "httpx2", "h11", "anyio._backends._asyncio", "httpcore", "httpx"):
+    try:
+        importlib.import_module(_lazy)
+    except ImportError:
+        pass
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -33,13 +33,15 @@ from pytest_llmjudge.settings import OPTIONS, Settings, resolve_settings
 
 if TYPE_CHECKING:
     from pytest_llmjudge.execution.runner import JudgeRunner, RunnerStats
+    from pytest_llmjudge.execution.scoreboard import ScoreBoard
+    from pytest_llmjudge.execution.sharing import WorkerShare
     from pytest_llmjudge.judge import Judge
     from pytest_llmjudge.nodes import SuiteFile
 
 # Heavy modules (numpy, scipy, the SDKs) are imported only once --llmjudge is given, so an
 # installed-but-unused plugin costs pytest start-up almost nothing.
 
-scoreboard_key = pytest.StashKey["ScoreBoard"]()
+scoreboard_key: pytest.StashKey[ScoreBoard] = pytest.StashKey()
 settings_key = pytest.StashKey[Settings]()
 _progress_key = pytest.StashKey[dict[str, float]]()
 
@@ -152,6 +154,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile 
 
 def _needs(items: list[pytest.Item]) -> Iterator[tuple[Any, Any, str]]:
     from pytest_llmjudge.nodes import AggregateItem, CaseItem
+
     for item in items:
         if isinstance(item, CaseItem) and item.judge_problem is None:
             yield item.suite, item.case, item.threshold.metric
@@ -271,6 +274,8 @@ class ResultsCollector:
             return
         from pytest_llmjudge.report.terminal import render_summary
 
-        terminalreporter.write_sep("=", "llmjudge summary")
-        for line in render_summary(self.results, stats, quiet=quiet):
-            terminalreporter.write_line(line)
+        lines = render_summary(self.results, stats, quiet=quiet)
+        if lines:
+            terminalreporter.write_sep("=", "llmjudge summary")
+            for line in lines:
+                terminalreporter.write_line(line)

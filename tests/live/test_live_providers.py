@@ -1,6 +1,6 @@
 """Against the real providers: run only with a key (and LLMJUDGE_LIVE_TESTS=1), else skipped.
 
-    LLMJUDGE_LIVE_TESTS=1 OPENAI_API_KEY=... ANTHROPIC_API_KEY=... pytest -m live
+LLMJUDGE_LIVE_TESTS=1 OPENAI_API_KEY=... ANTHROPIC_API_KEY=... pytest -m live
 """
 
 from __future__ import annotations

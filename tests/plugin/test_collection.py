@@ -67,7 +67,10 @@ def test_yaml_without_suite_key_is_ignored(pytester: pytest.Pytester) -> None:
         ("hi-1", ["hi-1[linguistic_acceptability]"]),
         ("ja", ["ja-1[linguistic_acceptability]", "mean(linguistic_acceptability)[ja]"]),
         ("aggregate and hi", ["mean(linguistic_acceptability)[hi]"]),
-        ("linguistic_acceptability and not aggregate", ["hi-1[linguistic_acceptability]", "ja-1[linguistic_acceptability]"]),
+        (
+            "linguistic_acceptability and not aggregate",
+            ["hi-1[linguistic_acceptability]", "ja-1[linguistic_acceptability]"],
+        ),
     ],
 )
 def test_k_selects_by_case_metric_and_language(pytester: pytest.Pytester, expression: str, selected: list[str]) -> None:
@@ -92,7 +95,9 @@ cases:
     )
     result = pytester.runpytest("--llmjudge")
     result.assert_outcomes(passed=4, failed=2)
-    result.stdout.fnmatch_lines(["*invalid suite: *bad.yaml:6: cases[[]0[]]: unknown field 'asert'*", "*hint: did you mean 'assert'?*"])
+    result.stdout.fnmatch_lines(
+        ["*invalid suite: *bad.yaml:6: cases[[]0[]]: unknown field 'asert'*", "*hint: did you mean 'assert'?*"]
+    )
     result.stdout.no_fnmatch_line("*Traceback*")
 
 
@@ -123,7 +128,13 @@ assert:
 def test_help_lists_options_in_llmjudge_group(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--help")
     result.stdout.fnmatch_lines(
-        ["*LLM-judge evaluation suites*", "*--llmjudge *", "*--llmjudge-concurrency*", "*--llmjudge-cache=*", "*--llmjudge-base-url*"]
+        [
+            "*LLM-judge evaluation suites*",
+            "*--llmjudge *",
+            "*--llmjudge-concurrency*",
+            "*--llmjudge-cache=*",
+            "*--llmjudge-base-url*",
+        ]
     )
 
 

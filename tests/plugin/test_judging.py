@@ -42,7 +42,9 @@ def test_live_suite_passes_and_rerun_is_served_from_cache(pytester: pytest.Pytes
     first = pytester.runpytest("--llmjudge", "-v")
     first.assert_outcomes(passed=7)
     assert loopback.stats()["requests"] == 4
-    first.stdout.fnmatch_lines(["llmjudge: 4 judge call(s) planned*", "*judge calls: 4 provider requests, 0 cache hits*"])
+    first.stdout.fnmatch_lines(
+        ["llmjudge: 4 judge call(s) planned*", "*judge calls: 4 provider requests, 0 cache hits*"]
+    )
     second = pytester.runpytest("--llmjudge")
     second.assert_outcomes(passed=7)
     assert loopback.stats()["requests"] == 4, "a re-run with unchanged inputs must make no provider calls"
@@ -56,14 +58,18 @@ def test_anthropic_provider_and_compound_mode(pytester: pytest.Pytester, loopbac
     requests = loopback.requests
     assert len(requests) == 2, "compound mode asks for all rubrics of a case in one request"
     assert {r.provider for r in requests} == {"anthropic"}
-    assert all("linguistic_acceptability" in r.last_user_text and "hallucinations" in r.last_user_text for r in requests)
+    assert all(
+        "linguistic_acceptability" in r.last_user_text and "hallucinations" in r.last_user_text for r in requests
+    )
 
 
 def test_failure_shows_score_threshold_justification_and_output(
     pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
 ) -> None:
-    scripted_judge.scores = lambda q: 0 if (q.language == "ja" and q.metric == "linguistic_acceptability") else (
-        0 if q.metric == "hallucinations" else 2
+    scripted_judge.scores = lambda q: (
+        0
+        if (q.language == "ja" and q.metric == "linguistic_acceptability")
+        else (0 if q.metric == "hallucinations" else 2)
     )
     pytester.makefile(".yaml", suite=live_suite(loopback.openai_base_url))
     result = pytester.runpytest("--llmjudge", "-v")
@@ -93,7 +99,11 @@ def test_prompt_names_language_and_asks_for_native_reading(pytester: pytest.Pyte
 
 @pytest.mark.parametrize(
     "bad_reply",
-    ["I think it is fine.", '{"linguistic_acceptability": {"justification": "x", "score": NaN}}', '{"linguistic_acceptability": {"justification": "x", "score": 7}}'],
+    [
+        "I think it is fine.",
+        '{"linguistic_acceptability": {"justification": "x", "score": NaN}}',
+        '{"linguistic_acceptability": {"justification": "x", "score": 7}}',
+    ],
 )
 def test_unparseable_reply_is_reasked_then_unscored_never_a_pass(
     pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge, bad_reply: str
@@ -108,7 +118,9 @@ def test_unparseable_reply_is_reasked_then_unscored_never_a_pass(
     assert "could not be used" in la_requests[1].last_user_text
 
 
-def test_provider_errors_are_retried_then_reported_per_case(pytester: pytest.Pytester, loopback: LoopbackServer) -> None:
+def test_provider_errors_are_retried_then_reported_per_case(
+    pytester: pytest.Pytester, loopback: LoopbackServer
+) -> None:
     from pytest_llmjudge.testing import Fault
 
     loopback.inject(Fault.SERVER_ERROR, times=100)
@@ -145,7 +157,9 @@ assert: [linguistic_acceptability >= 1]
     )
     skipped = pytester.runpytest("--llmjudge", "-rs")
     skipped.assert_outcomes(skipped=1)
-    skipped.stdout.fnmatch_lines(["*suite.yaml:4: judge openai:gpt-4o-mini needs a live judge: set OPENAI_API_KEY*base_url*"])
+    skipped.stdout.fnmatch_lines(
+        ["*suite.yaml:4: judge openai:gpt-4o-mini needs a live judge: set OPENAI_API_KEY*base_url*"]
+    )
     required = pytester.runpytest("--llmjudge", "--llmjudge-require-judge")
     required.assert_outcomes(errors=1)
     required.stdout.no_fnmatch_line("*Traceback*")
@@ -175,7 +189,9 @@ def _properties(path: Path) -> dict[str, dict[str, str]]:
     return found
 
 
-def test_junit_records_score_threshold_metric_language_judge_and_cache(pytester: pytest.Pytester, loopback: LoopbackServer) -> None:
+def test_junit_records_score_threshold_metric_language_judge_and_cache(
+    pytester: pytest.Pytester, loopback: LoopbackServer
+) -> None:
     pytester.makefile(".yaml", suite=live_suite(loopback.openai_base_url))
     result = pytester.runpytest("--llmjudge", "--junitxml=r.xml")
     result.assert_outcomes(passed=7)
@@ -194,9 +210,13 @@ def test_junit_records_score_threshold_metric_language_judge_and_cache(pytester:
     assert _properties(pytester.path / "r2.xml")["suite.yaml::ja-1[linguistic_acceptability]"]["cached"] == "true"
 
 
-def test_xdist_gives_the_same_verdicts_and_junit(pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge) -> None:
-    scripted_judge.scores = lambda q: 0 if (q.language == "ja" and q.metric == "linguistic_acceptability") else (
-        0 if q.metric == "hallucinations" else 2
+def test_xdist_gives_the_same_verdicts_and_junit(
+    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
+) -> None:
+    scripted_judge.scores = lambda q: (
+        0
+        if (q.language == "ja" and q.metric == "linguistic_acceptability")
+        else (0 if q.metric == "hallucinations" else 2)
     )
     pytester.makefile(".yaml", suite=live_suite(loopback.openai_base_url))
     result = pytester.runpytest_subprocess("--llmjudge", "-n", "2", "--junitxml=r.xml")
@@ -261,7 +281,9 @@ assert: [linguistic_acceptability >= 1]
     assert loopback.stats()["requests"] == 0
 
 
-def test_conftest_registers_rubric_metric_and_target_through_hooks(pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge) -> None:
+def test_conftest_registers_rubric_metric_and_target_through_hooks(
+    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
+) -> None:
     scripted_judge.scores = lambda q: 3 if q.metric == "politeness" else 2
     pytester.makeconftest(
         """
@@ -300,10 +322,17 @@ assert: [politeness >= 3, length == 11]
     )
     result = pytester.runpytest("--llmjudge", "-v")
     result.assert_outcomes(passed=2)
-    assert json.loads(loopback.requests[0].body["messages"][1]["content"].split("## Metrics\n")[1].split("\n\n## Reply")[0])[0]["name"] == "politeness"
+    assert (
+        json.loads(
+            loopback.requests[0].body["messages"][1]["content"].split("## Metrics\n")[1].split("\n\n## Reply")[0]
+        )[0]["name"]
+        == "politeness"
+    )
 
 
-def test_llmjudge_judge_fixture_scores_text(pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge) -> None:
+def test_llmjudge_judge_fixture_scores_text(
+    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
+) -> None:
     def by_text(query: JudgeQuery) -> int:
         return 2 if "Bonjour" in query.output else 0
 
@@ -317,6 +346,8 @@ def test_rude(llmjudge_judge):
     assert llmjudge_judge.score("Salut", rubric="linguistic_acceptability", language="fr") >= 1
 """
     )
-    result = pytester.runpytest("--llmjudge", f"--llmjudge-base-url={loopback.openai_base_url}", "--llmjudge-model=loopback-judge")
+    result = pytester.runpytest(
+        "--llmjudge", f"--llmjudge-base-url={loopback.openai_base_url}", "--llmjudge-model=loopback-judge"
+    )
     result.assert_outcomes(passed=1, failed=1)
     assert "French" in loopback.requests[0].system

@@ -33,7 +33,16 @@ def test_killed_run_resumes_without_paying_twice(tmp_path: Path, sig: signal.Sig
     judge = ScriptedJudge({"linguistic_acceptability": 2})
     with LoopbackServer(latency=0.3, responder=judge) as server:
         (tmp_path / "suite.yaml").write_text(_suite(server.openai_base_url), encoding="utf-8")
-        command = [sys.executable, "-m", "pytest", "--llmjudge", "-q", "-p", "no:cacheprovider", "--llmjudge-concurrency=4"]
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--llmjudge",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--llmjudge-concurrency=4",
+        ]
         env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
         process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + 60

@@ -182,10 +182,6 @@ def test_a_corrupt_entry_is_a_miss_and_put_overwrites_it(tmp_path: Path, content
     assert hit is not None and hit.reply == REPLY
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: JudgeCache.get lets AttributeError escape when 'reply' or 'usage' is valid JSON but not an object",
-)
 @pytest.mark.parametrize(
     "content", ['{"reply": null}', '{"reply": "text"}', '{"reply": {"text": "t", "usage": "lots"}}']
 )

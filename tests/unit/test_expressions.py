@@ -362,10 +362,6 @@ def test_booleans_are_not_numbers(flag: bool) -> None:
         parse_override(flag, ">=")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: parse_override accepts a float NaN (YAML `.nan`) although a NaN threshold is rejected as text",
-)
 def test_a_nan_number_override_is_rejected_like_the_text_nan() -> None:
     with pytest.raises(ExpressionError, match="NaN"):
         parse_override(math.nan, ">=")

@@ -127,10 +127,6 @@ def test_anchors_and_aliases_resolve(tmp_path: Path) -> None:
     assert doc.lines[("copy", "model")] == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: loader reports a key that overrides a '<<' merge as a duplicate key",
-)
 def test_a_key_may_override_a_merged_key(tmp_path: Path) -> None:
     # YAML merge keys: explicit keys of the mapping win over merged ones. This is the usual
     # way to share a judge block and change one field; it is not a duplicate key.
@@ -287,10 +283,6 @@ def test_iter_jsonl_missing_file(tmp_path: Path) -> None:
     assert excinfo.value.path == path
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: iter_jsonl lets UnicodeDecodeError escape for a non-UTF-8 file instead of a located SuiteError",
-)
 def test_iter_jsonl_non_utf8_is_a_suite_error(tmp_path: Path) -> None:
     path = tmp_path / "cases.jsonl"
     path.write_bytes('{"id": "a"}\n{"output": "café"}\n'.encode("latin-1"))

@@ -61,9 +61,7 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def individual() -> dict[str, list[dict[str, Any]]]:
-    return {
-        code: _read_jsonl(SUBSET_DIR / f"individual_{code}.jsonl") for code in CODES
-    }
+    return {code: _read_jsonl(SUBSET_DIR / f"individual_{code}.jsonl") for code in CODES}
 
 
 @pytest.fixture(scope="module")
@@ -73,9 +71,7 @@ def pairwise() -> dict[str, list[dict[str, Any]]]:
 
 def test_all_files_present_and_small() -> None:
     names = {p.name for p in SUBSET_DIR.iterdir()}
-    expected = {f"individual_{c}.jsonl" for c in CODES} | {
-        f"pairwise_{c}.jsonl" for c in CODES
-    }
+    expected = {f"individual_{c}.jsonl" for c in CODES} | {f"pairwise_{c}.jsonl" for c in CODES}
     assert expected | {"LICENSE", "README.md"} <= names
     assert {n for n in names if n.endswith(".jsonl")} == expected
     assert "MIT License" in (SUBSET_DIR / "LICENSE").read_text(encoding="utf-8")
@@ -102,10 +98,7 @@ def test_individual_records(individual: dict[str, list[dict[str, Any]]]) -> None
             assert isinstance(r["output"], str) and r["output"].strip()
             assert len(r["output"]) <= MAX_OUTPUT_CHARS
             if "output_truncated" in r:
-                assert (
-                    r["output_truncated"] is True
-                    and len(r["output"]) == MAX_OUTPUT_CHARS
-                )
+                assert r["output_truncated"] is True and len(r["output"]) == MAX_OUTPUT_CHARS
             assert set(r["recorded"]) == set(METRICS) == set(r["human"])
             workers = set(r["human"]["task_quality"])
             assert 1 <= len(workers) <= 3
@@ -113,15 +106,10 @@ def test_individual_records(individual: dict[str, list[dict[str, Any]]]) -> None
                 rec = r["recorded"][metric]
                 assert set(rec) == {"score", "justification"}
                 assert type(rec["score"]) is int and lo <= rec["score"] <= hi
-                assert (
-                    isinstance(rec["justification"], str)
-                    and rec["justification"].strip()
-                )
+                assert isinstance(rec["justification"], str) and rec["justification"].strip()
                 labels = r["human"][metric]
                 assert set(labels) == workers, r["id"]
-                assert all(type(v) is int and lo <= v <= hi for v in labels.values()), (
-                    r["id"]
-                )
+                assert all(type(v) is int and lo <= v <= hi for v in labels.values()), r["id"]
 
 
 def test_individual_annotator_coverage(
@@ -143,10 +131,7 @@ def test_pairwise_records(pairwise: dict[str, list[dict[str, Any]]]) -> None:
             seen.add(r["pairing_id"])
             assert r["model_a"] != r["model_b"]
             assert r["gpt4"] in VERDICTS
-            assert (
-                isinstance(r["gpt4_justification"], str)
-                and r["gpt4_justification"].strip()
-            )
+            assert isinstance(r["gpt4_justification"], str) and r["gpt4_justification"].strip()
             assert 1 <= len(r["human"]) <= 4
             assert set(r["human"].values()) <= VERDICTS
 

@@ -215,19 +215,11 @@ def test_a_score_valid_for_one_rubric_is_checked_against_each_scale() -> None:
     assert "[0, 1]" in str(results["hallucinations"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a huge integer score raises OverflowError from float() in _score_value instead of UnscoredError",
-)
 def test_a_huge_integer_score_is_unscored() -> None:
     result = one('{"score": 1%s}' % ("0" * 400))
     assert isinstance(result, UnscoredError)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: an integer literal over Python's 4300-digit limit raises ValueError out of extract_json_object",
-)
 def test_an_overlong_integer_literal_is_unscored() -> None:
     reply = '{"score": %s}' % ("1" * 5000)
     try:

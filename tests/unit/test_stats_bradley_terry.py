@@ -40,9 +40,7 @@ def simulate_round_robin(
                 else:
                     outcome = "A" if u < p else "B"
                 # Put the pair in random order, as a position-debiased judge would.
-                matchups.append(
-                    (i, j, outcome) if rng.random() < 0.5 else swap(i, j, outcome)
-                )
+                matchups.append((i, j, outcome) if rng.random() < 0.5 else swap(i, j, outcome))
         queries.append(matchups)
     return queries
 
@@ -70,9 +68,7 @@ def reference_fit(games: list[Game], n_items: int, prior: float) -> np.ndarray:
             total -= weight * (s * math.log(p_i) + (1.0 - s) * math.log(1.0 - p_i))
         return total
 
-    res = optimize.minimize(
-        nll, np.zeros(n_items - 1), method="BFGS", options={"gtol": 1e-9}
-    )
+    res = optimize.minimize(nll, np.zeros(n_items - 1), method="BFGS", options={"gtol": 1e-9})
     theta = np.array([0.0, *res.x])
     centred: np.ndarray = theta - theta.mean()
     return centred
@@ -90,9 +86,7 @@ def test_two_players_closed_form(method: Literal["mm", "mle"]) -> None:
     res = fit_bradley_terry((winners, losers), 2, method=method, prior=0.0)
     assert res.converged
     assert res.win_rate(0, 1) == pytest.approx(0.7, abs=1e-9)
-    assert res.strengths == pytest.approx(
-        [math.log(7 / 3) / 2, -math.log(7 / 3) / 2], abs=1e-9
-    )
+    assert res.strengths == pytest.approx([math.log(7 / 3) / 2, -math.log(7 / 3) / 2], abs=1e-9)
     assert res.scores == pytest.approx([0.7, 0.3], abs=1e-9)
     # log-likelihood at the optimum: 7 log 0.7 + 3 log 0.3
     assert res.log_likelihood == pytest.approx(7 * math.log(0.7) + 3 * math.log(0.3))
@@ -229,9 +223,7 @@ def test_invalid_options() -> None:
 
 def test_non_convergence_is_reported() -> None:
     truth = np.array([2.0, 0.0, -2.0])
-    res = fit_bradley_terry(
-        flatten(simulate_round_robin(truth, 30, seed=3)), 3, max_iter=2
-    )
+    res = fit_bradley_terry(flatten(simulate_round_robin(truth, 30, seed=3)), 3, max_iter=2)
     assert not res.converged and res.iterations == 2
 
 
@@ -244,13 +236,9 @@ def test_bootstrap_intervals_cover_the_truth() -> None:
     boot = bootstrap_rankings(queries, 5, resamples=200, seed=0)
     assert boot.converged and boot.n_queries == 150
     assert boot.strength_samples.shape == (200, 5)
-    assert np.all(boot.strength_ci_low <= truth) and np.all(
-        truth <= boot.strength_ci_high
-    )
+    assert np.all(boot.strength_ci_low <= truth) and np.all(truth <= boot.strength_ci_high)
     true_ranks = np.arange(1, 6)
-    assert np.all(boot.rank_ci_low <= true_ranks) and np.all(
-        true_ranks <= boot.rank_ci_high
-    )
+    assert np.all(boot.rank_ci_low <= true_ranks) and np.all(true_ranks <= boot.rank_ci_high)
     # The point estimate is the plain fit on all queries.
     pooled = fit_bradley_terry(flatten(queries), 5)
     np.testing.assert_allclose(boot.point.strengths, pooled.strengths, atol=1e-8)

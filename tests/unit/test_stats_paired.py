@@ -124,9 +124,7 @@ def test_permutation_exact_equals_scipy(alternative: Alternative) -> None:
 @pytest.mark.parametrize("alternative", ["less", "two-sided"])
 def test_permutation_random_agrees_with_scipy(alternative: Alternative) -> None:
     cand, base = correlated_scores(40, -0.025, seed=4)
-    ours = paired_permutation_test(
-        cand, base, resamples=20_000, alternative=alternative
-    )
+    ours = paired_permutation_test(cand, base, resamples=20_000, alternative=alternative)
     ref = stats.permutation_test(
         (cand, base),
         mean_difference,
@@ -152,9 +150,7 @@ def test_seeded_runs_are_reproducible() -> None:
     assert first == again
     np.testing.assert_array_equal(first.distribution, again.distribution)
     assert not np.array_equal(first.distribution, other.distribution)
-    assert paired_permutation_test(cand, base, seed=7) == paired_permutation_test(
-        cand, base, seed=7
-    )
+    assert paired_permutation_test(cand, base, seed=7) == paired_permutation_test(cand, base, seed=7)
 
 
 def test_chunking_does_not_change_the_result(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -204,9 +200,7 @@ def test_no_cases_raise() -> None:
 
 
 def test_nan_is_rejected_with_its_count() -> None:
-    with pytest.raises(
-        StatisticsError, match=r"baseline scores contain 2 non-finite.*2 NaN"
-    ):
+    with pytest.raises(StatisticsError, match=r"baseline scores contain 2 non-finite.*2 NaN"):
         paired_bootstrap([0.1, 0.2, 0.3], [np.nan, 0.2, np.nan])
     with pytest.raises(StatisticsError, match="1 infinite"):
         paired_permutation_test([0.1, np.inf], [0.1, 0.2])
@@ -234,10 +228,7 @@ def test_all_differences_zero() -> None:
     assert res.p_value == res.p_value_two_sided == 1.0
     assert regression_verdict(res) == "pass"
     for alternative in ("less", "greater", "two-sided"):
-        assert (
-            paired_permutation_test(scores, scores, alternative=alternative).p_value
-            == 1.0
-        )
+        assert paired_permutation_test(scores, scores, alternative=alternative).p_value == 1.0
         big = np.linspace(0, 1, 50)
         assert paired_permutation_test(big, big, alternative=alternative).p_value == 1.0
 

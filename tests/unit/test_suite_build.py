@@ -1148,10 +1148,6 @@ def test_a_where_filter_that_matches_nothing(tmp_path: Path, registry: Registry)
     assert error.message == "the suite has no cases"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: an unparseable threshold in a JSONL case is reported with field '[1]' instead of 'assert[1]'",
-)
 def test_an_unparseable_jsonl_threshold_names_the_assert_field(tmp_path: Path, registry: Registry) -> None:
     cases_path = jsonl(
         tmp_path,
@@ -1164,10 +1160,6 @@ def test_an_unparseable_jsonl_threshold_names_the_assert_field(tmp_path: Path, r
     assert error.field == "assert[1]"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: unknown-field hints for JSONL cases come from the suite's top-level fields, not the case fields",
-)
 def test_an_unknown_jsonl_case_field_suggests_a_case_field(tmp_path: Path, registry: Registry) -> None:
     cases_path = jsonl(tmp_path, "cases.jsonl", {"id": "c1", "language": "hi", "output": "o", "refrence": "r"})
     error = build_error(tmp_path, registry, "suite: demo\ncases_file: cases.jsonl\n")
@@ -1176,10 +1168,6 @@ def test_an_unknown_jsonl_case_field_suggests_a_case_field(tmp_path: Path, regis
     assert error.hint == "did you mean 'reference'?"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: extra_fields: metadata crashes with TypeError when a record's 'metadata' is null or not an object",
-)
 def test_a_null_metadata_with_extra_fields_is_a_suite_error(tmp_path: Path, registry: Registry) -> None:
     cases_path = jsonl(tmp_path, "cases.jsonl", {"id": "c1", "language": "hi", "output": "o", "metadata": None})
     with pytest.raises(SuiteError) as excinfo:
@@ -1187,11 +1175,6 @@ def test_a_null_metadata_with_extra_fields_is_a_suite_error(tmp_path: Path, regi
     assert (excinfo.value.path, excinfo.value.line) == (cases_path, 1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: validation_error drops every loc part starting with an uppercase letter (meant for pydantic "
-    "union tags), so a user key like rubric 'Fluency' vanishes from the field and the line falls back to 'rubrics:'",
-)
 def test_an_error_under_a_capitalised_key_keeps_that_key(tmp_path: Path, registry: Registry) -> None:
     error = build_error(
         tmp_path,
@@ -1209,10 +1192,6 @@ def test_an_error_under_a_capitalised_key_keeps_that_key(tmp_path: Path, registr
     assert (error.line, error.field) == (5, "rubrics.Fluency.scale")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: pydantic union tags with lowercase names ('str', 'list[str]') leak into the reported field",
-)
 @pytest.mark.parametrize(
     ("yaml_tail", "line", "field"),
     [

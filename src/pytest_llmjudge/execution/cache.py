@@ -71,7 +71,7 @@ class JudgeCache:
                     usage=Usage(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))),
                 ),
             )
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
 
     def put(self, key: str, payload: Mapping[str, Any], reply: ProviderReply) -> None:

@@ -75,7 +75,8 @@ class RunnerStats:
 
 def redact(text: str, secrets: Iterable[str]) -> str:
     """``text`` with every secret (length >= 4) replaced by ``***``."""
-    for secret in secrets:
+    # Longest first, so a secret that extends another is hidden whole.
+    for secret in sorted(secrets, key=len, reverse=True):
         if secret and len(secret) >= 4:
             text = text.replace(secret, "***")
     return text

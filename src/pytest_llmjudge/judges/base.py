@@ -161,12 +161,13 @@ def sdk_response_class() -> type[Any]:
 
     Passed as ``cast_to`` to the SDK client's ``post`` so it returns the raw response.
     """
+    import importlib
     import sys
 
     for name in ("httpx2", "httpx"):
         module = sys.modules.get(name)
         if module is not None and hasattr(module, "Response"):
-            return module.Response  # type: ignore[no-any-return]
-    import httpx
-
-    return httpx.Response
+            response: type[Any] = module.Response
+            return response
+    response = importlib.import_module("httpx").Response
+    return response

@@ -39,7 +39,7 @@ def extract_json_object(text: str) -> dict[str, Any]:
     while start != -1:
         try:
             value, _ = decoder.raw_decode(stripped, start)
-        except json.JSONDecodeError:
+        except ValueError:  # JSONDecodeError, and Python's limit on integer literal digits
             start = stripped.find("{", start + 1)
             continue
         if isinstance(value, dict):
@@ -58,7 +58,10 @@ def _score_value(raw: Any, rubric: Rubric, reply: str) -> float:
             raise UnscoredError(f"{rubric.name}: score {raw!r} is not a number", raw_reply=reply) from None
     if not isinstance(raw, (int, float)):
         raise UnscoredError(f"{rubric.name}: score {raw!r} is not a number", raw_reply=reply)
-    value = float(raw)
+    try:
+        value = float(raw)
+    except OverflowError:
+        raise UnscoredError(f"{rubric.name}: score is too large to be on any scale", raw_reply=reply) from None
     if not math.isfinite(value):
         raise UnscoredError(f"{rubric.name}: score {raw!r} is not finite", raw_reply=reply)
     if not value.is_integer() or int(value) not in rubric.scale:

@@ -45,7 +45,9 @@ def render_summary(
                 key = (str(result.get("suite")), str(result.get("language")), str(result.get("metric")))
                 groups[key].append(result)
         if groups:
-            lines.append(f"{'suite':<20} {'lang':<5} {'metric':<24} {'n':>4} {'mean':>6} {'pass':>4} {'fail':>4} {'unsc':>4} {'skip':>4}")
+            lines.append(
+                f"{'suite':<20} {'lang':<5} {'metric':<24} {'n':>4} {'mean':>6} {'pass':>4} {'fail':>4} {'unsc':>4} {'skip':>4}"
+            )
             for (suite, language, metric), rows in sorted(groups.items()):
                 values = [v for v in (_number(r.get("score")) for r in rows) if v is not None]
                 mean = f"{statistics.fmean(values):.2f}" if values else "-"

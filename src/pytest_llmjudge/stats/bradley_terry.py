@@ -103,16 +103,12 @@ class PairwiseOutcomes:
     score_first: FloatArray
 
     @classmethod
-    def from_winners(
-        cls, winner_idx: npt.ArrayLike, loser_idx: npt.ArrayLike
-    ) -> PairwiseOutcomes:
+    def from_winners(cls, winner_idx: npt.ArrayLike, loser_idx: npt.ArrayLike) -> PairwiseOutcomes:
         """Games without ties: ``winner_idx[k]`` beat ``loser_idx[k]``."""
         winners = _index_array(winner_idx, "winner_idx")
         losers = _index_array(loser_idx, "loser_idx")
         if winners.size != losers.size:
-            raise StatisticsError(
-                f"winner_idx has {winners.size} entries but loser_idx has {losers.size}"
-            )
+            raise StatisticsError(f"winner_idx has {winners.size} entries but loser_idx has {losers.size}")
         return cls(winners, losers, np.ones(winners.size, dtype=np.float64))
 
     @classmethod
@@ -125,16 +121,12 @@ class PairwiseOutcomes:
         score = np.empty(len(matchups), dtype=np.float64)
         for k, matchup in enumerate(matchups):
             if len(matchup) != 3:
-                raise StatisticsError(
-                    f"matchup {k} must be (i, j, outcome), got {matchup!r}"
-                )
+                raise StatisticsError(f"matchup {k} must be (i, j, outcome), got {matchup!r}")
             i, j, outcome = matchup
             label = outcome.value if isinstance(outcome, Enum) else outcome
             points = _OUTCOME_POINTS.get(str(label).lower())
             if points is None:
-                raise StatisticsError(
-                    f"matchup {k}: outcome must be 'A', 'B' or 'tie', got {outcome!r}"
-                )
+                raise StatisticsError(f"matchup {k}: outcome must be 'A', 'B' or 'tie', got {outcome!r}")
             first[k], second[k], score[k] = _as_index(i), _as_index(j), points
         return cls(first, second, score)
 
@@ -144,16 +136,11 @@ class PairwiseOutcomes:
             bad = (idx < 0) | (idx >= n_items)
             if bad.any():
                 k = int(np.flatnonzero(bad)[0])
-                raise StatisticsError(
-                    f"item index {int(idx[k])} (game {k}, {name}) is outside "
-                    f"[0, {n_items})"
-                )
+                raise StatisticsError(f"item index {int(idx[k])} (game {k}, {name}) is outside [0, {n_items})")
         same = self.first == self.second
         if same.any():
             k = int(np.flatnonzero(same)[0])
-            raise StatisticsError(
-                f"game {k} compares item {int(self.first[k])} with itself"
-            )
+            raise StatisticsError(f"game {k} compares item {int(self.first[k])} with itself")
         scores = np.zeros((n_items, n_items), dtype=np.float64)
         np.add.at(scores, (self.first, self.second), self.score_first)
         np.add.at(scores, (self.second, self.first), 1.0 - self.score_first)
@@ -243,14 +230,10 @@ def fit_bradley_terry(
     MM steps, or the gradient tolerance of L-BFGS-B. See the module docstring for the prior,
     the algorithms and the errors.
     """
-    return _fit_scores(
-        _score_matrix(comparisons, n_items), method, max_iter, tol, _check_prior(prior)
-    )
+    return _fit_scores(_score_matrix(comparisons, n_items), method, max_iter, tol, _check_prior(prior))
 
 
-def _fit_scores(
-    scores: FloatArray, method: str, max_iter: int, tol: float, prior: float
-) -> BTResult:
+def _fit_scores(scores: FloatArray, method: str, max_iter: int, tol: float, prior: float) -> BTResult:
     n_items = scores.shape[0]
     if max_iter < 1:
         raise StatisticsError(f"max_iter must be at least 1, got {max_iter}")
@@ -259,9 +242,7 @@ def _fit_scores(
     _check_estimable(scores, prior)
     points, games = _with_prior(scores, prior)
     if method == "mm":
-        theta, iterations, converged = _mm(
-            points.sum(axis=1)[None], games[None], np.zeros((1, n_items)), max_iter, tol
-        )
+        theta, iterations, converged = _mm(points.sum(axis=1)[None], games[None], np.zeros((1, n_items)), max_iter, tol)
         strengths = theta[0]
     else:
         strengths, iterations, converged = _lbfgs(points, games, max_iter, tol)
@@ -301,9 +282,7 @@ def bootstrap_rankings(
     # How often each query was drawn in each resample; pooling is then one matrix product.
     counts = np.zeros((resamples, n_queries), dtype=np.float64)
     np.add.at(counts, (np.arange(resamples)[:, None], drawn), 1.0)
-    pooled = (counts @ per_query.reshape(n_queries, -1)).reshape(
-        resamples, n_items, n_items
-    )
+    pooled = (counts @ per_query.reshape(n_queries, -1)).reshape(resamples, n_items, n_items)
     for b in range(resamples):
         try:
             _check_estimable(pooled[b], prior)
@@ -317,9 +296,7 @@ def bootstrap_rankings(
     strength_lo, strength_hi = np.quantile(samples, [lower_q, 1.0 - lower_q], axis=0)
     ranks = _ranks(samples)
     rank_lo = np.quantile(ranks, lower_q, axis=0, method="lower").astype(np.int64)
-    rank_hi = np.quantile(ranks, 1.0 - lower_q, axis=0, method="higher").astype(
-        np.int64
-    )
+    rank_hi = np.quantile(ranks, 1.0 - lower_q, axis=0, method="higher").astype(np.int64)
     return BootstrapRankings(
         point=point,
         strength_ci_low=strength_lo,
@@ -347,9 +324,7 @@ def _index_array(values: npt.ArrayLike, name: str) -> IntArray:
     if arr.ndim != 1:
         raise StatisticsError(f"{name} must be one-dimensional, got shape {arr.shape}")
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
-        raise StatisticsError(
-            f"{name} must hold integer indices, got dtype {arr.dtype}"
-        )
+        raise StatisticsError(f"{name} must hold integer indices, got dtype {arr.dtype}")
     return arr.astype(np.int64)
 
 
@@ -369,9 +344,7 @@ def _score_matrix(comparisons: Comparisons, n_items: int) -> FloatArray:
     if isinstance(n_items, bool) or not isinstance(n_items, (int, np.integer)):
         raise StatisticsError(f"n_items must be an integer, got {n_items!r}")
     if n_items < 2:
-        raise StatisticsError(
-            f"a ranking needs at least two items, got n_items={n_items}"
-        )
+        raise StatisticsError(f"a ranking needs at least two items, got n_items={n_items}")
     if isinstance(comparisons, PairwiseOutcomes):
         outcomes = comparisons
     elif _looks_like_winner_arrays(comparisons):
@@ -390,9 +363,7 @@ def _check_prior(prior: float) -> float:
 
 
 def _components(adjacency: npt.NDArray[np.bool_], connection: str) -> IntArray:
-    _, labels = connected_components(
-        csr_matrix(adjacency), directed=True, connection=connection
-    )
+    _, labels = connected_components(csr_matrix(adjacency), directed=True, connection=connection)
     return np.asarray(labels, dtype=np.int64)
 
 
@@ -442,9 +413,7 @@ def _mm(
     theta = theta - theta.mean(axis=1, keepdims=True)
     for iteration in range(1, max_iter + 1):
         strength = np.exp(theta)
-        denominators = (games / (strength[:, :, None] + strength[:, None, :])).sum(
-            axis=2
-        )
+        denominators = (games / (strength[:, :, None] + strength[:, None, :])).sum(axis=2)
         updated = np.log(wins / denominators)
         updated -= updated.mean(axis=1, keepdims=True)
         change = float(np.max(np.abs(updated - theta)))
@@ -454,9 +423,7 @@ def _mm(
     return theta, max_iter, False
 
 
-def _lbfgs(
-    points: FloatArray, games: FloatArray, max_iter: int, tol: float
-) -> tuple[FloatArray, int, bool]:
+def _lbfgs(points: FloatArray, games: FloatArray, max_iter: int, tol: float) -> tuple[FloatArray, int, bool]:
     """Direct minimisation of the penalised negative log-likelihood with L-BFGS-B."""
     wins = points.sum(axis=1)
 

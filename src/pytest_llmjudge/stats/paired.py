@@ -147,9 +147,7 @@ class PairedComparison:
         margin = _check_margin(margin)
         if self.n < 2:
             return 1.0
-        return _shift_p_value(
-            self.distribution, self.mean_difference, margin, self.tie_tolerance
-        )
+        return _shift_p_value(self.distribution, self.mean_difference, margin, self.tie_tolerance)
 
     def to_dict(self) -> dict[str, float | int | str]:
         """Plain summary without the bootstrap distribution, ready for ``json.dumps``
@@ -233,14 +231,10 @@ def paired_bootstrap(
 
     distribution = _bootstrap_means(diff, resamples, np.random.default_rng(seed))
     lower_q = (1.0 - confidence) / 2.0
-    ci_low, ci_high = (
-        float(v) for v in np.quantile(distribution, [lower_q, 1.0 - lower_q])
-    )
+    ci_low, ci_high = (float(v) for v in np.quantile(distribution, [lower_q, 1.0 - lower_q]))
     tol = _tie_tolerance(n, float(np.max(np.abs(diff))))
     p_less = _shift_p_value(distribution, observed, 0.0, tol)
-    centred_hits = np.count_nonzero(
-        np.abs(distribution - observed) >= abs(observed) - tol
-    )
+    centred_hits = np.count_nonzero(np.abs(distribution - observed) >= abs(observed) - tol)
     p_two = (1 + int(centred_hits)) / (resamples + 1)
     return PairedComparison(
         n=n,
@@ -278,9 +272,7 @@ def paired_permutation_test(
     if resamples < 1:
         raise StatisticsError(f"resamples must be at least 1, got {resamples}")
     if alternative not in ("less", "greater", "two-sided"):
-        raise StatisticsError(
-            f"alternative must be 'less', 'greater' or 'two-sided', got {alternative!r}"
-        )
+        raise StatisticsError(f"alternative must be 'less', 'greater' or 'two-sided', got {alternative!r}")
     diff = cand - base
     n = diff.size
     observed = float(np.mean(diff))
@@ -298,9 +290,7 @@ def paired_permutation_test(
         rows_per_chunk = max(1, _CHUNK_ELEMENTS // n)
         for start in range(0, resamples, rows_per_chunk):
             rows = min(rows_per_chunk, resamples - start)
-            hits += _count_extreme(
-                _random_sign_flip_means(diff, rows, rng), observed, tol, alternative
-            )
+            hits += _count_extreme(_random_sign_flip_means(diff, rows, rng), observed, tol, alternative)
         # Add-one: the observed labelling is itself one admissible permutation.
         p_value = (1 + hits) / (resamples + 1)
         evaluated = resamples
@@ -315,9 +305,7 @@ def paired_permutation_test(
     )
 
 
-def regression_verdict(
-    comparison: PairedComparison, margin: float = 0.0, alpha: float = 0.05
-) -> Verdict:
+def regression_verdict(comparison: PairedComparison, margin: float = 0.0, alpha: float = 0.05) -> Verdict:
     """Gate a candidate: ``"fail"``, ``"warn"`` or ``"pass"`` (see the module docstring).
 
     ``margin`` is the tolerated drop in score units (``>= 0``); ``alpha`` the significance
@@ -335,21 +323,14 @@ def regression_verdict(
     return "warn"
 
 
-def _paired_arrays(
-    candidate: npt.ArrayLike, baseline: npt.ArrayLike
-) -> tuple[FloatArray, FloatArray]:
+def _paired_arrays(candidate: npt.ArrayLike, baseline: npt.ArrayLike) -> tuple[FloatArray, FloatArray]:
     cand = np.asarray(candidate, dtype=np.float64)
     base = np.asarray(baseline, dtype=np.float64)
     for name, arr in (("candidate", cand), ("baseline", base)):
         if arr.ndim != 1:
-            raise StatisticsError(
-                f"{name} scores must be one-dimensional, got shape {arr.shape}"
-            )
+            raise StatisticsError(f"{name} scores must be one-dimensional, got shape {arr.shape}")
     if cand.size != base.size:
-        raise StatisticsError(
-            f"paired scores need equal lengths: candidate has {cand.size}, "
-            f"baseline has {base.size}"
-        )
+        raise StatisticsError(f"paired scores need equal lengths: candidate has {cand.size}, baseline has {base.size}")
     if cand.size == 0:
         raise StatisticsError("paired comparison needs at least one case, got 0")
     for name, arr in (("candidate", cand), ("baseline", base)):
@@ -377,9 +358,7 @@ def _tie_tolerance(n: int, scale: float) -> float:
     return 4.0 * n * float(np.finfo(np.float64).eps) * scale
 
 
-def _shift_p_value(
-    distribution: FloatArray, observed: float, margin: float, tol: float
-) -> float:
+def _shift_p_value(distribution: FloatArray, observed: float, margin: float, tol: float) -> float:
     # Null centred on -margin: D*_b - D - margin; count those at or below D. The margin
     # enters the subtraction, so the tolerance grows with it to absorb its rounding.
     tol = max(tol, 4.0 * float(np.finfo(np.float64).eps) * margin)
@@ -388,9 +367,7 @@ def _shift_p_value(
     return (1 + hits) / (distribution.size + 1)
 
 
-def _bootstrap_means(
-    diff: FloatArray, resamples: int, rng: np.random.Generator
-) -> FloatArray:
+def _bootstrap_means(diff: FloatArray, resamples: int, rng: np.random.Generator) -> FloatArray:
     n = diff.size
     out = np.empty(resamples, dtype=np.float64)
     rows_per_chunk = max(1, _CHUNK_ELEMENTS // n)
@@ -413,25 +390,19 @@ def _all_sign_flip_means(diff: FloatArray) -> FloatArray:
     return means
 
 
-def _random_sign_flip_means(
-    diff: FloatArray, rows: int, rng: np.random.Generator
-) -> FloatArray:
+def _random_sign_flip_means(diff: FloatArray, rows: int, rng: np.random.Generator) -> FloatArray:
     n = diff.size
     # Each 64-bit draw supplies 64 fair coin flips. Full-range uint64 draws are taken
     # straight from the bit generator, one per word and never buffered across calls, so the
     # flips of a row do not depend on how the rows are split into chunks.
     words = (n + 63) // 64
-    raw = rng.integers(
-        0, np.iinfo(np.uint64).max, size=(rows, words), dtype=np.uint64, endpoint=True
-    )
+    raw = rng.integers(0, np.iinfo(np.uint64).max, size=(rows, words), dtype=np.uint64, endpoint=True)
     flips = np.unpackbits(raw.view(np.uint8), axis=1, count=n).astype(np.float64)
     means: FloatArray = (float(diff.sum()) - 2.0 * (flips @ diff)) / n
     return means
 
 
-def _count_extreme(
-    null: FloatArray, observed: float, tol: float, alternative: Alternative
-) -> int:
+def _count_extreme(null: FloatArray, observed: float, tol: float, alternative: Alternative) -> int:
     if alternative == "less":
         return int(np.count_nonzero(null <= observed + tol))
     if alternative == "greater":

@@ -53,7 +53,7 @@ def _loc_text(loc: Iterable[Any]) -> str:
     return text
 
 
-def _model_for_loc(loc: tuple[Any, ...]) -> type[BaseModel]:
+def _model_for_loc(loc: tuple[Any, ...], root: type[BaseModel]) -> type[BaseModel]:
     """The schema model that owns the last key of ``loc`` (for 'did you mean' hints)."""
     from pytest_llmjudge.suite import schema
 
@@ -61,47 +61,68 @@ def _model_for_loc(loc: tuple[Any, ...]) -> type[BaseModel]:
         "judge": schema.JudgeConfig,
         "rubrics": schema.RubricConfig,
         "cases": schema.CaseConfig,
+        "cases_file": schema.CasesFileConfig,
         "outputs": schema.OutputsConfig,
         "aggregate": schema.AggregateConfig,
         "recorded": schema.RecordedScore,
     }
-    model: type[BaseModel] = SuiteConfig
+    model = root
     for part in loc[:-1]:
         if isinstance(part, str) and part in table:
             model = table[part]
     return model
 
 
+def _data_loc(data: Any, loc: tuple[Any, ...], keep_last: bool) -> tuple[Any, ...]:
+    """``loc`` without pydantic's union tags (``str``, ``list[str]``, model names ...).
+
+    A part is kept when it names a key or index that exists in the data at that depth; the
+    last part is kept regardless when ``keep_last`` (a missing field doesn't exist yet).
+    """
+    kept: list[Any] = []
+    current = data
+    for position, part in enumerate(loc):
+        name = "assert" if part == "assert_" else part
+        if isinstance(current, dict) and name in current:
+            kept.append(name)
+            current = current[name]
+        elif isinstance(current, list) and isinstance(name, int) and 0 <= name < len(current):
+            kept.append(name)
+            current = current[name]
+        elif keep_last and position == len(loc) - 1:
+            kept.append(name)
+    return tuple(kept)
+
+
 def validation_error(
-    exc: ValidationError, path: Path, lines: Mapping[tuple[Any, ...], int], prefix: tuple[Any, ...] = ()
+    exc: ValidationError,
+    path: Path,
+    lines: Mapping[tuple[Any, ...], int],
+    data: Any,
+    *,
+    root: type[BaseModel] = SuiteConfig,
 ) -> SuiteError:
     """The first schema error as a located :class:`SuiteError`."""
     problems = exc.errors()
     first = problems[0]
-    loc = tuple(part for part in first["loc"] if part not in ("function-after[_has_cases()]",))
-    # Pydantic names union members in loc (e.g. 'AggregateConfig'); drop them for readers.
-    loc = tuple(p for p in loc if not (isinstance(p, str) and p[:1].isupper()))
-    loc = tuple("assert" if p == "assert_" else p for p in loc)
-    full = prefix + loc
-    line = line_for(lines, full)
+    missing = first["type"] == "missing"
+    loc = _data_loc(data, tuple(first["loc"]), keep_last=missing)
+    line = line_for(lines, loc)
     message = first["msg"]
     hint = None
+    field_loc = loc
     if first["type"] == "extra_forbidden" and loc:
-        known = _field_names(_model_for_loc(loc))
+        known = _field_names(_model_for_loc(loc, root))
         close = difflib.get_close_matches(str(loc[-1]), known, n=1)
         message = f"unknown field {loc[-1]!r}"
         hint = f"did you mean {close[0]!r}?" if close else f"allowed fields: {', '.join(sorted(known))}"
-    elif first["type"] == "missing":
-        message = f"missing required field {loc[-1]!r}" if loc else message
+        field_loc = loc[:-1]
+    elif missing and loc:
+        message = f"missing required field {loc[-1]!r}"
+        field_loc = loc[:-1]
     if len(problems) > 1:
         message += f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})"
-    return SuiteError(
-        message,
-        path=path,
-        line=line,
-        field=_loc_text(loc[:-1] if first["type"] in ("extra_forbidden", "missing") else loc) or None,
-        hint=hint,
-    )
+    return SuiteError(message, path=path, line=line, field=_loc_text(field_loc) or None, hint=hint)
 
 
 _CASE_FIELDS = frozenset(_field_names(CaseConfig))
@@ -176,7 +197,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
     try:
         config = SuiteConfig.model_validate(doc.data)
     except ValidationError as exc:
-        raise validation_error(exc, path, doc.lines) from None
+        raise validation_error(exc, path, doc.lines, doc.data) from None
 
     base_dir = path.parent
     # (config, file, line, index in the inline list) for every case, inline or from JSONL.
@@ -198,12 +219,15 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             if any(record.get(key) != value for key, value in entry.where.items()):
                 continue
             if entry.extra_fields == "metadata":
+                own_metadata = record.get("metadata", {})
+                if not isinstance(own_metadata, dict):
+                    raise SuiteError("metadata must be an object", path=cases_path, line=number, field="metadata")
                 extra = {key: record.pop(key) for key in list(record) if key not in _CASE_FIELDS}
-                record["metadata"] = {**extra, **record.get("metadata", {})}
+                record["metadata"] = {**extra, **own_metadata}
             try:
                 case_sources.append((CaseConfig.model_validate(record), cases_path, number, None))
             except ValidationError as exc:
-                raise validation_error(exc, cases_path, {(): number}) from None
+                raise validation_error(exc, cases_path, {(): number}, record, root=CaseConfig) from None
 
     outputs: dict[str, str] = {}
     target: str | None = None
@@ -266,7 +290,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         if inline_index is not None:
             own = _parse_thresholds(case_config.assert_, path, doc.lines, ("cases", inline_index, "assert"))
         else:
-            own = _parse_thresholds(case_config.assert_, source, {(): line} if line else {}, ())
+            own = _parse_thresholds(case_config.assert_, source, {(): line} if line else {}, ("assert",))
         context = case_config.context
         cases.append(
             Case(
@@ -292,9 +316,11 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         )
 
     aggregates: list[AggregateCheck] = []
-    for index, entry in enumerate(config.aggregate):
+    for index, aggregate_entry in enumerate(config.aggregate):
         at = ("aggregate", index)
-        aggregate_config = entry if isinstance(entry, AggregateConfig) else AggregateConfig(expr=entry)
+        aggregate_config = (
+            aggregate_entry if isinstance(aggregate_entry, AggregateConfig) else AggregateConfig(expr=aggregate_entry)
+        )
         try:
             spec = parse_aggregate(aggregate_config.expr)
             overrides = {

@@ -169,6 +169,8 @@ def parse_override(text: str | float | int, default_op: Op) -> tuple[Op, float]:
     if isinstance(text, bool):
         raise ExpressionError("a per-language threshold must be a number or 'OP NUMBER'")
     if isinstance(text, (int, float)):
+        if math.isnan(text):
+            raise ExpressionError("a threshold can't be NaN")
         return default_op, float(text)
     match = _OVERRIDE_RE.match(text)
     if match is None:

@@ -62,9 +62,13 @@ class _Converter:
     def convert(self, node: yaml.Node, at: PathKey) -> Any:
         self.lines.setdefault(at, node.start_mark.line + 1)
         if isinstance(node, yaml.MappingNode):
+            explicit = sum(1 for key_node, _ in node.value if key_node.tag != "tag:yaml.org,2002:merge")
             self.loader.flatten_mapping(node)
+            # flatten_mapping puts the merged (<<) pairs first, then the explicit ones.
+            merged = len(node.value) - explicit
             result: dict[Any, Any] = {}
-            for key_node, value_node in node.value:
+            explicit_keys: set[Any] = set()
+            for position, (key_node, value_node) in enumerate(node.value):
                 key = self.loader.construct_object(key_node, deep=True)
                 if not isinstance(key, (str, int, float, bool)):
                     raise SuiteError(
@@ -72,13 +76,16 @@ class _Converter:
                         path=self.path,
                         line=key_node.start_mark.line + 1,
                     )
-                if key in result:
-                    raise SuiteError(
-                        f"duplicate key {key!r}",
-                        path=self.path,
-                        line=key_node.start_mark.line + 1,
-                        hint="YAML keeps only the last value of a repeated key; merge the two entries",
-                    )
+                # Only repeats among explicit keys are errors: merged (<<) values may be overridden.
+                if position >= merged:
+                    if key in explicit_keys:
+                        raise SuiteError(
+                            f"duplicate key {key!r}",
+                            path=self.path,
+                            line=key_node.start_mark.line + 1,
+                            hint="YAML keeps only the last value of a repeated key; merge the two entries",
+                        )
+                    explicit_keys.add(key)
                 child: PathKey = (*at, key if isinstance(key, (str, int)) else str(key))
                 self.lines[child] = key_node.start_mark.line + 1
                 result[key] = self.convert(value_node, child)
@@ -124,8 +131,12 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, record)`` for each non-blank line of a JSONL file."""
     if not path.is_file():
         raise SuiteError(f"file not found: {path}", path=path)
-    with path.open(encoding="utf-8") as handle:
-        for number, raw in enumerate(handle, start=1):
+    with path.open("rb") as handle:
+        for number, raw_bytes in enumerate(handle, start=1):
+            try:
+                raw = raw_bytes.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise SuiteError(f"not valid UTF-8 ({exc.reason})", path=path, line=number) from None
             if not raw.strip():
                 continue
             try:
