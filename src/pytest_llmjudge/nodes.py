@@ -114,9 +114,24 @@ class InvalidSuiteItem(pytest.Item):
         return self.path, 0, "invalid suite"
 
 
+def json_safe(value: Any) -> Any:
+    """``value`` with anything JSON can't hold turned into text (results travel through xdist)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else str(value)
+    if isinstance(value, dict):
+        return {str(key): json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(item) for item in value]
+    return str(value)
+
+
 class _SuiteItem(pytest.Item):
     suite: Suite
     judge_problem: str | None
+    llmjudge_result: dict[str, Any] | None = None
+    """Structured outcome of the item, attached to its report as ``report.llmjudge``."""
 
     def _skip_or_fail_without_judge(self, metric: str, recorded: bool) -> None:
         if self.judge_problem is None or recorded or self.suite.metric_kinds.get(metric) != "rubric":
@@ -171,9 +186,32 @@ class CaseItem(_SuiteItem):
             spread=score.spread,
             unscored_reason=score.error,
         )
+        passed = score.scored and self.threshold.holds(score.value, self.case.language)
+        self.llmjudge_result = json_safe(
+            {
+                "kind": "case",
+                "suite": self.suite.name,
+                "suite_path": str(self.suite.path),
+                "case": self.case.id,
+                "language": self.case.language,
+                "metric": self.threshold.metric,
+                "threshold": {"op": self.threshold.op, "value": expected},
+                "score": score.value,
+                "samples": list(score.samples),
+                "spread": score.spread,
+                "source": score.source,
+                "judge": score.judge,
+                "cached": score.cached,
+                "justification": score.justification,
+                "unscored_reason": score.error,
+                "detail": dict(score.detail),
+                "higher_is_better": score.higher_is_better,
+                "passed": passed,
+            }
+        )
         if not score.scored:
             raise CaseFailure(self._explain(score, "UNSCORED"))
-        if not self.threshold.holds(score.value, self.case.language):
+        if not passed:
             raise CaseFailure(self._explain(score, "FAILED"))
 
     def _explain(self, score: Score, verdict: str) -> str:
@@ -261,6 +299,31 @@ class AggregateItem(_SuiteItem):
             ci_high=row.ci_high,
             n_scored=row.n_scored,
             n_unscored=row.n_unscored,
+        )
+        self.llmjudge_result = json_safe(
+            {
+                "kind": "aggregate",
+                "suite": self.suite.name,
+                "suite_path": str(self.suite.path),
+                "aggregate": self.check.spec.label,
+                "metric": self.check.spec.metric,
+                "language": self.language,
+                "passed": row.passed,
+                "rows": [
+                    {
+                        "language": r.language,
+                        "n_scored": r.n_scored,
+                        "n_unscored": r.n_unscored,
+                        "value": r.value,
+                        "ci_low": r.ci_low,
+                        "ci_high": r.ci_high,
+                        "threshold": {"op": r.spec.op, "value": r.spec.value},
+                        "passed": r.passed,
+                        "problem": r.problem,
+                    }
+                    for r in rows
+                ],
+            }
         )
         if row.passed:
             return

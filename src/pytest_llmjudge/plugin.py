@@ -17,6 +17,7 @@ workers' call accounting travels through ``workeroutput``.
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import time
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 # installed-but-unused plugin costs pytest start-up almost nothing.
 
 scoreboard_key: pytest.StashKey[ScoreBoard] = pytest.StashKey()
+results_key: pytest.StashKey[ResultsCollector] = pytest.StashKey()
 settings_key = pytest.StashKey[Settings]()
 _progress_key = pytest.StashKey[dict[str, float]]()
 
@@ -49,10 +51,33 @@ _SUITE_MARKER = re.compile(r"^suite\s*:", re.MULTILINE)
 _ENTRY_POINT_GROUP = "pytest_llmjudge"
 
 
+# Feature plugins: each is a light module with its own pytest hooks (options, collection,
+# reporting), registered together with this plugin. Each must stay inert without --llmjudge.
+FEATURE_PLUGINS: tuple[str, ...] = ()
+
+
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
     if not pluginmanager.is_registered(builtins):
         pluginmanager.register(builtins, "llmjudge-builtins")
+    for name in FEATURE_PLUGINS:
+        if pluginmanager.get_plugin(name) is None:
+            pluginmanager.register(importlib.import_module(name), name)
+
+
+def is_enabled(config: pytest.Config) -> bool:
+    """True when ``--llmjudge`` was given; feature plugins check it before doing anything."""
+    return bool(config.getoption("llmjudge", default=False))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Attach an item's structured result to its report (it travels with it under xdist)."""
+    report = yield
+    result = getattr(item, "llmjudge_result", None)
+    if result is not None and call.when == "call":
+        report.llmjudge = result  # type: ignore[attr-defined]
+    return report
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -86,12 +111,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def _enabled(config: pytest.Config) -> bool:
-    return bool(config.getoption("llmjudge", default=False))
-
-
 def pytest_configure(config: pytest.Config) -> None:
-    if not _enabled(config):
+    if not is_enabled(config):
         return
     cli = {option.name: config.getoption(f"llmjudge_{option.name}") for option in OPTIONS}
     cli["no_cache"] = config.getoption("llmjudge_no_cache")
@@ -106,7 +127,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.load_setuptools_entrypoints(_ENTRY_POINT_GROUP)
     config.stash[settings_key] = settings
     config.stash[_progress_key] = {"last": 0.0}
-    config.pluginmanager.register(ResultsCollector(config), "llmjudge-results")
+    collector = ResultsCollector(config)
+    config.stash[results_key] = collector
+    config.pluginmanager.register(collector, "llmjudge-results")
     config.stash[scoreboard_key] = ScoreBoard(
         Registry.from_hook(config.hook),
         settings,
@@ -139,7 +162,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile | None:
     from pytest_llmjudge.nodes import SuiteFile
 
-    if not _enabled(parent.config) or file_path.suffix not in (".yaml", ".yml"):
+    if not is_enabled(parent.config) or file_path.suffix not in (".yaml", ".yml"):
         return None
     try:
         with file_path.open(encoding="utf-8", errors="replace") as handle:
@@ -164,7 +187,7 @@ def _needs(items: list[pytest.Item]) -> Iterator[tuple[Any, Any, str]]:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    if not _enabled(session.config):
+    if not is_enabled(session.config):
         return
     board = session.config.stash[scoreboard_key]
     planned = board.plan(_needs(session.items))
@@ -230,9 +253,15 @@ class ResultsCollector:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.results: list[dict[str, Any]] = []
+        """Per-item summary rows (from ``user_properties``), controller-side."""
+        self.records: list[dict[str, Any]] = []
+        """Structured item results (``report.llmjudge``) with ``nodeid`` and ``outcome``."""
         self.worker_stats: list[dict[str, int]] = []
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = getattr(report, "llmjudge", None)
+        if isinstance(record, dict):
+            self.records.append({**record, "nodeid": report.nodeid, "outcome": report.outcome})
         properties = dict(report.user_properties)
         if "metric" not in properties or "suite" not in properties:
             return
