@@ -12,6 +12,12 @@ per language and over all rows (Pearson, Spearman and Kendall, as in LRM2QAS Tab
 and 10; see :mod:`pytest_llmjudge.stats.correlation`). A parameter value is read as JSON
 when it parses (numbers, booleans, objects) and as a string otherwise.
 
+``--fit-lambdas`` also grid-searches the LRM2QAS lambdas against the human scores of the
+file (LRM2QAS sec. 3: each lambda over 0.0, 0.1, ..., 1.0; ties broken toward the
+``indic_long`` preset) and prints the fitted lambdas with the Pearson, Spearman and
+Kendall correlations of the fitted metric; put them in a suite as
+``metric_options: {lrm2qas: {lambdas: {...}}}``.
+
 Rows a metric cannot score (for example a blank reference) are left out of that metric's
 correlations and counted in the ``skipped`` column. A categorical metric (``language``)
 has no correlation and is rejected. The exit status is 0, or 2 for bad arguments or input.
@@ -30,6 +36,7 @@ from typing import Any
 
 from pytest_llmjudge.errors import LLMJudgeError, MetricError
 from pytest_llmjudge.metrics import MetricInput, resolve_metric
+from pytest_llmjudge.metrics.lrm2qas import LambdaFit, fit_lambdas
 from pytest_llmjudge.stats.correlation import Correlations, correlations_by_language
 
 __all__ = ["Row", "format_table", "load_rows", "main", "metric_correlations"]
@@ -135,18 +142,49 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Correlate reference metrics with human scores, per language.",
     )
     parser.add_argument("file", type=Path, help="JSONL rows: language, output, reference, human_score, ...")
-    parser.add_argument("--metric", action="append", required=True, help="metric name (repeatable)")
+    parser.add_argument("--metric", action="append", default=[], help="metric name (repeatable)")
+    parser.add_argument(
+        "--fit-lambdas",
+        action="store_true",
+        help="grid-search the LRM2QAS lambdas that best follow the human scores (Spearman)",
+    )
     parser.add_argument("--param", action="append", default=[], help="METRIC.KEY=VALUE (repeatable)")
     args = parser.parse_args(argv)
+    if not args.metric and not args.fit_lambdas:
+        parser.error("give at least one --metric, or --fit-lambdas")
     try:
-        params = _parse_params(args.param, args.metric)
+        params = _parse_params(args.param, [*args.metric, "lrm2qas"])
         rows = load_rows(args.file)
         results = {name: metric_correlations(name, params[name], rows) for name in args.metric}
+        fit = fit_lrm2qas_lambdas(rows, params["lrm2qas"]) if args.fit_lambdas else None
     except (OSError, ValueError, LLMJudgeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(format_table(results))
+    if results:
+        print(format_table(results))
+    if fit is not None:
+        lambdas = ", ".join(f"{key}: {value:g}" for key, value in fit.lambdas.items())
+        corr = fit.correlations
+        print(
+            f"fitted lrm2qas lambdas {{{lambdas}}} over {corr.n} rows ({fit.candidates} settings tried): "
+            f"pearson {_number(corr.pearson)}, spearman {_number(corr.spearman)}, kendall {_number(corr.kendall)}"
+        )
     return 0
+
+
+def fit_lrm2qas_lambdas(rows: Sequence[Row], params: dict[str, Any]) -> LambdaFit:
+    """Fit the LRM2QAS lambdas to the rows' human scores (rows it can't score are left out)."""
+    metric = resolve_metric("lrm2qas", params)
+    components: list[dict[str, float]] = []
+    humans: list[float] = []
+    for row in rows:
+        try:
+            value = metric.compute(row.item)
+        except MetricError:
+            continue
+        components.append({key: float(v) for key, v in value.detail["components"].items()})
+        humans.append(row.human_score)
+    return fit_lambdas(components, humans)
 
 
 if __name__ == "__main__":
