@@ -6,11 +6,13 @@ items have only one or two labels, as in PARIKSHA), and a judge that agrees with
 less often in low-resource languages and, when it errs, mostly errs on the lenient side
 (the high-score bias of Hada et al. 2024a, sec. 4.2).
 
-For every language x metric it runs what the gate reports: the aggregate label (METAL
-rule), weighted F1, macro F1, percentage agreement and Cohen's kappa against the judge,
-Fleiss' kappa and the slot-pairwise human ceiling, the class distribution per agreement
-level, and percentile bootstrap intervals (1,000 resamples) for weighted F1 and agreement.
-Only the statistics are timed, in this one process; generating the data is not.
+For every language x metric it runs the plugin's gate (``calibration.gate.evaluate_gate``,
+what an ``agreement[<lang>-<metric>]`` item computes): the aggregate label (METAL rule),
+weighted F1, macro F1, percentage agreement and Cohen's kappa against the judge, Fleiss'
+kappa and the slot-pairwise human ceiling, the class distribution per agreement level, the
+majority baseline, the held-out score correction, and a percentile bootstrap interval
+(1,000 resamples) for weighted F1; plus one for percentage agreement. Only the statistics are
+timed, in this one process; generating the data is not.
 
 Run: ``python benchmarks/gate_speed.py``. The last line is ``seconds=<time>``.
 """
@@ -21,17 +23,9 @@ import time
 
 import numpy as np
 
-from pytest_llmjudge.stats.agreement import agreement_report
-from pytest_llmjudge.stats.annotators import (
-    aggregate_labels,
-    fleiss_kappa,
-    pairwise_slot_f1,
-)
-from pytest_llmjudge.stats.distribution import class_distribution
-from pytest_llmjudge.stats.resampling import (
-    bootstrap_percentage_agreement_ci,
-    bootstrap_weighted_f1_ci,
-)
+from pytest_llmjudge.calibration.gate import GateOptions, evaluate_gate
+from pytest_llmjudge.stats.agreement import percentage_agreement_from_confusion
+from pytest_llmjudge.stats.resampling import bootstrap_confusion_ci
 
 N_ITEMS = 100_000
 N_RESAMPLES = 1_000
@@ -92,21 +86,23 @@ def gate_statistics(group: np.ndarray, ratings: np.ndarray, judge: np.ndarray, k
         labels = ratings[rows]
         scores = judge[rows]
 
-        aggregated = aggregate_labels(labels, labels=scale)
-        report = agreement_report(aggregated.labels, scores, scale)
-        fleiss = fleiss_kappa(labels, scale)
-        ceiling = pairwise_slot_f1(labels, scale)
-        distribution = class_distribution(aggregated.labels, scores, aggregated.level, scale)
-        f1_ci = bootstrap_weighted_f1_ci(aggregated.labels, scores, scale, n_resamples=N_RESAMPLES)
-        pa_ci = bootstrap_percentage_agreement_ci(aggregated.labels, scores, n_resamples=N_RESAMPLES)
-        overall = distribution.overall
+        # The plugin's gate itself (calibration.gate.evaluate_gate): aggregation, agreement,
+        # bootstrap CI of weighted F1, ceiling, Fleiss, distributions, held-out correction.
+        gate = evaluate_gate(
+            labels, scores.astype(float), scale, GateOptions(threshold=0.6, resamples=N_RESAMPLES, min_items=1)
+        )
+        assert gate.confusion is not None and gate.overall is not None
+        # Percentage agreement's interval is not part of the gate's verdict; timed for the report.
+        pa_ci = bootstrap_confusion_ci(gate.confusion, percentage_agreement_from_confusion, n_resamples=N_RESAMPLES)
+        overall = gate.overall
         lines.append(
-            f"{language} {metric:<24} n={report.n:5d} "
-            f"wF1={report.weighted_f1:.3f} [{f1_ci.low:.3f}, {f1_ci.high:.3f}] "
-            f"PA={report.percentage_agreement:.3f} [{pa_ci.low:.3f}, {pa_ci.high:.3f}] "
-            f"kappa={report.cohen_kappa:.3f} fleiss={fleiss:.3f} "
-            f"ceiling={ceiling.mean:.3f} skew={overall.skew:+.3f} "
-            f"top judge/human={overall.judge_top_share:.2f}/{overall.human_top_share:.2f}"
+            f"{language} {metric:<24} n={gate.n_scored:5d} "
+            f"wF1={gate.f1:.3f} [{gate.ci_low:.3f}, {gate.ci_high:.3f}] "
+            f"PA={gate.percentage_agreement:.3f} [{pa_ci.low:.3f}, {pa_ci.high:.3f}] "
+            f"kappa={gate.cohen_kappa:.3f} fleiss={gate.fleiss_kappa:.3f} "
+            f"ceiling={gate.ceiling:.3f} skew={overall['skew']:+.3f} "
+            f"top judge/human={overall['judge_top_share']:.2f}/{overall['human_top_share']:.2f} "
+            f"passed={gate.passed}"
         )
     return lines
 

@@ -136,9 +136,9 @@ class _SuiteItem(pytest.Item):
     def _skip_or_fail_without_judge(self, metric: str, recorded: bool) -> None:
         if self.judge_problem is None or recorded or self.suite.metric_kinds.get(metric) != "rubric":
             return
-        settings = _scoreboard(self.config).settings
-        message = f"judge {self.suite.judge.provider}:{self.suite.judge.model} {self.judge_problem}"
-        if settings.require_judge:
+        board = _scoreboard(self.config)
+        message = f"judge {board.judge_settings(self.suite).label} {self.judge_problem}"
+        if board.settings.require_judge:
             pytest.fail(message + " (--llmjudge-require-judge is set)", pytrace=False)
         # Report the skip at the suite's line, not at this module.
         raise pytest.skip.Exception(message, _use_item_location=True)
@@ -273,9 +273,21 @@ class AggregateItem(_SuiteItem):
         board = _scoreboard(self.config)
         board.plan((self.suite, case, self.check.spec.metric) for case in self.suite.cases)
         values = []
+        self.case_scores: list[dict[str, Any]] = []  # per-case scores of this row, for baselines
         for case in self.suite.cases:
             score = board.score(self.suite, case, self.check.spec.metric)
             values.append(ScoredValue(case.language, score.value, score.scored))
+            if self.language in (ALL_LANGUAGES, case.language):
+                self.case_scores.append(
+                    {
+                        "case": case.id,
+                        "language": case.language,
+                        "score": score.value if score.scored else None,
+                        "source": score.source,
+                        "judge": score.judge,
+                        "higher_is_better": score.higher_is_better,
+                    }
+                )
         overrides = {lang: self.check.for_language(lang) for lang in self.check.overrides}
         return compute_rows(
             overrides,
@@ -309,6 +321,7 @@ class AggregateItem(_SuiteItem):
                 "metric": self.check.spec.metric,
                 "language": self.language,
                 "passed": row.passed,
+                "case_scores": self.case_scores,
                 "rows": [
                     {
                         "language": r.language,

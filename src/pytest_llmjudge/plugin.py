@@ -53,7 +53,7 @@ _ENTRY_POINT_GROUP = "pytest_llmjudge"
 
 # Feature plugins: each is a light module with its own pytest hooks (options, collection,
 # reporting), registered together with this plugin. Each must stay inert without --llmjudge.
-FEATURE_PLUGINS: tuple[str, ...] = ()
+FEATURE_PLUGINS: tuple[str, ...] = ("pytest_llmjudge.report.plugin", "pytest_llmjudge.calibration.plugin", "pytest_llmjudge.regression.plugin", "pytest_llmjudge.execution.batch_plugin", "pytest_llmjudge.pairwise.plugin")
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -101,7 +101,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             group.addoption(
                 option.flag, default=None, dest=f"llmjudge_{option.name}", help=option.help + f" [env {option.env}]"
             )
-        parser.addini(f"llmjudge_{option.name}", option.help, default=None)
+        parser.addini(option.ini, option.help, default=None)
     group.addoption(
         "--llmjudge-no-cache",
         action="store_true",
@@ -111,16 +111,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def settings_from_config(config: pytest.Config) -> Settings:
+    """Command line, environment and ini resolved into :class:`Settings` (a usage error if bad)."""
+    cli = {option.name: config.getoption(f"llmjudge_{option.name}") for option in OPTIONS}
+    cli["no_cache"] = config.getoption("llmjudge_no_cache")
+    ini = {option.name: config.getini(option.ini) for option in OPTIONS}
+    try:
+        return resolve_settings(cli, ini, os.environ, Path(config.rootpath))
+    except ConfigError as exc:
+        raise pytest.UsageError(f"pytest-llmjudge: {exc}") from None
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if not is_enabled(config):
         return
-    cli = {option.name: config.getoption(f"llmjudge_{option.name}") for option in OPTIONS}
-    cli["no_cache"] = config.getoption("llmjudge_no_cache")
-    ini = {option.name: config.getini(f"llmjudge_{option.name}") for option in OPTIONS}
-    try:
-        settings = resolve_settings(cli, ini, os.environ, Path(config.rootpath))
-    except ConfigError as exc:
-        raise pytest.UsageError(f"pytest-llmjudge: {exc}") from None
+    settings = settings_from_config(config)
     from pytest_llmjudge.execution.scoreboard import ScoreBoard
     from pytest_llmjudge.registry import Registry
 
@@ -160,10 +165,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile | None:
-    from pytest_llmjudge.nodes import SuiteFile
-
     if not is_enabled(parent.config) or file_path.suffix not in (".yaml", ".yml"):
         return None
+    from pytest_llmjudge.nodes import SuiteFile  # heavy (numpy): only with --llmjudge
+
     try:
         with file_path.open(encoding="utf-8", errors="replace") as handle:
             head = handle.read(65536)
@@ -187,8 +192,8 @@ def _needs(items: list[pytest.Item]) -> Iterator[tuple[Any, Any, str]]:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    if not is_enabled(session.config):
-        return
+    if not is_enabled(session.config) or session.config.option.collectonly:
+        return  # --collect-only runs no item: send no (paid) judge call
     board = session.config.stash[scoreboard_key]
     planned = board.plan(_needs(session.items))
     if planned and session.config.get_verbosity() >= 0:
@@ -234,8 +239,7 @@ def llmjudge_judge(pytestconfig: pytest.Config) -> Judge:
 
     board = pytestconfig.stash.get(scoreboard_key, None)
     if board is None:
-        settings = resolve_settings({}, {}, os.environ, Path(pytestconfig.rootpath))
-        board = ScoreBoard(Registry.from_hook(pytestconfig.hook), settings)
+        board = ScoreBoard(Registry.from_hook(pytestconfig.hook), settings_from_config(pytestconfig))
         pytestconfig.stash[scoreboard_key] = board
     judge = Judge(board)
     problem = judge.unavailable_reason()
@@ -268,6 +272,7 @@ class ResultsCollector:
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
             self.results.append({**properties, "outcome": report.outcome, "nodeid": report.nodeid})
 
+    @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown without xdist
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         stats = (getattr(node, "workeroutput", None) or {}).get("llmjudge_stats")
         if stats:
@@ -297,14 +302,6 @@ class ResultsCollector:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if hasattr(self.config, "workerinput"):
             return
-        stats = self.run_stats()
-        quiet = self.config.get_verbosity() < 0
-        if (quiet or not self.results) and stats is None:
-            return
-        from pytest_llmjudge.report.terminal import render_summary
+        from pytest_llmjudge.report.plugin import write_terminal_summary
 
-        lines = render_summary(self.results, stats, quiet=quiet)
-        if lines:
-            terminalreporter.write_sep("=", "llmjudge summary")
-            for line in lines:
-                terminalreporter.write_line(line)
+        write_terminal_summary(self.config, terminalreporter, self, self.run_stats())

@@ -15,11 +15,20 @@ command line           environment                      ini (pytest.ini/pyprojec
 --llmjudge-model       LLMJUDGE_MODEL                   llmjudge_model              (suite's)
 --llmjudge-base-url    LLMJUDGE_BASE_URL                llmjudge_base_url           (suite's)
 --llmjudge-require-judge  LLMJUDGE_REQUIRE_JUDGE        llmjudge_require_judge      false
+--llmjudge-tpm         LLMJUDGE_TPM                     llmjudge_tpm                (no limit)
+--llmjudge-rate-limits LLMJUDGE_RATE_LIMITS             llmjudge_rate_limits        (none)
+--llmjudge-batch       LLMJUDGE_BATCH                   llmjudge_batch              false
+--llmjudge-batch-poll  LLMJUDGE_BATCH_POLL              llmjudge_batch_poll         30 (seconds)
+--llmjudge-batch-wait  LLMJUDGE_BATCH_WAIT              llmjudge_batch_wait         (until it ends)
+--llmjudge-retry-backoff  LLMJUDGE_RETRY_BACKOFF        llmjudge_retry_backoff      0.5 (seconds)
 =====================  ===============================  ==========================  ===========
 
 ``--llmjudge-cache`` is one of ``use`` (read and write), ``refresh`` (write only: re-judge
 everything and overwrite) or ``off``; ``--llmjudge-no-cache`` is short for ``off``. A
-relative cache directory is taken from pytest's rootdir. Bad values raise
+relative cache directory is taken from pytest's rootdir. ``--llmjudge-rpm`` and
+``--llmjudge-tpm`` are budgets of each provider endpoint; ``--llmjudge-rate-limits`` sets
+them per provider name (``openai:rpm=500:tpm=200000,anthropic:rpm=50``), falling back to the
+two for what an entry doesn't say (docs/scale.md). Bad values raise
 :class:`~pytest_llmjudge.errors.ConfigError`, which the plugin turns into a usage error
 before anything runs.
 """
@@ -48,6 +57,13 @@ class Settings:
     model: str | None = None
     base_url: str | None = None
     require_judge: bool = False
+    tokens_per_minute: float | None = None
+    rate_limits: tuple[tuple[str, float | None, float | None], ...] = ()
+    """``(provider, rpm, tpm)`` entries of ``--llmjudge-rate-limits``."""
+    batch: bool = False
+    batch_poll: float = 30.0
+    batch_wait: float | None = None
+    retry_backoff: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -57,6 +73,11 @@ class Option:
     env: str
     help: str
     default: Any
+
+    @property
+    def ini(self) -> str:
+        """The ini key: the flag without its dashes (``--llmjudge-rpm`` -> ``llmjudge_rpm``)."""
+        return self.flag.lstrip("-").replace("-", "_")
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -118,6 +139,48 @@ OPTIONS: tuple[Option, ...] = (
         "Fail instead of skip when a suite needs a judge without credentials.",
         False,
     ),
+    Option(
+        "tokens_per_minute",
+        "--llmjudge-tpm",
+        "LLMJUDGE_TPM",
+        "Limit judge tokens per minute, per provider endpoint (default: no limit).",
+        None,
+    ),
+    Option(
+        "rate_limits",
+        "--llmjudge-rate-limits",
+        "LLMJUDGE_RATE_LIMITS",
+        "Per-provider budgets, e.g. 'openai:rpm=500:tpm=200000,anthropic:rpm=50'.",
+        "",
+    ),
+    Option(
+        "batch",
+        "--llmjudge-batch",
+        "LLMJUDGE_BATCH",
+        "Send uncached judge requests through the provider's batch API (half price, slower), then run.",
+        False,
+    ),
+    Option(
+        "batch_poll",
+        "--llmjudge-batch-poll",
+        "LLMJUDGE_BATCH_POLL",
+        "Seconds between polls of a pending batch (default 30).",
+        30.0,
+    ),
+    Option(
+        "batch_wait",
+        "--llmjudge-batch-wait",
+        "LLMJUDGE_BATCH_WAIT",
+        "Give up waiting for pending batches after this many seconds; a re-run collects them (default: no limit).",
+        None,
+    ),
+    Option(
+        "retry_backoff",
+        "--llmjudge-retry-backoff",
+        "LLMJUDGE_RETRY_BACKOFF",
+        "Base of the exponential back-off between retries, in seconds (default 0.5; Retry-After wins).",
+        0.5,
+    ),
 )
 
 
@@ -162,6 +225,16 @@ def _boolean(name: str, raw: Any) -> bool:
     raise ConfigError(f"{name} must be true or false, got {raw!r}")
 
 
+def _rate_limits(name: str, raw: Any) -> tuple[tuple[str, float | None, float | None], ...]:
+    from pytest_llmjudge.execution.ratelimit import parse_rate_limits
+
+    try:
+        limits = parse_rate_limits(str(raw))
+    except ValueError as exc:
+        raise ConfigError(f"{name}: {exc}") from None
+    return tuple((provider, b.requests_per_minute, b.tokens_per_minute) for provider, b in limits.items())
+
+
 def _cache_mode(name: str, raw: Any) -> CacheMode:
     text = str(raw).strip().lower()
     if text not in ("use", "refresh", "off"):
@@ -185,7 +258,7 @@ def resolve_settings(
             return option.env, environ[option.env]
         value = ini.get(option.name)
         if value not in (None, "", []):
-            return f"ini llmjudge_{option.name}", value
+            return f"ini {option.ini}", value
         return option.flag, option.default
 
     parsed: dict[str, Any] = {}
@@ -196,6 +269,12 @@ def resolve_settings(
         "timeout": _positive_float,
         "cache_mode": _cache_mode,
         "require_judge": _boolean,
+        "tokens_per_minute": _positive_float,
+        "rate_limits": _rate_limits,
+        "batch": _boolean,
+        "batch_poll": _positive_float,
+        "batch_wait": _positive_float,
+        "retry_backoff": _positive_float,
     }
     for option in OPTIONS:
         source, raw = pick(option)

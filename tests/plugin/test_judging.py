@@ -351,3 +351,35 @@ def test_rude(llmjudge_judge):
     )
     result.assert_outcomes(passed=1, failed=1)
     assert "French" in loopback.requests[0].system
+
+
+def test_rubric_alias_is_judged_live(pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge) -> None:
+    scripted_judge.scores = lambda q: 2 if q.metric == "la" else 0
+    pytester.makefile(
+        ".yaml",
+        suite=f"""\
+suite: alias
+judge: {{model: loopback-judge, base_url: "{loopback.openai_base_url}"}}
+cases:
+  - {{id: a, language: fr, output: "Bonjour."}}
+assert: [la >= 1]
+""",
+    )
+    result = pytester.runpytest("--llmjudge")
+    result.assert_outcomes(passed=1)
+
+
+def test_unknown_provider_is_a_located_suite_error(pytester: pytest.Pytester) -> None:
+    pytester.makefile(
+        ".yaml",
+        suite="""\
+suite: unknown-provider
+judge: {provider: openia, model: x}
+cases:
+  - {id: a, language: fr, output: "Bonjour."}
+assert: [linguistic_acceptability >= 1]
+""",
+    )
+    result = pytester.runpytest("--llmjudge")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*invalid suite: *suite.yaml:2: judge.provider: unknown judge provider 'openia'*"])

@@ -118,3 +118,17 @@ def test_correlate_command_fits_lambdas_on_the_example_file() -> None:
     assert lines[0].split()[:6] == ["metric", "language", "n", "pearson", "spearman", "kendall"]
     assert any(line.startswith("chrf++") and " all " in line for line in lines)
     assert lines[-1].startswith("fitted lrm2qas lambdas {bert: ")
+
+
+def test_case_language_compares_base_languages(pytester: pytest.Pytester) -> None:
+    pytester.makefile(
+        ".yaml",
+        suite="""\
+suite: regional
+cases:
+  - {id: br, language: pt-BR, output: "O Brasil é o maior país da América do Sul e tem muitas cidades grandes."}
+assert: [language == case.language]
+""",
+    )
+    result = pytester.runpytest("--llmjudge")
+    result.assert_outcomes(passed=1)

@@ -53,10 +53,18 @@ def test_killed_run_resumes_without_paying_twice(tmp_path: Path, sig: signal.Sig
         paid_first = server.stats()["requests"]
         assert 8 <= paid_first < CASES, "the run must be interrupted midway"
 
-        entries = list((tmp_path / ".llmjudge_cache" / "v1").glob("??/*.json"))
+        entries = [
+            path
+            for path in (tmp_path / ".llmjudge_cache" / "v1").glob("??/*.json")
+            if not path.name.startswith(".tmp-")
+        ]
         for entry in entries:
             json.loads(entry.read_text(encoding="utf-8"))  # no corrupt entry
-        assert not list((tmp_path / ".llmjudge_cache").rglob(".tmp-*")), "no half-written files are left"
+        leftovers = list((tmp_path / ".llmjudge_cache").rglob(".tmp-*"))
+        if sig == signal.SIGINT:
+            assert not leftovers, "no half-written files are left"
+        else:  # a SIGKILL can cut a write short; its temporary file is never read as an entry
+            assert len(leftovers) <= 4
         # Replies in flight when the process died were paid for but never stored: at most
         # one round of the concurrency limit.
         assert paid_first - 4 <= len(entries) <= paid_first

@@ -14,7 +14,13 @@ from pytest_llmjudge.suite import jsonschema as suite_jsonschema
 from pytest_llmjudge.suite.schema import SuiteConfig
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = sorted((REPO / "example_suites").glob("*.yaml"))
+# Suites only (subdirectories included): other YAML files there (calibration sets, with a
+# `calibration:` key) have their own format.
+EXAMPLES = sorted(
+    path
+    for path in (REPO / "example_suites").rglob("*.yaml")
+    if any(line.startswith("suite:") for line in path.read_text(encoding="utf-8").splitlines())
+)
 SHIPPED = REPO / "src" / "pytest_llmjudge" / "schema" / "suite.schema.json"
 
 
@@ -120,6 +126,12 @@ RUBRIC = {"description": "polite?", "scale": [1, 2, 3]}
         {"suite": "ok", "cases": [{**CASE, "recorded": {"la": 2, "h": {"score": None, "judge": "gpt-4"}}}]},
         {"suite": "ok", "cases": [CASE], "aggregate": ["mean(chrf) >= 40", {"expr": "mean(la) >= 1", "min_cases": 3}]},
         {"suite": "bad rate", "cases": [CASE], "aggregate": [{"expr": "mean(la) >= 1", "max_unscored_rate": 2}]},
+        {"suite": "ok", "cases": [CASE], "judge": {"calibration": "cal.yaml", "correction": True}},
+        {"suite": "ok", "cases": [CASE], "judge": {"correction": False}},
+        {"suite": "correction alone", "cases": [CASE], "judge": {"correction": True}},
+        {"suite": "ok", "cases": [CASE], "regression": {"baseline": "prod", "per_language": {"hi": 0.1}}},
+        {"suite": "negative margin", "cases": [CASE], "regression": {"per_metric": {"la": -0.1}}},
+        {"suite": "bad alpha", "cases": [CASE], "regression": {"alpha": 1.5}},
     ],
     ids=lambda d: str(d["suite"]),
 )

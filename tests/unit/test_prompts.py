@@ -66,7 +66,7 @@ def test_a_single_rubric_request() -> None:
     assert "## Input\n<<<\nGreet me.\n>>>" in request.user
     assert request.user.startswith("## Task\n<<<\n" + DEFAULT_TASK)
     assert [entry["name"] for entry in metrics_section(request)] == ["linguistic_acceptability"]
-    assert '{"linguistic_acceptability": {"justification": "...", "score": 2}}' in request.user
+    assert '{"linguistic_acceptability": {"justification": "<why>", "score": <one of 0, 1, 2>}}' in request.user
     assert request.json_schema == reply_schema([LA])
     assert rubric_names_in(request) == ["linguistic_acceptability"]
 
@@ -267,13 +267,13 @@ def test_a_compound_request_lists_every_rubric() -> None:
     assert [entry["name"] for entry in metrics_section(request)] == names
     assert rubric_names_in(request) == names
     assert request.json_schema is not None and list(request.json_schema["properties"]) == names
-    example = json.loads(request.user.rsplit("\n", 1)[1])
-    # The example reply shows each rubric with the top of its scale.
-    assert example == {
-        "linguistic_acceptability": {"justification": "...", "score": 2},
-        "hallucinations": {"justification": "...", "score": 1},
-        "task_quality": {"justification": "...", "score": 2},
-    }
+    shape = request.user.rsplit("\n", 1)[1]
+    # The reply shape names each rubric with its whole scale, and suggests no score.
+    assert shape == (
+        '{"linguistic_acceptability": {"justification": "<why>", "score": <one of 0, 1, 2>}, '
+        '"hallucinations": {"justification": "<why>", "score": <one of 0, 1>}, '
+        '"task_quality": {"justification": "<why>", "score": <one of 0, 1, 2>}}'
+    )
 
 
 def test_rubric_names_in_a_request_without_schema() -> None:

@@ -39,6 +39,7 @@ def test_options_table_matches_the_settings_fields() -> None:
         assert option.flag == "--llmjudge-" + {
             "requests_per_minute": "rpm",
             "cache_mode": "cache",
+            "tokens_per_minute": "tpm",
         }.get(option.name, option.name.replace("_", "-"))
         assert option.env.startswith("LLMJUDGE_")
 
@@ -216,7 +217,8 @@ def test_a_bad_environment_variable_names_the_variable(name: str, raw: str, mess
 def test_a_bad_ini_value_names_the_ini_key(name: str, raw: str, message: str) -> None:
     with pytest.raises(ConfigError) as excinfo:
         resolve(ini={name: raw})
-    assert str(excinfo.value).startswith(f"ini llmjudge_{name} ")
+    option = next(o for o in OPTIONS if o.name == name)
+    assert str(excinfo.value).startswith(f"ini {option.ini} ")
     assert message in str(excinfo.value)
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from pytest_llmjudge import builtins
 from pytest_llmjudge.errors import SuiteError
-from pytest_llmjudge.judges.rubrics import BUILTIN_RUBRICS
+from pytest_llmjudge.judges.rubrics import BUILTIN_RUBRICS, LINGUISTIC_ACCEPTABILITY
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.suite.build import build_suite
 from pytest_llmjudge.suite.expressions import Threshold
@@ -181,7 +181,10 @@ def test_an_aliased_rubric_resolves_to_the_built_in(tmp_path: Path, registry: Re
         """,
     )
     assert suite.metric_kinds == {"la": "rubric"}
-    assert suite.rubrics["la"].name == "linguistic_acceptability"
+    # The alias keeps the built-in's text and scale, under the name the suite uses.
+    assert suite.rubrics["la"].name == "la"
+    assert suite.rubrics["la"].description == LINGUISTIC_ACCEPTABILITY.description
+    assert suite.rubrics["la"].scale == (0, 1, 2)
 
 
 def test_a_fully_recorded_suite_needs_no_live_judge(tmp_path: Path, registry: Registry) -> None:

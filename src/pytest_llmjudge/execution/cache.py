@@ -88,11 +88,15 @@ class JudgeCache:
             },
         }
         target = self._path(key)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
+        try:
+            fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
+        except FileNotFoundError:  # the shard directory's first entry (no mkdir syscall per write)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(record, handle, ensure_ascii=False, sort_keys=True)
+                # dumps, not dump: one call to the C encoder (dump streams through the pure-Python one).
+                handle.write(json.dumps(record, ensure_ascii=False, sort_keys=True))
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp_name, target)

@@ -2,7 +2,8 @@
 
 After collection the plugin submits all judge calls of the selected items at once; the
 runner executes them on a background event loop with at most ``concurrency`` provider
-requests in flight (and an optional requests-per-minute limit), while pytest runs items in
+requests in flight (per provider endpoint: optional requests/tokens-per-minute budgets and
+a window that 429s shrink, see ``execution/ratelimit.py``), while pytest runs items in
 the main thread. Each item blocks only on its own calls' futures, so N calls take about
 ``ceil(N / concurrency)`` round trips in total (design.md, "Data flow").
 
@@ -32,15 +33,22 @@ import asyncio
 import concurrent.futures
 import random
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pytest_llmjudge.errors import ProviderError, UnscoredError
 from pytest_llmjudge.execution.cache import JudgeCache, cache_key
-from pytest_llmjudge.execution.ratelimit import RateLimiter
+from pytest_llmjudge.execution.ratelimit import CONGESTION_STATUSES, Budget, Budgets
 from pytest_llmjudge.execution.sharing import WorkerShare
-from pytest_llmjudge.judges.base import JudgeProvider, ProviderCallError, ProviderReply, ProviderRequest, Usage
+from pytest_llmjudge.judges.base import (
+    JudgeProvider,
+    LazyProvider,
+    ProviderCallError,
+    ProviderReply,
+    ProviderRequest,
+    Usage,
+)
 from pytest_llmjudge.judges.parsing import Verdict, parse_reply
 from pytest_llmjudge.judges.rubrics import Rubric
 
@@ -59,6 +67,24 @@ class CallOutcome:
     model: str = ""
 
 
+@dataclass(frozen=True)
+class CallResult(Generic[T]):
+    """What one generic judge call (:meth:`JudgeRunner.submit_call`) produced.
+
+    ``value`` is what the caller's ``parse`` made of the reply, or None with ``error`` set
+    (a provider failure, or a reply still unusable after the re-asks). ``raw_reply`` is the
+    last reply text seen, for reports.
+    """
+
+    value: T | None
+    error: str | None = None
+    cached: bool = False
+    provider_calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    raw_reply: str | None = None
+
+
 @dataclass
 class RunnerStats:
     submitted: int = 0
@@ -71,6 +97,10 @@ class RunnerStats:
     unscored: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    batched: int = 0
+    """Replies that came from provider batches (``--llmjudge-batch``), then read from the cache."""
+    rate_limited: int = 0
+    """Provider answers 429/529 (each shrinks the provider's adaptive window; see ratelimit.py)."""
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
@@ -96,6 +126,9 @@ class JudgeRunner:
         backoff_max: float = 30.0,
         secrets: Sequence[str] = (),
         share: WorkerShare | None = None,
+        tokens_per_minute: float | None = None,
+        rate_limits: Mapping[str, Budget] | None = None,
+        budget_parts: int = 1,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -107,9 +140,14 @@ class JudgeRunner:
         self.secrets = tuple(secrets)
         self.share = share if cache.mode == "use" else None
         self.stats = RunnerStats()
-        self._rate_limiter = RateLimiter(requests_per_minute)
+        # Per provider endpoint: rpm/tpm budgets (split between ``budget_parts`` xdist workers)
+        # and the adaptive window that 429s shrink.
+        self.budgets = Budgets(
+            Budget(requests_per_minute, tokens_per_minute), rate_limits, max_window=concurrency, parts=budget_parts
+        )
         self._lock = threading.Lock()
         self._futures: dict[str, concurrent.futures.Future[CallOutcome]] = {}
+        self._call_futures: dict[str, concurrent.futures.Future[Any]] = {}
         self._providers: list[JudgeProvider] = []
         self._loop = asyncio.new_event_loop()
         self._semaphore: asyncio.Semaphore | None = None
@@ -176,7 +214,131 @@ class JudgeRunner:
 
         return asyncio.run_coroutine_threadsafe(chained(), self._loop)
 
+    def submit_call(
+        self,
+        provider: JudgeProvider,
+        request: ProviderRequest,
+        parse: Callable[[str], T],
+        *,
+        max_reasks: int = 2,
+        owner_elsewhere: bool = False,
+    ) -> concurrent.futures.Future[CallResult[T]]:
+        """Schedule a judge call whose reply is not rubric scores (e.g. a pairwise verdict).
+
+        Same cache, retries, concurrency limit, xdist sharing and re-asks as
+        :meth:`submit_judgment`; ``parse`` turns the reply text into a value or raises
+        :class:`UnscoredError`, which triggers a re-ask (up to ``max_reasks``) and then an
+        ``error`` result, never a value. Identical calls (same request, parser and re-asks)
+        share one future.
+        """
+        name = f"{getattr(parse, '__module__', '')}.{getattr(parse, '__qualname__', type(parse).__name__)}"
+        key = cache_key({**request.cache_payload(), "parse": name, "reasks": max_reasks})
+        with self._lock:
+            existing = self._call_futures.get(key)
+            if existing is not None:
+                return existing
+            self.stats.submitted += 1
+            future = asyncio.run_coroutine_threadsafe(
+                self._call(provider, request, parse, max_reasks, owner_elsewhere), self._loop
+            )
+            self._call_futures[key] = future
+            return future
+
     # -- execution (runner loop) ---------------------------------------------------------
+
+    async def _call(
+        self,
+        provider: JudgeProvider,
+        request: ProviderRequest,
+        parse: Callable[[str], T],
+        max_reasks: int,
+        owner_elsewhere: bool,
+    ) -> CallResult[T]:
+        """:meth:`submit_call`'s work: the loop of :meth:`_judge` with a caller's parser."""
+        all_cached = True
+        calls = input_tokens = output_tokens = 0
+        model = request.model
+        current = request
+        value: T | None = None
+        problem: str | None = None
+        raw: str | None = None
+        try:
+            for reask in range(max_reasks + 1):
+                payload = current.cache_payload()
+                key = cache_key(payload)
+                hit = self.cache.get(key)
+                if hit is None and owner_elsewhere and self.share is not None:
+                    shared = await self.share.wait_for_owner(self.cache, key)
+                    if isinstance(shared, str):
+                        raise ProviderError(shared)
+                    if shared is not None:
+                        all_cached = False
+                        with self._lock:
+                            self.stats.shared_hits += 1
+                        hit = shared
+                if hit is not None:
+                    reply = hit.reply
+                    if all_cached:
+                        with self._lock:
+                            self.stats.cache_hits += 1
+                else:
+                    all_cached = False
+                    try:
+                        reply = await self._call_with_retries(provider, current)
+                    except ProviderError as exc:
+                        if self.share is not None:
+                            self.share.mark_failed(self.cache, key, str(exc))
+                        raise
+                    calls += 1
+                    input_tokens += reply.usage.input_tokens
+                    output_tokens += reply.usage.output_tokens
+                    await self._store(key, payload, reply)
+                model = reply.model or model
+                raw = reply.text
+                try:
+                    value = parse(reply.text)
+                    problem = None
+                    break
+                except UnscoredError as exc:
+                    problem = str(exc)
+                if reask == max_reasks:
+                    break
+                current = replace(
+                    request,
+                    user=request.user
+                    + f"\n\n## Note\nReply {reask + 1} to this request could not be used ("
+                    + str(problem)
+                    + "). Reply again with only the JSON object described above.",
+                )
+            result: CallResult[T] = CallResult(
+                value=value,
+                error=problem,
+                cached=all_cached,
+                provider_calls=calls,
+                usage=Usage(input_tokens, output_tokens),
+                model=model,
+                raw_reply=raw,
+            )
+        except ProviderError as exc:
+            result = CallResult(
+                value=None,
+                error=f"provider failed: {exc}",
+                cached=False,
+                provider_calls=calls,
+                usage=Usage(input_tokens, output_tokens),
+                model=model,
+                raw_reply=raw,
+            )
+        with self._lock:
+            self.stats.finished += 1
+            self.stats.input_tokens += result.usage.input_tokens
+            self.stats.output_tokens += result.usage.output_tokens
+            if result.error is not None:
+                if result.error.startswith("provider failed: "):
+                    self.stats.failed_calls += 1
+                else:
+                    self.stats.unscored += 1
+        return result
 
     async def _judge(
         self,
@@ -222,7 +384,7 @@ class JudgeRunner:
                     calls += 1
                     input_tokens += reply.usage.input_tokens
                     output_tokens += reply.usage.output_tokens
-                    self.cache.put(key, payload, reply)
+                    await self._store(key, payload, reply)
                 model = reply.model or model
                 problem = self._merge(results, reply, rubrics)
                 if problem is None or reask == max_reasks:
@@ -259,6 +421,12 @@ class JudgeRunner:
             self.stats.unscored += sum(isinstance(v, UnscoredError) for v in outcome.results.values())
         return outcome
 
+    async def _store(self, key: str, payload: Mapping[str, Any], reply: ProviderReply) -> None:
+        """Write a reply to the cache off the event loop (its fsync would stall every call in flight)."""
+        if self.cache.mode == "off":
+            return
+        await asyncio.get_running_loop().run_in_executor(None, self.cache.put, key, payload, reply)
+
     @staticmethod
     def _merge(
         results: dict[str, Verdict | UnscoredError], reply: ProviderReply, rubrics: tuple[Rubric, ...]
@@ -277,20 +445,40 @@ class JudgeRunner:
     async def _call_with_retries(self, provider: JudgeProvider, request: ProviderRequest) -> ProviderReply:
         if self._semaphore is None:
             self._semaphore = asyncio.Semaphore(self.concurrency)
+        budget = self.budgets.get(provider.name, request.base_url)
+        if isinstance(provider, LazyProvider):
+            provider.resolve()  # build the SDK client before admission, so spacing holds at the server
         attempt = 0
         while True:
-            async with self._semaphore:
-                await self._rate_limiter.acquire()
+            ticket = await budget.acquire(request)
+            usage: Usage | None = None
+            failure: ProviderCallError | None = None
+            try:
+                async with self._semaphore:
+                    with self._lock:
+                        self.stats.provider_calls += 1
+                    try:
+                        reply = await provider.complete(request)
+                        usage = reply.usage
+                        return reply
+                    except ProviderCallError as exc:
+                        failure = exc
+                    except Exception as exc:  # a provider bug: report it on the case, don't crash the run
+                        raise ProviderError(
+                            redact(f"{provider.name} raised {exc.__class__.__name__}: {exc}", self.secrets)
+                        ) from None
+            finally:
+                budget.release(
+                    ticket,
+                    usage=usage,
+                    succeeded=usage is not None,
+                    status=None if failure is None else failure.status,
+                    retry_after=None if failure is None else failure.retry_after,
+                )
+            assert failure is not None
+            if failure.status in CONGESTION_STATUSES:
                 with self._lock:
-                    self.stats.provider_calls += 1
-                try:
-                    return await provider.complete(request)
-                except ProviderCallError as exc:
-                    failure = exc
-                except Exception as exc:  # a provider bug: report it on the case, don't crash the run
-                    raise ProviderError(
-                        redact(f"{provider.name} raised {exc.__class__.__name__}: {exc}", self.secrets)
-                    ) from None
+                    self.stats.rate_limited += 1
             attempt += 1
             if not failure.retryable or attempt > self.max_retries:
                 tries = f" after {attempt} attempts" if attempt > 1 else ""

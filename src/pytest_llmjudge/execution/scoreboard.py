@@ -26,15 +26,16 @@ import math
 import statistics
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pytest_llmjudge.errors import LLMJudgeError, MetricError, UnscoredError
 from pytest_llmjudge.execution.cache import JudgeCache
+from pytest_llmjudge.execution.ratelimit import Budget
 from pytest_llmjudge.execution.runner import CallOutcome, JudgeRunner
 from pytest_llmjudge.execution.sharing import WorkerShare
-from pytest_llmjudge.judges.base import JudgeProvider, LazyProvider
+from pytest_llmjudge.judges.base import JudgeProvider, LazyProvider, ProviderRequest
 from pytest_llmjudge.judges.parsing import Verdict
 from pytest_llmjudge.judges.prompts import JudgedText, JudgeSettings, build_request
 from pytest_llmjudge.judges.rubrics import Rubric
@@ -108,6 +109,8 @@ class ScoreBoard:
         self._calls: dict[tuple[str, tuple[str, ...], int], concurrent.futures.Future[CallOutcome]] = {}
         self._outputs: dict[str, concurrent.futures.Future[str]] = {}
         self._metrics: dict[tuple[str, str], Metric] = {}
+        self.score_adjusters: list[Callable[[Suite, Case, Score], Score]] = []
+        """Applied in order to every live judge score (e.g. the calibration's score correction)."""
 
     # -- judges ------------------------------------------------------------------------
 
@@ -121,6 +124,10 @@ class ScoreBoard:
                     requests_per_minute=self.settings.requests_per_minute,
                     max_retries=self.settings.max_retries,
                     share=self.share,
+                    tokens_per_minute=self.settings.tokens_per_minute,
+                    rate_limits={name: Budget(rpm, tpm) for name, rpm, tpm in self.settings.rate_limits},
+                    budget_parts=self.share.count if self.share is not None else 1,
+                    backoff_base=self.settings.retry_backoff,
                 )
             return self._runner
 
@@ -172,7 +179,9 @@ class ScoreBoard:
         names = [t.metric for t in case.thresholds] + [a.spec.metric for a in suite.aggregates]
         for name in names:
             if suite.metric_kinds.get(name) == "rubric" and name not in case.recorded and name not in needed:
-                needed.append(name)
+                # A rubric the case lacks fields for is unscored without asking (and paying) a judge.
+                if all(getattr(case, need) for need in suite.rubrics[name].needs):
+                    needed.append(name)
         rubrics = [suite.rubrics[name] for name in needed]
         if not rubrics:
             return []
@@ -180,16 +189,40 @@ class ScoreBoard:
             return [tuple(rubrics)]
         return [(rubric,) for rubric in rubrics]
 
-    def plan(self, needs: Iterable[tuple[Suite, Case, str]]) -> int:
-        """Submit every judge call the needs require; returns how many were submitted."""
-        submitted = 0
+    def planned_calls(
+        self, needs: Iterable[tuple[Suite, Case, str]]
+    ) -> Iterator[tuple[Suite, Case, tuple[Rubric, ...], int]]:
+        """``(suite, case, rubric group, sample)`` of every judge call the needs require."""
         for suite, case, metric in needs:
             if suite.metric_kinds.get(metric) != "rubric" or metric in case.recorded:
                 continue
             for group in self.rubric_groups(suite, case):
                 if metric in {rubric.name for rubric in group}:
                     for sample in range(suite.judge.repeats):
-                        submitted += self._submit(suite, case, group, sample, eager=True)
+                        yield suite, case, group, sample
+
+    def owns_call(self, case: Case, group: tuple[Rubric, ...], sample: int) -> bool:
+        """Whether this process makes the call (always, unless another xdist worker owns it)."""
+        return self.share is None or self.share.owns(repr((case.key, tuple(r.name for r in group), sample)))
+
+    def judge_request(
+        self, suite: Suite, case: Case, group: tuple[Rubric, ...], sample: int, output: str
+    ) -> ProviderRequest:
+        """The provider request of one judge call (its first ask; re-asks extend its prompt)."""
+        text = JudgedText(
+            language=case.language,
+            output=output,
+            input=case.input,
+            reference=case.reference,
+            context=case.context,
+        )
+        return build_request(group, text, self.judge_settings(suite), task=suite.task, sample=sample)
+
+    def plan(self, needs: Iterable[tuple[Suite, Case, str]]) -> int:
+        """Submit every judge call the needs require; returns how many were submitted."""
+        submitted = 0
+        for suite, case, group, sample in self.planned_calls(needs):
+            submitted += self._submit(suite, case, group, sample, eager=True)
         return submitted
 
     def _submit(self, suite: Suite, case: Case, group: tuple[Rubric, ...], sample: int, *, eager: bool) -> int:
@@ -202,17 +235,9 @@ class ScoreBoard:
             if key in self._calls:
                 return 0
             provider = self.provider_for(suite)
-            settings = self.judge_settings(suite)
 
             def build(output: str) -> tuple[JudgeProvider, Any, Sequence[Rubric], int]:
-                text = JudgedText(
-                    language=case.language,
-                    output=output,
-                    input=case.input,
-                    reference=case.reference,
-                    context=case.context,
-                )
-                request = build_request(group, text, settings, task=suite.task, sample=sample)
+                request = self.judge_request(suite, case, group, sample, output)
                 return provider, request, group, suite.judge.max_reasks
 
             if case.output is not None:
@@ -304,7 +329,10 @@ class ScoreBoard:
                 higher_is_better=rubric.higher_is_better if rubric else True,
             )
         if kind == "rubric":
-            return self._judge_score(suite, case, metric)
+            judged = self._judge_score(suite, case, metric)
+            for adjust in self.score_adjusters:
+                judged = adjust(suite, case, judged)
+            return judged
         if kind == "metric":
             return self._metric_score(suite, case, metric)
         return _unscored(metric, "recorded", f"case {case.id!r} has no recorded score for {metric!r}")
@@ -346,7 +374,7 @@ class ScoreBoard:
                     metric,
                     "judge",
                     reason,
-                    judge=outcome.model or label,
+                    judge=label,
                     cached=outcome.cached,
                     higher_is_better=rubric.higher_is_better,
                 )

@@ -50,8 +50,13 @@ class AnthropicProvider:
             max_retries=0,
         )
 
-    async def complete(self, request: ProviderRequest) -> ProviderReply:
-        anthropic = self._anthropic
+    @property
+    def client(self) -> Any:
+        """The SDK client (``anthropic.AsyncAnthropic``), e.g. for the Message Batches API."""
+        return self._client
+
+    def request_body(self, request: ProviderRequest) -> dict[str, Any]:
+        """The Messages body for ``request`` (online and as batch ``params`` alike)."""
         kwargs: dict[str, Any] = {
             "model": request.model,
             "system": request.system,
@@ -60,6 +65,11 @@ class AnthropicProvider:
         }
         if request.structured_output == "json_schema" and request.json_schema is not None:
             kwargs["output_config"] = {"format": {"type": "json_schema", "schema": dict(request.json_schema)}}
+        return kwargs
+
+    async def complete(self, request: ProviderRequest) -> ProviderReply:
+        anthropic = self._anthropic
+        kwargs = self.request_body(request)
         try:
             # The client's own POST without the typed wrapper (see judges/openai.py for why).
             raw = await self._client.post("/v1/messages", body=kwargs, cast_to=self._response_class)
@@ -82,6 +92,11 @@ class AnthropicProvider:
             raise ProviderCallError(f"malformed response body: {exc.__class__.__name__}", retryable=True) from None
         except anthropic.APIError as exc:
             raise ProviderCallError(f"provider error: {exc.message}", retryable=True) from None
+        return self.parse_body(body, request)
+
+    @staticmethod
+    def parse_body(body: Any, request: ProviderRequest) -> ProviderReply:
+        """A ``message`` body as a reply; :class:`ProviderCallError` when malformed."""
         blocks = body.get("content") if isinstance(body, dict) else None
         if not isinstance(blocks, list):
             raise ProviderCallError("malformed response: no content blocks", retryable=True)

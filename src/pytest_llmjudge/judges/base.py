@@ -111,6 +111,10 @@ class LazyProvider:
                 self._provider = self._create()
             return self._provider
 
+    def resolve(self) -> JudgeProvider:
+        """The real provider, built now if it wasn't yet (batch mode needs its SDK client)."""
+        return self._get()
+
     async def complete(self, request: ProviderRequest) -> ProviderReply:
         return await self._get().complete(request)
 

@@ -56,8 +56,13 @@ class OpenAIProvider:
             max_retries=0,
         )
 
-    async def complete(self, request: ProviderRequest) -> ProviderReply:
-        openai = self._openai
+    @property
+    def client(self) -> Any:
+        """The SDK client (``openai.AsyncOpenAI``), e.g. for the batch API."""
+        return self._client
+
+    def request_body(self, request: ProviderRequest) -> dict[str, Any]:
+        """The Chat Completions body for ``request`` (online and in batch files alike)."""
         kwargs: dict[str, Any] = {
             "model": request.model,
             "messages": [
@@ -76,6 +81,11 @@ class OpenAIProvider:
             }
         elif request.structured_output == "json_object":
             kwargs["response_format"] = {"type": "json_object"}
+        return kwargs
+
+    async def complete(self, request: ProviderRequest) -> ProviderReply:
+        openai = self._openai
+        kwargs = self.request_body(request)
         try:
             # The client's own POST (auth, base URL, timeouts, status errors) without the typed
             # wrapper: that wrapper's parameter transform and response models cost about 1.5 ms
@@ -101,6 +111,11 @@ class OpenAIProvider:
         except openai.APIError as exc:
             # A 200 whose body isn't valid JSON lands here in some SDK versions.
             raise ProviderCallError(f"provider error: {exc.message}", retryable=True) from None
+        return self.parse_body(body, request)
+
+    @staticmethod
+    def parse_body(body: Any, request: ProviderRequest) -> ProviderReply:
+        """A ``chat.completion`` body as a reply; :class:`ProviderCallError` when malformed."""
         try:
             if not isinstance(body, dict):
                 raise TypeError("body is not an object")

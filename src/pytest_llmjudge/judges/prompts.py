@@ -128,11 +128,14 @@ def build_request(
     metrics = [rubric.prompt_entry(settings.instructions, text.language) for rubric in rubrics]
     parts.append("## Metrics\n" + json.dumps(metrics, ensure_ascii=False, indent=1))
     schema = reply_schema(rubrics)
-    example = {rubric.name: {"justification": "...", "score": rubric.scale[-1]} for rubric in rubrics}
+    # The shape only, no example score: a fixed example value would nudge the judge toward it.
+    shape = ", ".join(
+        f'"{rubric.name}": {{"justification": "<why>", "score": <one of {", ".join(map(str, rubric.scale))}>}}'
+        for rubric in rubrics
+    )
     parts.append(
         "## Reply format\nOne JSON object with a key per metric name, each holding a "
-        "justification and an integer score from that metric's scale, for example:\n"
-        + json.dumps(example, ensure_ascii=False)
+        "justification and an integer score from that metric's scale:\n{" + shape + "}"
     )
     seed = settings.seed + sample if settings.seed is not None else (sample if sample else None)
     return ProviderRequest(

@@ -20,7 +20,8 @@ Note the polarity of PC and H: Hada et al.'s first study scored them the other w
 (1 = absent); we keep METAL's "present = 1" so recorded PARIKSHA scores load unchanged,
 and thresholds read naturally as ``hallucinations <= 0``.
 
-A rubric's ``version`` enters the judge cache key, so editing rubric text re-judges.
+Editing rubric text re-judges: the rubric text is part of the prompt, and the prompt is
+part of the judge cache key. ``version`` (a hash of the rubric) is what reports record.
 """
 
 from __future__ import annotations

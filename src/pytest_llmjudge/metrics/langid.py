@@ -47,25 +47,12 @@ from typing import Any
 
 from pytest_llmjudge.errors import MetricError, MissingDependencyError
 from pytest_llmjudge.metrics.base import MetricInput, MetricValue
-from pytest_llmjudge.metrics.language_codes import base_language
+from pytest_llmjudge.metrics.language_codes import base_language, language_family
 
 __all__ = ["LanguageId", "language_family", "matches"]
 
 UNDETERMINED = "und"
 _DIGITS = re.compile(r"\d+")
-
-# Varieties py3langid distinguishes that an assertion on the macrolanguage should accept.
-_FAMILY: dict[str, str] = {
-    "ary": "ar", "arz": "ar", "wuu": "zh", "yue": "zh", "nb": "no", "nn": "no",
-    "uzs": "uz", "gug": "gn", "hbo": "he",
-}  # fmt: skip
-
-
-def language_family(code: str) -> str:
-    """The macrolanguage a (base) code is compared as: ``"arz"`` -> ``"ar"``, ``"hi"`` -> ``"hi"``."""
-    base = base_language(code)
-    return _FAMILY.get(base, base)
-
 
 def matches(expected: str, value: str | float) -> bool:
     """Whether a detected language ``value`` satisfies the ``expected`` language tag."""

@@ -12,7 +12,7 @@ returned lower-cased and otherwise unchanged, so it can still compare equal to i
 
 from __future__ import annotations
 
-__all__ = ["base_language"]
+__all__ = ["base_language", "language_family"]
 
 # Deprecated ISO 639-1 codes still seen in the wild, and ISO 639-2/3 codes of languages
 # that have a two-letter code. Macrolanguage members map to the macrolanguage (cmn -> zh),
@@ -35,3 +35,16 @@ def base_language(tag: str) -> str:
     if not primary:
         return "und"
     return _ALIASES.get(primary, primary)
+
+
+# Varieties py3langid distinguishes that an assertion on the macrolanguage should accept.
+_FAMILY: dict[str, str] = {
+    "ary": "ar", "arz": "ar", "wuu": "zh", "yue": "zh", "nb": "no", "nn": "no",
+    "uzs": "uz", "gug": "gn", "hbo": "he",
+}  # fmt: skip
+
+
+def language_family(code: str) -> str:
+    """The macrolanguage a (base) code is compared as: ``"arz"`` -> ``"ar"``, ``"hi"`` -> ``"hi"``."""
+    base = base_language(code)
+    return _FAMILY.get(base, base)

@@ -1,0 +1,12 @@
+"""Reports of a ``--llmjudge`` run: terminal summary, JSON report, HTML report.
+
+* :mod:`~pytest_llmjudge.report.model`: the versioned report document every renderer reads;
+* :mod:`~pytest_llmjudge.report.terminal`: the ``llmjudge summary`` section;
+* :mod:`~pytest_llmjudge.report.json_report`: ``--llmjudge-report=json:PATH``;
+* :mod:`~pytest_llmjudge.report.html` and :mod:`~pytest_llmjudge.report.charts`:
+  ``--llmjudge-report=html:PATH``, self-contained, inline SVG charts;
+* :mod:`~pytest_llmjudge.report.plugin`: the pytest hooks (options, collection of suite
+  metadata, writing at session end on the controller).
+
+Only ``plugin`` imports pytest. See ``docs/reports.md``.
+"""

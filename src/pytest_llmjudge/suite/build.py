@@ -65,6 +65,7 @@ def _model_for_loc(loc: tuple[Any, ...], root: type[BaseModel]) -> type[BaseMode
         "outputs": schema.OutputsConfig,
         "aggregate": schema.AggregateConfig,
         "recorded": schema.RecordedScore,
+        "regression": schema.RegressionConfig,
     }
     model = root
     for part in loc[:-1]:
@@ -200,6 +201,18 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         raise validation_error(exc, path, doc.lines, doc.data) from None
 
     base_dir = path.parent
+    judge = config.judge
+    if judge.calibration is not None:
+        calibration_path = (base_dir / judge.calibration).resolve()
+        if not calibration_path.is_file():
+            raise SuiteError(
+                f"calibration set not found: {calibration_path}",
+                path=path,
+                line=line_for(doc.lines, ("judge", "calibration")),
+                field="judge.calibration",
+                hint="judge.calibration is resolved relative to the suite file",
+            )
+        judge = judge.model_copy(update={"calibration": str(calibration_path)})
     # (config, file, line, index in the inline list) for every case, inline or from JSONL.
     case_sources: list[tuple[CaseConfig, Path, int | None, int | None]] = [
         (case, path, line_for(doc.lines, ("cases", index)), index) for index, case in enumerate(config.cases)
@@ -352,7 +365,8 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
     for name, (where, line) in used.items():
         rubric = rubrics.get(name) or registry.rubric(name)
         if rubric is not None:
-            rubrics[name] = rubric
+            # An alias (``la``) names its rubric in prompts and results the way the suite does.
+            rubrics[name] = rubric if rubric.name == name else replace(rubric, name=name)
             kinds[name] = "rubric"
         elif registry.has_metric(name):
             try:
@@ -374,6 +388,14 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 + "define it under 'rubrics:', use a built-in rubric or metric, or record scores for it",
             )
 
+    if "rubric" in kinds.values():
+        try:
+            registry.provider(config.judge.provider)
+        except LLMJudgeError as exc:
+            raise SuiteError(
+                str(exc), path=path, line=line_for(doc.lines, ("judge", "provider")), field="judge.provider"
+            ) from None
+
     for case in cases:
         for name, value in case.recorded.items():
             rubric = rubrics.get(name)
@@ -389,7 +411,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         name=config.suite,
         path=path,
         cases=tuple(cases),
-        judge=config.judge,
+        judge=judge,
         rubrics=rubrics,
         metric_kinds=kinds,
         metric_options={name: dict(options) for name, options in config.metric_options.items()},
@@ -397,4 +419,5 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         task=config.task,
         description=config.description,
         output_target=target,
+        regression=config.regression,
     )

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pytest_llmjudge.metrics.language_codes import language_family
+
 Op = Literal[">=", ">", "<=", "<", "==", "!="]
 AggregateStat = Literal["mean", "median", "min", "max", "pass_rate"]
 
@@ -61,7 +63,11 @@ class Threshold:
         return case_language if self.value == CASE_LANGUAGE else self.value
 
     def holds(self, observed: float | str | None, case_language: str = "") -> bool:
-        """True when ``observed`` satisfies the threshold. ``None`` and NaN never do."""
+        """True when ``observed`` satisfies the threshold. ``None`` and NaN never do.
+
+        ``case.language`` compares languages, not strings: both sides are reduced to their
+        base language (``pt-BR`` and ``pt`` are equal; so are ``yue`` and ``zh``).
+        """
         if observed is None:
             return False
         if isinstance(observed, float) and math.isnan(observed):
@@ -69,6 +75,8 @@ class Threshold:
         expected = self.expected(case_language)
         if isinstance(expected, str) != isinstance(observed, str):
             return False
+        if self.value == CASE_LANGUAGE and isinstance(observed, str) and isinstance(expected, str):
+            observed, expected = language_family(observed), language_family(expected)
         return _OPERATORS[self.op](observed, expected)
 
     def render(self) -> str:

@@ -20,7 +20,9 @@ rules in JSON Schema, so the ones an editor can check are added by hand here:
 * ``outputs`` needs exactly one of ``file`` and ``target`` (``OutputsConfig._exactly_one``);
 * a rubric ``scale`` needs at least two entries (the model also requires them distinct);
 * rubric ``scores`` keys are integers (JSON object keys are strings, so a pattern);
-* a case ``id`` has no ``[ ] / :``, newline, or leading/trailing whitespace.
+* a case ``id`` has no ``[ ] / :``, newline, or leading/trailing whitespace;
+* ``judge.correction: true`` needs ``judge.calibration`` (``JudgeConfig``);
+* ``regression.per_metric`` and ``per_language`` margins are not negative.
 
 Degenerate cases: the schema is a necessary check, not a sufficient one. What needs more
 than the file itself (threshold expressions, metric names, side files, recorded scores
@@ -67,6 +69,11 @@ def _add_validator_rules(schema: dict[str, Any]) -> None:
     rubric["scale"]["minItems"] = 2
     rubric["scores"]["propertyNames"] = {"pattern": r"^-?[0-9]+$"}
     defs["CaseConfig"]["properties"]["id"]["pattern"] = _CASE_ID_PATTERN
+    defs["JudgeConfig"]["if"] = {"required": ["correction"], "properties": {"correction": {"const": True}}}
+    defs["JudgeConfig"]["then"] = {"required": ["calibration"], "properties": {"calibration": {"type": "string"}}}
+    regression = defs["RegressionConfig"]["properties"]
+    for name in ("per_metric", "per_language"):
+        regression[name]["additionalProperties"]["minimum"] = 0
 
 
 def suite_json_schema() -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pytest_llmjudge.judges.rubrics import Rubric
 from pytest_llmjudge.suite.expressions import AggregateSpec, Op, Threshold
-from pytest_llmjudge.suite.schema import JudgeConfig
+from pytest_llmjudge.suite.schema import JudgeConfig, RegressionConfig
 
 MetricKind = Literal["rubric", "metric", "recorded"]
 
@@ -82,6 +82,8 @@ class Suite:
     task: str | None = None
     description: str | None = None
     output_target: str | None = None
+    regression: RegressionConfig | None = None
+    """The suite's ``regression:`` section (baseline comparison), if any."""
 
     @property
     def languages(self) -> tuple[str, ...]:

@@ -54,6 +54,19 @@ class JudgeConfig(_Strict):
     max_reasks: int = Field(
         2, ge=0, le=10, description="Re-asks after an unparseable reply before the case is unscored."
     )
+    calibration: str | None = Field(
+        None, description="Calibration set (path relative to the suite) this judge must pass per language."
+    )
+    uncalibrated: Literal["fail", "xfail", "skip"] = Field(
+        "fail", description="What judge-scored items do in a language where the judge failed its calibration."
+    )
+    correction: bool = Field(False, description="Apply the calibration set's per-language score correction.")
+
+    @model_validator(mode="after")
+    def _correction_needs_calibration(self) -> JudgeConfig:
+        if self.correction and self.calibration is None:
+            raise ValueError("correction needs a calibration set: set judge.calibration")
+        return self
 
 
 class RubricConfig(_Strict):
@@ -152,6 +165,34 @@ class AggregateConfig(_Strict):
     )
 
 
+class RegressionConfig(_Strict):
+    """Release gating against a stored baseline (``docs/baselines.md``)."""
+
+    baseline: str | None = Field(
+        None, description="Baseline to compare with: a name in the baseline directory, or a .json path relative to the suite."
+    )
+    baseline_suite: str | None = Field(None, description="Suite name to look up in the baseline (default: this suite's).")
+    metrics: list[str] | None = Field(None, description="Metrics to gate (default: all the baseline has for this suite).")
+    margin: float = Field(0.0, ge=0.0, description="Tolerated drop in score units; a larger, significant drop fails.")
+    per_metric: dict[str, float] = Field(default_factory=dict, description="Margin per metric.")
+    per_language: dict[str, float] = Field(default_factory=dict, description="Margin per language (wins over per_metric).")
+    alpha: float = Field(0.05, gt=0.0, lt=1.0, description="Significance level of the one-sided test for a drop.")
+    confidence: float = Field(0.95, gt=0.0, lt=1.0, description="Level of the reported confidence interval.")
+    method: Literal["bootstrap", "permutation"] = Field("bootstrap", description="Paired bootstrap or permutation test.")
+    resamples: int | None = Field(None, ge=1, description="Resamples (default 2000 bootstrap, 10000 permutation).")
+    seed: int = 0
+    max_unscored_rate: float = Field(0.0, ge=0.0, le=1.0, description="Share of unscored candidate cases tolerated.")
+    fail_on_missing: bool = Field(False, description="Fail (not only report) when cases are missing on either side.")
+
+    @field_validator("per_metric", "per_language")
+    @classmethod
+    def _margins_not_negative(cls, value: dict[str, float]) -> dict[str, float]:
+        negative = sorted(key for key, margin in value.items() if margin < 0)
+        if negative:
+            raise ValueError(f"margins can't be negative: {', '.join(negative)}")
+        return value
+
+
 class SuiteConfig(_Strict):
     """A whole suite file."""
 
@@ -173,6 +214,7 @@ class SuiteConfig(_Strict):
     )
     aggregate: list[AggregateConfig | str] = Field(default_factory=list)
     languages: list[str] | None = Field(None, description="Only run cases in these languages.")
+    regression: RegressionConfig | None = Field(None, description="Compare with a stored baseline (docs/baselines.md).")
 
     @model_validator(mode="after")
     def _has_cases(self) -> SuiteConfig:

@@ -1,5 +1,6 @@
 """Test helpers shipped with pytest-llmjudge (loopback provider server)."""
 
+from pytest_llmjudge.testing.pairwise import PairwiseQuery, ScriptedPairwiseJudge
 from pytest_llmjudge.testing.scripted import JudgeQuery, ScriptedJudge
 from pytest_llmjudge.testing.server import Fault, LoopbackServer, ReceivedRequest, Reply
 
@@ -7,7 +8,9 @@ __all__ = [
     "Fault",
     "JudgeQuery",
     "LoopbackServer",
+    "PairwiseQuery",
     "ReceivedRequest",
     "Reply",
     "ScriptedJudge",
+    "ScriptedPairwiseJudge",
 ]

@@ -27,6 +27,11 @@ Endpoints
     ``choices[{index, message{role: "assistant", content, refusal: null},
     finish_reason: "stop", logprobs: null}]`` (``n`` choices when ``n`` is
     given) and ``usage{prompt_tokens, completion_tokens, total_tokens}``.
+    When the request asks for ``logprobs: true``, each choice carries
+    ``logprobs{content: [{token, logprob, bytes, top_logprobs}], refusal: null}``:
+    the reply split into GPT-like tokens (words, single digits, punctuation
+    runs), each with logprob -0.01 and ``top_logprobs`` copies of itself (what
+    deepeval's G-Eval reads to weight its score).
 ``POST /v1/messages``
     Anthropic Messages.  Answers a ``message`` object: ``id``,
     ``type: "message"``, ``role: "assistant"``, ``model`` (echoed),
@@ -34,6 +39,15 @@ Endpoints
     ``stop_sequence: null``, ``usage{input_tokens, output_tokens}``.
 ``GET /v1/models``
     A model list that both SDKs parse (OpenAI's and Anthropic's fields merged).
+Batch APIs
+    OpenAI Files + Batches (``/v1/files``, ``/v1/files/{id}/content``,
+    ``/v1/batches``, ``/v1/batches/{id}``, ``.../cancel``) and Anthropic Message
+    Batches (``/v1/messages/batches``, ``/{id}``, ``/{id}/results``,
+    ``/{id}/cancel``), answered by :mod:`pytest_llmjudge.testing.batch_api` (see
+    there for formats).  Batch lines go through the responder like completions but
+    are recorded in :attr:`LoopbackServer.batch_requests`; a batch ends when every
+    line is answered and ``batch_delay`` seconds (settable while serving) have
+    passed since it was created.
 ``GET /stats`` / ``POST /reset``
     Control endpoints (JSON of :meth:`LoopbackServer.stats`; reset the
     counters).  They are not counted as requests and get no latency.
@@ -147,6 +161,7 @@ import http
 import inspect
 import json
 import random
+import re
 import socket
 import struct
 import threading
@@ -157,6 +172,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
+
+from pytest_llmjudge.testing.batch_api import BatchProvider, BatchStore, LineResult, route, route_label
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -450,6 +467,11 @@ def _success_body(
         }
     n = _as_int(request.body.get("n"))
     n = 1 if n is None else min(max(n, 1), 128)
+    logprobs = (
+        _logprobs_block(text, _as_int(request.body.get("top_logprobs")) or 0)
+        if request.body.get("logprobs") is True
+        else None
+    )
     return {
         "id": f"chatcmpl-loopback{request.index:08d}",
         "object": "chat.completion",
@@ -460,7 +482,7 @@ def _success_body(
                 "index": i,
                 "message": {"role": "assistant", "content": text, "refusal": None},
                 "finish_reason": "stop",
-                "logprobs": None,
+                "logprobs": logprobs,
             }
             for i in range(n)
         ],
@@ -471,6 +493,18 @@ def _success_body(
         },
         "system_fingerprint": "fp_loopback",
     }
+
+
+_GPT_LIKE_TOKEN = re.compile(r"\s?[A-Za-z]+|\d|\s?[^\sA-Za-z\d]+|\s")
+
+
+def _logprobs_block(text: str, top: int) -> dict[str, Any]:
+    """A Chat Completions ``logprobs`` block for ``text``: GPT-like tokens, each sure of itself."""
+    content = []
+    for token in _GPT_LIKE_TOKEN.findall(text):
+        entry = {"token": token, "logprob": -0.01, "bytes": list(token.encode("utf-8"))}
+        content.append({**entry, "top_logprobs": [dict(entry) for _ in range(min(max(top, 0), 20))]})
+    return {"content": content, "refusal": None}
 
 
 def _models_body(models: Sequence[str]) -> dict[str, Any]:
@@ -583,6 +617,7 @@ class LoopbackServer:
         hang_seconds: float = 30.0,
         idle_timeout: float = 60.0,
         models: Sequence[str] = ("loopback-judge",),
+        batch_delay: float = 0.0,
     ) -> None:
         if latency < 0:
             raise ValueError("latency must be >= 0")
@@ -623,6 +658,26 @@ class LoopbackServer:
         self._conn_tasks: set[asyncio.Task[Any]] = set()
         self._startup_error: BaseException | None = None
         self._stopped = False
+        self._batch_requests: list[ReceivedRequest] = []
+        self._batches = BatchStore(self._answer_batch_line, lambda: self.url)
+        self._batches.batch_delay = batch_delay
+
+    @property
+    def batch_delay(self) -> float:
+        """Seconds a batch stays pending after its creation, at least (read at each retrieve)."""
+        return self._batches.batch_delay
+
+    @batch_delay.setter
+    def batch_delay(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError("batch_delay must be >= 0")
+        self._batches.batch_delay = seconds
+
+    @property
+    def batch_requests(self) -> list[ReceivedRequest]:
+        """Snapshot of every batch line answered since the last reset (not in :attr:`requests`)."""
+        with self._lock:
+            return list(self._batch_requests)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -696,9 +751,10 @@ class LoopbackServer:
     async def _shutdown(self) -> None:
         if self._server is not None:
             self._server.close()
-        tasks = list(self._conn_tasks)
+        tasks: list[asyncio.Task[Any]] = list(self._conn_tasks)
         for task in tasks:
             task.cancel()
+        tasks.extend(self._batches.cancel_all())
         if tasks:
             await asyncio.wait(tasks, timeout=5)
 
@@ -764,10 +820,14 @@ class LoopbackServer:
         self._cpu_base = self._thread_cpu() or 0.0
 
     def reset(self) -> None:
-        """Clear counters, recorded requests and queued faults; re-seed the fault RNG."""
+        """Clear counters, recorded requests and queued faults; re-seed the fault RNG.
+
+        Uploaded files and batches stay, as they would on a real provider.
+        """
         with self._lock:
             self._reset_counters_locked()
             self._requests.clear()
+            self._batch_requests.clear()
             self._fault_log.clear()
             self._queue.clear()
             self._rng = random.Random(self.seed)
@@ -806,6 +866,7 @@ class LoopbackServer:
                 "last_response_at": self._last_response_at,
                 "span_s": span,
                 "server_cpu_s": None if cpu is None else max(0.0, cpu - self._cpu_base),
+                "batch": self._batches.stats(),
             }
 
     def _thread_cpu(self) -> float | None:
@@ -937,12 +998,15 @@ class LoopbackServer:
             return True
         provider: Provider = "openai"
         if path != OPENAI_CHAT_PATH and (
-            path == ANTHROPIC_MESSAGES_PATH or "anthropic-version" in headers or "x-api-key" in headers
+            path == ANTHROPIC_MESSAGES_PATH
+            or path.startswith(ANTHROPIC_MESSAGES_PATH + "/")
+            or "anthropic-version" in headers
+            or "x-api-key" in headers
         ):
             provider = "anthropic"
         is_completion = path in (OPENAI_CHAT_PATH, ANTHROPIC_MESSAGES_PATH)
 
-        index, entry = self._begin(path, provider, is_completion)
+        index, entry = self._begin(route_label(path), provider, is_completion)
         outcome = _Outcome(status=0, close=True)
         try:
             outcome = await self._answer(method, path, provider, index, entry, headers, body, reader, keep_alive)
@@ -992,6 +1056,19 @@ class LoopbackServer:
             payload = _json_bytes(_models_body(self.models))
             response = _http_response(200, payload, headers=base_headers, keep_alive=keep_alive)
             return _Outcome(status=200, data=response)
+        batch_route = route(path)
+        if batch_route is not None:
+
+            def batch_error(status: int, message: str) -> tuple[int, bytes, str]:
+                return status, _json_bytes(_error_body(provider, status, message, request_id)), "application/json"
+
+            status, data, content_type = await self._batches.handle(
+                batch_route[0], batch_route[1], method, headers, body, batch_error
+            )
+            response = _http_response(
+                status, data, headers=base_headers, keep_alive=keep_alive, content_type=content_type
+            )
+            return _Outcome(status=status, data=response)
         if path not in (OPENAI_CHAT_PATH, ANTHROPIC_MESSAGES_PATH):
             return error(404, f"Invalid URL ({method} {path})", base_headers)
         if method != "POST":
@@ -1110,6 +1187,39 @@ class LoopbackServer:
             self._in_flight -= 1
             self._by_status[str(status) if status else "no_response"] += 1
             self._last_response_at, self._last_response_perf = now, perf
+
+    async def _answer_batch_line(
+        self, provider: BatchProvider, path: str, body: dict[str, Any], index: int
+    ) -> LineResult:
+        """One batch line through the responder: ``(status, completion or error body)``."""
+        received = _build_received(
+            provider=provider, path=path, body=body, headers={}, index=index, received_at=time.time()
+        )
+        with self._lock:
+            self._batch_requests.append(received)
+        request_id = f"req_loopback_batch{index:08d}"
+        reply = await self._call_responder(received)
+        if reply.latency:
+            await asyncio.sleep(reply.latency)
+        fault = reply.fault
+        if fault is Fault.EMPTY_CONTENT:
+            return 200, _success_body(received, "", reply.usage, request_id)
+        if fault is not None or reply.status >= 400:
+            status = (
+                {
+                    Fault.RATE_LIMIT: 429,
+                    Fault.OVERLOADED: 529 if provider == "anthropic" else 503,
+                }.get(fault, 500)
+                if fault is not None
+                else reply.status
+            )
+            message = (
+                reply.text
+                if fault is None and reply.text
+                else f"batch line failed ({fault.value if fault else status})"
+            )
+            return status, _error_body(provider, status, message, request_id)
+        return 200, _success_body(received, reply.text, reply.usage, request_id)
 
     async def _call_responder(self, request: ReceivedRequest) -> Reply:
         try:

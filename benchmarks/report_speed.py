@@ -1,0 +1,391 @@
+"""How long the reports take for a large run, and how big the HTML report is.
+
+Synthetic results of 10,000 case items, built the way the plugin's items record them
+(``report.llmjudge``): 10 languages; a live-judge suite with three METAL rubrics
+(linguistic acceptability and task quality on 0/1/2, hallucinations 0/1) and a
+reference-metric suite (chrF++ 0-100); one justification of 150-400 characters per judged
+case in the case's script; about 12% of the items failing; per-language mean and pass-rate
+aggregates; agreement-gate records for 10 languages x 3 rubrics shaped like the calibration
+plugin's (confusion matrices and class distributions computed with ``pytest_llmjudge.stats``);
+regression records per suite x metric x language; one Bradley-Terry ranking of six systems.
+
+Timed: building the report document from the records, writing the JSON report and writing
+the HTML report (what the plugin does at the end of a run); generating the data is not.
+
+Run: ``python benchmarks/report_speed.py [N_CASES] [--all-failing]`` (``--all-failing``: the
+worst case for the page size, every case failed with a justification three times as long).
+Targets: under 2 s and under 5 MB.
+The last line is ``seconds=<time> html_mb=<size>``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pytest_llmjudge.report.html import write_html
+from pytest_llmjudge.report.json_report import write_json
+from pytest_llmjudge.report.model import RunInputs, build_document
+from pytest_llmjudge.stats.agreement import agreement_report
+from pytest_llmjudge.stats.distribution import class_distribution
+
+LANGUAGES = ("ar", "bn", "de", "fr", "hi", "ja", "ru", "sw", "ta", "zh")
+WORDS = {
+    "ar": "النص واضح ومفهوم لكن بعض العبارات غير طبيعية",
+    "bn": "উত্তরটি স্পষ্ট তবে কিছু বাক্য অস্বাভাবিক শোনায়",
+    "de": "Die Antwort ist klar, aber einige Formulierungen klingen unnatürlich",
+    "fr": "La réponse est claire mais certaines tournures sonnent peu naturelles",
+    "hi": "उत्तर स्पष्ट है लेकिन कुछ वाक्य अस्वाभाविक लगते हैं",
+    "ja": "回答は明確ですが、いくつかの表現が不自然に聞こえます",
+    "ru": "Ответ ясен, но некоторые формулировки звучат неестественно",
+    "sw": "Jibu liko wazi lakini baadhi ya sentensi zinasikika si za kawaida",
+    "ta": "பதில் தெளிவாக உள்ளது ஆனால் சில வாக்கியங்கள் இயல்பாக இல்லை",
+    "zh": "回答清楚，但有些表达听起来不自然",
+}
+RUBRICS = {"linguistic_acceptability": (0, 1, 2), "task_quality": (0, 1, 2), "hallucinations": (0, 1)}
+JUDGE = "openai:gpt-4o-mini"
+
+
+def _threshold(metric: str) -> dict[str, Any]:
+    if metric == "hallucinations":
+        return {"op": "<=", "value": 0}
+    if metric == "chrf++":
+        return {"op": ">=", "value": 50}
+    return {"op": ">=", "value": 1}
+
+
+def _holds(metric: str, score: float) -> bool:
+    threshold = _threshold(metric)
+    return bool(score <= threshold["value"] if threshold["op"] == "<=" else score >= threshold["value"])
+
+
+def _cases(n_cases: int, rng: np.random.Generator) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    metrics = (*RUBRICS, "chrf++")
+    for index in range(n_cases):
+        metric = metrics[index % len(metrics)]
+        language = LANGUAGES[(index // len(metrics)) % len(LANGUAGES)]
+        case_id = f"{language}-{index // (len(metrics) * len(LANGUAGES)):05d}"
+        suite = "qa-metrics" if metric == "chrf++" else "release-gate"
+        if metric == "chrf++":
+            score: float = round(float(np.clip(rng.normal(72, 14), 0, 100)), 2)
+        elif metric == "hallucinations":
+            score = int(rng.random() < 0.08)
+        else:
+            score = int(rng.choice(3, p=(0.04, 0.16, 0.80)))
+        unscored = rng.random() < 0.004
+        passed = not unscored and _holds(metric, score)
+        words = WORDS[language]
+        justification = None
+        if metric != "chrf++":
+            repeat = 1 + int(rng.integers(1, 5))
+            justification = f"{metric}: " + " ".join([words] * repeat)
+        records.append(
+            {
+                "kind": "case",
+                "suite": suite,
+                "suite_path": f"suites/{suite}.yaml",
+                "case": case_id,
+                "language": language,
+                "metric": metric,
+                "threshold": _threshold(metric),
+                "score": None if unscored else score,
+                "samples": [],
+                "spread": None,
+                "source": "metric" if metric == "chrf++" else "judge",
+                "judge": None if metric == "chrf++" else JUDGE,
+                "cached": None if metric == "chrf++" else bool(rng.random() < 0.5),
+                "justification": justification,
+                "unscored_reason": "judge reply could not be parsed after 2 re-asks" if unscored else None,
+                "detail": {},
+                "higher_is_better": metric != "hallucinations",
+                "passed": passed,
+                "nodeid": f"suites/{suite}.yaml::{case_id}[{metric}]",
+                "outcome": "passed" if passed else "failed",
+            }
+        )
+    return records
+
+
+def _aggregates(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from pytest_llmjudge.aggregate import mean_ci
+
+    records = []
+    by_key: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for case in cases:
+        by_key.setdefault((case["suite"], case["metric"]), []).append(case)
+    for (suite, metric), items in sorted(by_key.items()):
+        floor = {"chrf++": 65.0, "hallucinations": 0.9}.get(metric, 1.7)
+        label = "pass_rate(hallucinations <= 0)" if metric == "hallucinations" else f"mean({metric})"
+        rows = []
+        for language in (*LANGUAGES, "all"):
+            chosen = [c for c in items if language in ("all", c["language"])]
+            scored = [float(c["score"]) for c in chosen if c["score"] is not None]
+            if metric == "hallucinations":
+                value = sum(c["passed"] for c in chosen) / len(chosen)
+                low = high = None
+            else:
+                value = float(np.mean(scored))
+                low, high = mean_ci(scored)
+            n_unscored = len(chosen) - len(scored)
+            problem = f"{n_unscored} of {len(chosen)} case(s) unscored in {language}" if n_unscored > 3 else None
+            rows.append(
+                {
+                    "language": language,
+                    "n_scored": len(scored),
+                    "n_unscored": n_unscored,
+                    "value": value,
+                    "ci_low": low,
+                    "ci_high": high,
+                    "threshold": {"op": ">=", "value": floor},
+                    "passed": problem is None and value >= floor,
+                    "problem": problem,
+                }
+            )
+        for row in rows:
+            records.append(
+                {
+                    "kind": "aggregate",
+                    "suite": suite,
+                    "suite_path": f"suites/{suite}.yaml",
+                    "aggregate": label,
+                    "metric": metric,
+                    "language": row["language"],
+                    "passed": row["passed"],
+                    "rows": rows,
+                    "nodeid": f"suites/{suite}.yaml::{label}[{row['language']}]",
+                    "outcome": "passed" if row["passed"] else "failed",
+                }
+            )
+    return records
+
+
+def _gates(rng: np.random.Generator) -> list[dict[str, Any]]:
+    records = []
+    for position, language in enumerate(LANGUAGES):
+        for metric, scale in RUBRICS.items():
+            n = 300
+            shares = (0.12, 0.23, 0.65) if len(scale) == 3 else (0.75, 0.25)
+            human = rng.choice(len(scale), size=n, p=shares)
+            accurate = 0.88 - 0.3 * position / (len(LANGUAGES) - 1)
+            lenient = np.clip(human + (1 if metric != "hallucinations" else -1), 0, len(scale) - 1)
+            judge = np.where(rng.random(n) < accurate, human, lenient)
+            levels = rng.choice(["full", "partial", "none"], size=n, p=(0.6, 0.3, 0.1))
+            report = agreement_report(human, judge, list(scale))
+            distribution = class_distribution(human, judge, levels, list(scale))
+            f1 = report.weighted_f1
+            ceiling = float(np.clip(0.9 - 0.1 * rng.random(), 0, 1))
+            threshold = 0.85
+            records.append(
+                {
+                    "kind": "gate",
+                    "calibration": "calibration",
+                    "calibration_path": "calibration/metal.yaml",
+                    "judge": JUDGE,
+                    "language": language,
+                    "metric": metric,
+                    "labels": list(scale),
+                    "higher_is_better": metric != "hallucinations",
+                    "f1": f1,
+                    "macro_f1": report.macro_f1,
+                    "ci": {"low": max(f1 - 0.05, 0.0), "high": min(f1 + 0.05, 1.0), "confidence": 0.95},
+                    "threshold": threshold,
+                    "compared": "f1",
+                    "n": n,
+                    "n_items": n,
+                    "n_unscored": 0,
+                    "ceiling": ceiling,
+                    "pa": report.percentage_agreement,
+                    "kappa": None if np.isnan(report.cohen_kappa) else report.cohen_kappa,
+                    "fleiss": 0.7,
+                    "confusion": {
+                        "labels": list(scale),
+                        "rows": "human",
+                        "columns": "judge",
+                        "matrix": report.confusion.tolist(),
+                    },
+                    "distribution": distribution.to_dict(),
+                    "skew": {
+                        "judge_mean": distribution.overall.judge_mean,
+                        "human_mean": distribution.overall.human_mean,
+                        "skew": distribution.overall.skew,
+                    },
+                    "problem": None,
+                    "passed": f1 >= threshold,
+                    "nodeid": f"calibration/metal.yaml::gate[{metric}][{language}]",
+                    "outcome": "passed" if f1 >= threshold else "failed",
+                }
+            )
+    return records
+
+
+def _regressions(rng: np.random.Generator) -> list[dict[str, Any]]:
+    records = []
+    for suite, metrics in (("release-gate", tuple(RUBRICS)), ("qa-metrics", ("chrf++",))):
+        for metric in metrics:
+            spread = 6.0 if metric == "chrf++" else 0.1
+            for language in LANGUAGES:
+                delta = float(rng.normal(0, spread / 2))
+                half = spread * 0.6
+                low, high = delta - half, delta + half
+                margin = spread / 4
+                if delta < -margin and high < -margin:
+                    gate, verdict = "fail", "regressed"
+                elif delta < -margin:
+                    gate, verdict = "warn", "drop not significant"
+                elif low > 0:
+                    gate, verdict = "pass", "improved"
+                else:
+                    gate, verdict = "pass", "no significant change"
+                records.append(
+                    {
+                        "kind": "regression",
+                        "suite": suite,
+                        "metric": metric,
+                        "language": language,
+                        "baseline": "baseline.json",
+                        "n": 100,
+                        "mean_baseline": 1.8,
+                        "mean_candidate": 1.8 + delta,
+                        "mean_difference": delta,
+                        "ci_low": low,
+                        "ci_high": high,
+                        "confidence": 0.95,
+                        "p_value": float(rng.random()),
+                        "margin": margin,
+                        "gate": gate,
+                        "verdict": verdict,
+                        "nodeid": f"suites/{suite}.yaml::regression({metric})[{language}]",
+                        "outcome": "failed" if gate == "fail" else "passed",
+                    }
+                )
+    return records
+
+
+def _ranking(rng: np.random.Generator) -> dict[str, Any]:
+    systems = ["candidate", "baseline", "gpt-4o", "llama-3-70b", "aya-23", "mistral-large"]
+    items = []
+    for name in systems:
+        strength = float(rng.normal(0, 0.6))
+        items.append({"name": name, "strength": strength, "ci_low": strength - 0.2, "ci_high": strength + 0.2})
+    return {
+        "kind": "ranking",
+        "suite": "arena",
+        "metric": "preference",
+        "items": items,
+        "nodeid": "arena.yaml::ranking",
+        "outcome": "passed",
+        "passed": True,
+    }
+
+
+def synthetic_inputs(n_cases: int = 10_000, seed: int = 0) -> RunInputs:
+    """A run of ``n_cases`` case items plus aggregates, gates, regressions and a ranking."""
+    rng = np.random.default_rng(seed)
+    cases = _cases(n_cases, rng)
+    records = [*cases, *_aggregates(cases), *_gates(rng), *_regressions(rng), _ranking(rng)]
+    judged = sum(1 for c in cases if c["source"] == "judge" and not c["cached"])
+    suite_judge = {
+        "provider": "openai",
+        "model": "gpt-4o-mini",
+        "label": JUDGE,
+        "base_url": None,
+        "temperature": 0.0,
+        "seed": 7,
+        "mode": "single",
+        "instructions": "detailed",
+        "repeats": 1,
+    }
+    suites = [
+        {
+            "name": "release-gate",
+            "path": "suites/release-gate.yaml",
+            "languages": list(LANGUAGES),
+            "n_cases": n_cases * 3 // 4,
+            "live_judge": True,
+            "judge": suite_judge,
+            "metrics": {name: "rubric" for name in RUBRICS},
+            "rubrics": {name: hashlib.sha256(name.encode()).hexdigest()[:12] for name in sorted(RUBRICS)},
+            "recorded_judges": [],
+        },
+        {
+            "name": "qa-metrics",
+            "path": "suites/qa-metrics.yaml",
+            "languages": list(LANGUAGES),
+            "n_cases": n_cases // 4,
+            "live_judge": False,
+            "judge": {**suite_judge, "seed": None},
+            "metrics": {"chrf++": "metric"},
+            "rubrics": {},
+            "recorded_judges": [],
+        },
+    ]
+    stats = {
+        "submitted": judged,
+        "finished": judged,
+        "cache_hits": n_cases * 3 // 4 - judged,
+        "shared_hits": 0,
+        "provider_calls": judged + 12,
+        "retries": 12,
+        "failed_calls": 0,
+        "unscored": 30,
+        "input_tokens": judged * 410,
+        "output_tokens": judged * 60,
+    }
+    run = {
+        "timestamp": "2025-01-01T00:00:00+00:00",
+        "duration_s": 123.4,
+        "plugin_version": "synthetic",
+        "pytest_version": "-",
+        "python_version": "-",
+        "pytest_args": ["--llmjudge", "suites", "--llmjudge-report=html:report.html"],
+        "exit_status": 1,
+        "xdist_workers": 0,
+        "pytest_randomly_seed": None,
+        "cache_mode": "use",
+        "overrides": None,
+    }
+    return RunInputs(records=records, suites=suites, stats=stats, run=run)
+
+
+def make_all_fail(inputs: RunInputs) -> None:
+    """The worst case for the HTML size: every case fails, justifications three times as long."""
+    for record in inputs.records:
+        if isinstance(record, dict) and record.get("kind") == "case":
+            record["outcome"], record["passed"] = "failed", False
+            record["justification"] = (record["justification"] or "no justification") * 3
+
+
+def main(argv: list[str]) -> int:
+    all_failing = "--all-failing" in argv
+    numbers = [a for a in argv if not a.startswith("--")]
+    n_cases = int(numbers[0]) if numbers else 10_000
+    inputs = synthetic_inputs(n_cases)
+    if all_failing:
+        make_all_fail(inputs)
+    with tempfile.TemporaryDirectory() as directory:
+        json_path, html_path = Path(directory) / "report.json", Path(directory) / "report.html"
+        start = time.perf_counter()
+        document = build_document(inputs)
+        built = time.perf_counter()
+        write_json(document, json_path)
+        wrote_json = time.perf_counter()
+        write_html(document, html_path)
+        end = time.perf_counter()
+        html_mb = html_path.stat().st_size / 1e6
+        json_mb = json_path.stat().st_size / 1e6
+    print(f"cases={n_cases} records={len(inputs.records)}")
+    print(f"document_s={built - start:.3f} json_s={wrote_json - built:.3f} html_s={end - wrote_json:.3f}")
+    print(f"json_mb={json_mb:.2f}")
+    print(f"seconds={end - start:.3f} html_mb={html_mb:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,421 @@
+"""Calibration file -> validated :class:`CalibrationSet`, or a located :class:`SuiteError`.
+
+Validation order: YAML syntax, schema (pydantic), ``items_file`` side files, metric names
+(built-in rubrics or the file's ``rubrics:``), labels and recorded scores against each
+rubric's scale, duplicate ids, and the names used in ``metrics``, ``languages``,
+``gate.per_metric``, ``gate.per_language``, ``gate.xfail`` and ``sanity`` (a typo there
+would otherwise silently do nothing). Every problem is reported as
+``file:line: field: message`` with a hint, like suite errors.
+
+Each item becomes a :class:`~pytest_llmjudge.suite.model.Case` (so live scores go through
+the same scoreboard, cache and concurrency as suite items) plus, per metric, its labels as
+``(annotator id, label)`` pairs in the order given.
+
+Degenerate cases: a metric listed in ``metrics`` that no item is labelled on, and a
+language-metric pair named in ``per_language``/``xfail`` that has no items, are errors. A
+language listed in ``languages`` without items is *not* an error here: it becomes a gate
+item that fails with "0 items < min_items", so the gap shows in the run.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from pytest_llmjudge.calibration import schema
+from pytest_llmjudge.calibration.schema import (
+    CalibrationConfig,
+    CalibrationItemConfig,
+    CorrectionConfig,
+    ItemsFileConfig,
+    SanityConfig,
+)
+from pytest_llmjudge.errors import SuiteError
+from pytest_llmjudge.judges.rubrics import Rubric
+from pytest_llmjudge.registry import Registry
+from pytest_llmjudge.stats.annotators import AggregationRule
+from pytest_llmjudge.suite.build import _data_loc, _field_names, _loc_text, _recorded, _rubric_from_config
+from pytest_llmjudge.suite.expressions import Threshold
+from pytest_llmjudge.suite.loader import LocatedDocument, iter_jsonl, line_for, load_yaml
+from pytest_llmjudge.suite.model import Case
+from pytest_llmjudge.suite.schema import JudgeConfig, RecordedScore, RubricConfig
+
+__all__ = ["CalibrationSet", "GateSettings", "LabelledItem", "build_calibration"]
+
+_ITEM_FIELDS = frozenset(_field_names(CalibrationItemConfig))
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """The gate's thresholds and options, with the override rules applied by the lookups."""
+
+    threshold: float
+    per_metric: Mapping[str, float] = field(default_factory=dict)
+    per_language: Mapping[str, float | Mapping[str, float]] = field(default_factory=dict)
+    ci_lower_bound: bool = False
+    confidence: float = 0.95
+    resamples: int = 1000
+    seed: int = 0
+    min_items: int = 30
+    max_unscored_rate: float = 0.0
+    xfail: Mapping[str, str | Mapping[str, str]] = field(default_factory=dict)
+
+    def threshold_for(self, language: str, metric: str) -> float:
+        """Most specific wins: language+metric, then language, then metric, then global."""
+        entry = self.per_language.get(language)
+        if isinstance(entry, Mapping):
+            if metric in entry:
+                return float(entry[metric])
+        elif entry is not None:
+            return float(entry)
+        return float(self.per_metric.get(metric, self.threshold))
+
+    def xfail_for(self, language: str, metric: str) -> str | None:
+        """The reason a language x metric is a known failure, or None."""
+        entry = self.xfail.get(language)
+        if isinstance(entry, Mapping):
+            return entry.get(metric)
+        return entry
+
+
+@dataclass(frozen=True)
+class LabelledItem:
+    """One item's labels on one metric."""
+
+    case: Case
+    metric: str
+    labels: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class CalibrationSet:
+    name: str
+    path: Path
+    judge: JudgeConfig
+    scores: Literal["recorded", "judge"]
+    rubrics: Mapping[str, Rubric]
+    cases: tuple[Case, ...]
+    labelled: Mapping[tuple[str, str], tuple[LabelledItem, ...]]
+    """(language, metric) -> items labelled on that metric, in id order."""
+    metrics: tuple[str, ...]
+    languages: tuple[str, ...]
+    gate: GateSettings
+    aggregation: AggregationRule = "majority_then_rounded_mean"
+    ceiling: Literal["slots", "annotators"] = "slots"
+    correction: CorrectionConfig = field(default_factory=CorrectionConfig)
+    sanity: SanityConfig | None = None
+    recorded_judge: str | None = None
+    task: str | None = None
+    description: str | None = None
+    line: int | None = None
+    """Line of the ``gate:`` key, for reports."""
+    listed_languages: tuple[str, ...] = ()
+    """The ``languages:`` list as written (each one is gated even without items)."""
+
+    def groups(self) -> list[tuple[str, str]]:
+        """Every gated (language, metric): pairs with items, plus all metrics of listed languages."""
+        return [
+            (language, metric)
+            for language in self.languages
+            for metric in self.metrics
+            if (language, metric) in self.labelled or language in self.listed_languages
+        ]
+
+    def items(self, language: str, metric: str) -> tuple[LabelledItem, ...]:
+        return self.labelled.get((language, metric), ())
+
+    def recorded_label(self) -> str:
+        """Who made the recorded scores: ``recorded_judge``, else the scores' own common label."""
+        if self.recorded_judge:
+            return self.recorded_judge
+        names = {value.judge for case in self.cases for value in case.recorded.values() if value.judge}
+        return names.pop() if len(names) == 1 else "recorded scores"
+
+
+def _validation_error(
+    exc: ValidationError, path: Path, lines: Mapping[tuple[Any, ...], int], data: Any, root: type[BaseModel]
+) -> SuiteError:
+    """The first schema error, located, with a 'did you mean' hint from the right model."""
+    table: dict[str, type[BaseModel]] = {
+        "judge": JudgeConfig,
+        "rubrics": RubricConfig,
+        "items": CalibrationItemConfig,
+        "items_file": ItemsFileConfig,
+        "gate": schema.GateConfig,
+        "correction": schema.CorrectionConfig,
+        "sanity": SanityConfig,
+        "consistency": schema.ConsistencyConfig,
+        "sensitivity": schema.SensitivityConfig,
+        "recorded": RecordedScore,
+    }
+    # A misspelt key also makes the key it should have been "missing": report the typo first.
+    problems = sorted(exc.errors(), key=lambda error: error["type"] != "extra_forbidden")
+    first = problems[0]
+    missing = first["type"] == "missing"
+    loc = _data_loc(data, tuple(first["loc"]), keep_last=missing)
+    message = first["msg"]
+    hint = None
+    field_loc = loc
+    if first["type"] == "extra_forbidden" and loc:
+        model = root
+        for part in loc[:-1]:
+            if isinstance(part, str) and part in table:
+                model = table[part]
+        known = _field_names(model)
+        close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+        message = f"unknown field {loc[-1]!r}"
+        hint = f"did you mean {close[0]!r}?" if close else f"allowed fields: {', '.join(sorted(known))}"
+        field_loc = loc[:-1]
+    elif missing and loc:
+        message = f"missing required field {loc[-1]!r}"
+        field_loc = loc[:-1]
+    if len(problems) > 1:
+        message += f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})"
+    return SuiteError(message, path=path, line=line_for(lines, loc), field=_loc_text(field_loc) or None, hint=hint)
+
+
+def _items_files(config: CalibrationConfig) -> list[tuple[ItemsFileConfig, tuple[Any, ...]]]:
+    entries = config.items_file
+    if entries is None:
+        return []
+    if not isinstance(entries, list):
+        entry = ItemsFileConfig(path=entries) if isinstance(entries, str) else entries
+        return [(entry, ("items_file",))]
+    return [
+        (ItemsFileConfig(path=entry) if isinstance(entry, str) else entry, ("items_file", index))
+        for index, entry in enumerate(entries)
+    ]
+
+
+def _unknown(kind: str, name: str, known: Iterable[str]) -> str:
+    choices = sorted(set(known))
+    close = difflib.get_close_matches(name, choices, n=1)
+    return (f"did you mean {close[0]!r}? " if close else "") + f"known {kind}: {', '.join(choices) or '(none)'}"
+
+
+def build_calibration(path: Path, registry: Registry, *, document: LocatedDocument | None = None) -> CalibrationSet:
+    """Load and validate the calibration set at ``path``."""
+    doc = document or load_yaml(path)
+    if not isinstance(doc.data, dict):
+        raise SuiteError("a calibration file must be a YAML mapping with a 'calibration:' key", path=path, line=1)
+    try:
+        config = CalibrationConfig.model_validate(doc.data)
+    except ValidationError as exc:
+        raise _validation_error(exc, path, doc.lines, doc.data, CalibrationConfig) from None
+
+    def at(*loc: Any) -> int | None:
+        return line_for(doc.lines, loc)
+
+    # (item config, file, line) for every item, inline or from JSONL.
+    sources: list[tuple[CalibrationItemConfig, Path, int | None]] = [
+        (item, path, at("items", index)) for index, item in enumerate(config.items)
+    ]
+    for entry, loc in _items_files(config):
+        items_path = path.parent / entry.path
+        if not items_path.is_file():
+            raise SuiteError(
+                f"items file not found: {items_path}",
+                path=path,
+                line=at(*loc),
+                field=_loc_text(loc),
+                hint="items_file is resolved relative to the calibration file",
+            )
+        for number, record in iter_jsonl(items_path):
+            if any(record.get(key) != value for key, value in entry.where.items()):
+                continue
+            if entry.extra_fields == "metadata":
+                own = record.get("metadata", {})
+                if not isinstance(own, dict):
+                    raise SuiteError("metadata must be an object", path=items_path, line=number, field="metadata")
+                extra = {key: record.pop(key) for key in list(record) if key not in _ITEM_FIELDS}
+                record["metadata"] = {**extra, **own}
+            try:
+                sources.append((CalibrationItemConfig.model_validate(record), items_path, number))
+            except ValidationError as exc:
+                raise _validation_error(exc, items_path, {(): number}, record, CalibrationItemConfig) from None
+
+    rubrics: dict[str, Rubric] = {name: _rubric_from_config(name, rc) for name, rc in config.rubrics.items()}
+
+    def rubric(name: str, where: Path, line: int | None, field_name: str) -> Rubric:
+        found = rubrics.get(name) or registry.rubric(name)
+        if found is None:
+            raise SuiteError(
+                f"unknown metric {name!r}: the gate compares judge scores on a rubric",
+                path=where,
+                line=line,
+                field=field_name,
+                hint=_unknown("rubrics", name, list(registry.rubrics) + list(rubrics)) + "; define it under 'rubrics:'",
+            )
+        rubrics[name] = found
+        return found
+
+    wanted = set(config.metrics) if config.metrics is not None else None
+    if config.metrics is not None:
+        for index, name in enumerate(config.metrics):
+            rubric(name, path, at("metrics", index), f"metrics[{index}]")
+    language_filter = set(config.languages) if config.languages is not None else None
+    suite_name = f"calibration:{config.calibration}"
+
+    cases: list[Case] = []
+    labelled: dict[tuple[str, str], list[LabelledItem]] = {}
+    seen: dict[str, tuple[Path, int | None]] = {}
+    for item, source, line in sources:
+        if language_filter is not None and item.language not in language_filter:
+            continue
+        if item.id in seen:
+            first_path, first_line = seen[item.id]
+            raise SuiteError(
+                f"duplicate item id {item.id!r} (first defined at {first_path}:{first_line})",
+                path=source,
+                line=line,
+                field="id",
+            )
+        seen[item.id] = (source, line)
+        label_sets = {m: labels for m, labels in item.label_sets().items() if wanted is None or m in wanted}
+        for metric, labels in label_sets.items():
+            scale = rubric(metric, source, line, f"human.{metric}").scale
+            off = sorted({value for value in labels.values() if value not in scale})
+            if off:
+                raise SuiteError(
+                    f"labels {off} of item {item.id!r} are not on the {metric} scale {list(scale)}",
+                    path=source,
+                    line=line,
+                    field=f"human.{metric}",
+                )
+        recorded = _recorded(item.recorded)
+        for metric, value in recorded.items():
+            found = rubrics.get(metric) or registry.rubric(metric)
+            if found is not None and value.score is not None and value.score not in found.scale:
+                raise SuiteError(
+                    f"recorded {metric} score {value.score:g} of item {item.id!r} is not on the scale {list(found.scale)}",
+                    path=source,
+                    line=line,
+                    field=f"recorded.{metric}",
+                )
+        context = item.context
+        case = Case(
+            suite=suite_name,
+            id=item.id,
+            language=item.language,
+            input=item.input,
+            output=item.output,
+            reference=item.reference,
+            context=(context,) if isinstance(context, str) else tuple(context or ()),
+            metadata=dict(item.metadata),
+            recorded=recorded,
+            thresholds=tuple(
+                Threshold(metric=metric, op=">=", value=float(rubrics[metric].scale[0]))
+                for metric in sorted(label_sets)
+            ),
+            path=source,
+            line=line,
+        )
+        cases.append(case)
+        for metric, labels in sorted(label_sets.items()):
+            labelled.setdefault((item.language, metric), []).append(
+                LabelledItem(case=case, metric=metric, labels=tuple(labels.items()))
+            )
+
+    if not cases:
+        raise SuiteError(
+            "no items left after the language filter"
+            if language_filter is not None
+            else "the calibration set has no items",
+            path=path,
+            line=at("languages") or 1,
+        )
+    present_metrics = sorted({metric for _, metric in labelled})
+    metrics = tuple(config.metrics) if config.metrics is not None else tuple(present_metrics)
+    for index, metric in enumerate(metrics):
+        if metric not in present_metrics:
+            raise SuiteError(
+                f"no item is labelled on metric {metric!r}",
+                path=path,
+                line=at("metrics", index) or at("metrics"),
+                field="metrics",
+            )
+    present_languages = sorted({case.language for case in cases})
+    languages = tuple(sorted(set(present_languages) | set(config.languages or ())))
+
+    gate = config.gate
+
+    def check_language(language: str, loc: tuple[Any, ...]) -> None:
+        if language not in languages:
+            raise SuiteError(
+                f"language {language!r} has no items in this calibration set",
+                path=path,
+                line=at(*loc),
+                field=_loc_text(loc),
+                hint=_unknown("languages", language, languages),
+            )
+
+    def check_metric(metric: str, loc: tuple[Any, ...]) -> None:
+        if metric not in metrics:
+            raise SuiteError(
+                f"metric {metric!r} is not gated by this calibration set",
+                path=path,
+                line=at(*loc),
+                field=_loc_text(loc),
+                hint=_unknown("metrics", metric, metrics),
+            )
+
+    for metric in gate.per_metric:
+        check_metric(metric, ("gate", "per_metric", metric))
+    for key in ("per_language", "xfail"):
+        for language, entry in getattr(gate, key).items():
+            check_language(language, ("gate", key, language))
+            if isinstance(entry, dict):
+                for metric in entry:
+                    check_metric(metric, ("gate", key, language, metric))
+
+    sanity = config.sanity
+    if sanity is not None:
+        for index, language in enumerate(sanity.languages or ()):
+            check_language(language, ("sanity", "languages", index))
+        if sanity.consistency is not None:
+            for index, metric in enumerate(sanity.consistency.metrics or ()):
+                check_metric(metric, ("sanity", "consistency", "metrics", index))
+        if sanity.sensitivity is not None:
+            rubric(sanity.sensitivity.metric, path, at("sanity", "sensitivity", "metric"), "sanity.sensitivity.metric")
+
+    for metric in metrics:
+        if len(rubrics[metric].scale) < 2:  # pragma: no cover - RubricConfig already refuses this
+            raise SuiteError(f"metric {metric!r} needs a scale of two or more scores", path=path)
+
+    return CalibrationSet(
+        name=config.calibration,
+        path=path,
+        judge=config.judge,
+        scores=config.scores,
+        rubrics=rubrics,
+        cases=tuple(sorted(cases, key=lambda case: case.id)),
+        labelled={key: tuple(sorted(items, key=lambda item: item.case.id)) for key, items in sorted(labelled.items())},
+        metrics=metrics,
+        languages=languages,
+        gate=GateSettings(
+            threshold=gate.threshold,
+            per_metric=dict(gate.per_metric),
+            per_language=dict(gate.per_language),
+            ci_lower_bound=gate.ci_lower_bound,
+            confidence=gate.confidence,
+            resamples=gate.resamples,
+            seed=gate.seed,
+            min_items=gate.min_items,
+            max_unscored_rate=gate.max_unscored_rate,
+            xfail=dict(gate.xfail),
+        ),
+        aggregation=config.aggregation,
+        ceiling=config.ceiling,
+        correction=config.correction,
+        sanity=sanity,
+        recorded_judge=config.recorded_judge,
+        task=config.task,
+        description=config.description,
+        line=at("gate"),
+        listed_languages=tuple(config.languages or ()),
+    )

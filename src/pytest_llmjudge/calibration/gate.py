@@ -1,0 +1,328 @@
+"""The human-agreement gate for one language and metric: every statistic and the verdict.
+
+Input: an items x annotators label matrix (NaN where an annotator gave no label) and one
+judge score per item (NaN where the judge gave none). Steps, with their sources:
+
+1. Aggregate the annotators per item (METAL, Hada et al. 2024b, sec. 3.2: majority vote,
+   and the rounded mean when all annotators differ; other rules configurable), and record
+   each item's agreement level: full / partial / none / single
+   (:func:`~pytest_llmjudge.stats.annotators.aggregate_labels`).
+2. Judge vs aggregate on the items the judge scored: weighted F1 (METAL sec. 4.4 and 5.1,
+   the headline number), macro F1, percentage agreement (Hada et al. 2024a, sec. 3.4, 4.1),
+   Cohen's kappa and the confusion matrix (rows human, columns judge)
+   (:func:`~pytest_llmjudge.stats.agreement.agreement_report`).
+3. A percentile bootstrap interval of weighted F1 (``resamples`` resamples of the scored
+   items, seeded) (:mod:`~pytest_llmjudge.stats.resampling`).
+4. The human side, on all labelled items: the ceiling, i.e. the mean pairwise weighted F1
+   between annotators A1-A2, A2-A3, A3-A1 (METAL sec. 5.1; by label slot by default, see
+   :func:`~pytest_llmjudge.stats.annotators.pairwise_slot_f1`), and Fleiss' kappa (METAL
+   Table 6; Hada et al. 2024a, appendix A.3).
+5. Class distributions of judge and humans, overall and per agreement level, with the skew
+   (judge mean minus human mean) and top-score shares (Hada et al. 2024a, sec. 4.2; METAL
+   sec. 5.2) (:func:`~pytest_llmjudge.stats.distribution.class_distribution`).
+6. A majority baseline: the weighted F1 of a "judge" that always answers the humans' most
+   common label. With skewed labels it is high (``p * 2p / (1 + p)`` for a top share
+   ``p``), which is why kappa and the distributions are shown next to F1.
+7. The held-out effect of a score correction (:mod:`~pytest_llmjudge.calibration.correction`).
+
+Verdict: the gate passes when weighted F1 (or the lower CI bound, with ``ci_lower_bound``)
+is at least the threshold (1e-12 tolerance for float noise), and there is no *problem*.
+Problems, each a failure that no threshold can hide: no labelled items, fewer items than
+``min_items`` (the message names the count and the minimum), a share of unscored items above
+``max_unscored_rate``, or no scored item at all. Undefined statistics (kappa when both sides
+use one class, the ceiling without any two-label item) are ``None``, reported as such.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from pytest_llmjudge.calibration.correction import (
+    CorrectionMethod,
+    CorrectionReport,
+    ScoreCorrection,
+    evaluate_correction,
+    fit_correction,
+)
+from pytest_llmjudge.errors import StatisticsError
+from pytest_llmjudge.stats.agreement import agreement_report, as_label_array, weighted_f1_from_confusion
+from pytest_llmjudge.stats.annotators import (
+    AGREEMENT_LEVELS,
+    AggregationRule,
+    aggregate_labels,
+    fleiss_kappa,
+    pairwise_annotator_f1,
+    pairwise_slot_f1,
+)
+from pytest_llmjudge.stats.distribution import class_distribution
+from pytest_llmjudge.stats.resampling import bootstrap_confusion_ci
+
+__all__ = ["GateOptions", "GateResult", "evaluate_gate"]
+
+_TOLERANCE = 1e-12
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    """How one gate is computed and judged."""
+
+    threshold: float
+    ci_lower_bound: bool = False
+    confidence: float = 0.95
+    resamples: int = 1000
+    seed: int = 0
+    min_items: int = 30
+    max_unscored_rate: float = 0.0
+    aggregation: AggregationRule = "majority_then_rounded_mean"
+    ceiling: Literal["slots", "annotators"] = "slots"
+    correction_method: CorrectionMethod = "most_likely"
+    holdout: float = 0.3
+    correction_seed: int = 0
+
+
+def _optional(value: float | None) -> float | None:
+    return None if value is None or math.isnan(value) else float(value)
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """Everything the gate measured for one language x metric, and its verdict."""
+
+    language: str
+    metric: str
+    labels: tuple[int, ...]
+    higher_is_better: bool
+    options: GateOptions
+    n_items: int
+    n_scored: int
+    problem: str | None = None
+    f1: float | None = None
+    macro_f1: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    percentage_agreement: float | None = None
+    cohen_kappa: float | None = None
+    ceiling: float | None = None
+    ceiling_pairs: int = 0
+    fleiss_kappa: float | None = None
+    confusion: tuple[tuple[int, ...], ...] | None = None
+    levels: Mapping[str, int] = field(default_factory=dict)
+    distribution: Mapping[str, Any] | None = None
+    baseline_f1: float | None = None
+    correction: CorrectionReport | None = None
+    correction_map: ScoreCorrection | None = None
+    unscored_reasons: tuple[str, ...] = ()
+
+    @property
+    def threshold(self) -> float:
+        return self.options.threshold
+
+    @property
+    def n_unscored(self) -> int:
+        return self.n_items - self.n_scored
+
+    @property
+    def compared_value(self) -> float | None:
+        """What is held against the threshold: F1, or the CI's lower bound."""
+        return self.ci_low if self.options.ci_lower_bound else self.f1
+
+    @property
+    def passed(self) -> bool:
+        value = self.compared_value
+        return self.problem is None and value is not None and value + _TOLERANCE >= self.threshold
+
+    @property
+    def single_annotator(self) -> int:
+        return int(self.levels.get("single", 0))
+
+    @property
+    def overall(self) -> Mapping[str, Any] | None:
+        return None if self.distribution is None else self.distribution.get("all")
+
+    @property
+    def best_label(self) -> int:
+        """The scale's best score: the top for higher-is-better metrics, else the bottom."""
+        return max(self.labels) if self.higher_is_better else min(self.labels)
+
+    def share_of(self, label: int, side: Literal["judge", "human"], group: str = "all") -> float | None:
+        if self.distribution is None or group not in self.distribution:
+            return None
+        shares = self.distribution[group][f"{side}_share"]
+        return float(shares[self.labels.index(label)])
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form of every diagnostic (None where a statistic is undefined)."""
+        overall = self.overall
+        best = self.best_label
+        top = max(self.labels)
+        return {
+            "language": self.language,
+            "metric": self.metric,
+            "labels": list(self.labels),
+            "higher_is_better": self.higher_is_better,
+            "f1": self.f1,
+            "macro_f1": self.macro_f1,
+            "ci": {
+                "low": self.ci_low,
+                "high": self.ci_high,
+                "confidence": self.options.confidence,
+                "resamples": self.options.resamples,
+                "seed": self.options.seed,
+            },
+            "threshold": self.threshold,
+            "compared": "ci_low" if self.options.ci_lower_bound else "f1",
+            "n": self.n_scored,
+            "n_items": self.n_items,
+            "n_unscored": self.n_unscored,
+            "unscored_reasons": list(self.unscored_reasons),
+            "min_items": self.options.min_items,
+            "max_unscored_rate": self.options.max_unscored_rate,
+            "ceiling": self.ceiling,
+            "ceiling_mode": self.options.ceiling,
+            "ceiling_pairs": self.ceiling_pairs,
+            "pa": self.percentage_agreement,
+            "kappa": self.cohen_kappa,
+            "fleiss": self.fleiss_kappa,
+            "baseline_f1": self.baseline_f1,
+            "confusion": None
+            if self.confusion is None
+            else {
+                "labels": list(self.labels),
+                "rows": "human",
+                "columns": "judge",
+                "matrix": [list(r) for r in self.confusion],
+            },
+            "aggregation": self.options.aggregation,
+            "agreement_levels": dict(self.levels),
+            "single_annotator": self.single_annotator,
+            "distribution": None if self.distribution is None else dict(self.distribution),
+            "skew": None
+            if overall is None
+            else {
+                "judge_mean": overall["judge_mean"],
+                "human_mean": overall["human_mean"],
+                "skew": overall["skew"],
+                "top_label": top,
+                "judge_top_share": overall["judge_top_share"],
+                "human_top_share": overall["human_top_share"],
+                "best_label": best,
+                "judge_best_share": self.share_of(best, "judge"),
+                "human_best_share": self.share_of(best, "human"),
+            },
+            "correction": None if self.correction is None else self.correction.to_dict(),
+            "problem": self.problem,
+            "passed": self.passed,
+        }
+
+
+def _majority_baseline(confusion: npt.NDArray[np.int64]) -> float:
+    """Weighted F1 of always answering the most common human label."""
+    support = confusion.sum(axis=1)
+    constant = np.zeros_like(confusion)
+    constant[:, int(np.argmax(support))] = support
+    return float(weighted_f1_from_confusion(constant))
+
+
+def evaluate_gate(
+    human: npt.ArrayLike,
+    judge: npt.ArrayLike,
+    labels: Sequence[int],
+    options: GateOptions,
+    *,
+    language: str = "",
+    metric: str = "",
+    higher_is_better: bool = True,
+    unscored_reasons: Sequence[str] = (),
+) -> GateResult:
+    """Compute the gate (see the module docstring). ``judge`` holds NaN for unscored items."""
+    ratings = np.asarray(human, dtype=np.float64)
+    if ratings.ndim != 2:
+        raise ValueError(f"human must be an items x annotators matrix, got shape {ratings.shape}")
+    scores = np.asarray(judge, dtype=np.float64).reshape(-1)
+    if scores.size != ratings.shape[0]:
+        raise ValueError(f"{ratings.shape[0]} labelled items but {scores.size} judge scores")
+    scale = tuple(int(x) for x in labels)
+    n_items = int(ratings.shape[0])
+    scored = ~np.isnan(scores)
+    n_scored = int(np.count_nonzero(scored))
+    base: dict[str, Any] = {
+        "language": language,
+        "metric": metric,
+        "labels": scale,
+        "higher_is_better": higher_is_better,
+        "options": options,
+        "n_items": n_items,
+        "n_scored": n_scored,
+        "unscored_reasons": tuple(unscored_reasons)[:5],
+    }
+    if n_items == 0:
+        return GateResult(**base, problem=f"no labelled items (min_items {options.min_items})")
+
+    aggregated = aggregate_labels(ratings, options.aggregation, labels=scale)
+    levels = {level: int(np.count_nonzero(aggregated.level == level)) for level in AGREEMENT_LEVELS}
+    base["levels"] = {level: count for level, count in levels.items() if count}
+    try:
+        base["fleiss_kappa"] = _optional(fleiss_kappa(ratings, scale))
+    except StatisticsError:
+        pass
+    try:
+        if options.ceiling == "annotators":
+            ceiling = pairwise_annotator_f1(ratings, labels=scale)
+        else:
+            ceiling = pairwise_slot_f1(ratings, scale)
+        base["ceiling"] = ceiling.mean
+        base["ceiling_pairs"] = len(ceiling.pairs)
+    except StatisticsError:
+        pass
+
+    problems: list[str] = []
+    if n_items < options.min_items:
+        problems.append(f"too few items: {n_items} < min_items {options.min_items}")
+    if n_scored == 0:
+        problems.append("no item has a judge score")
+    elif (n_items - n_scored) / n_items > options.max_unscored_rate + _TOLERANCE:
+        problems.append(
+            f"{n_items - n_scored} of {n_items} items have no judge score "
+            f"(max_unscored_rate {options.max_unscored_rate:g})"
+        )
+    if problems:
+        base["problem"] = "; ".join(problems)
+    if n_scored == 0:
+        return GateResult(**base)
+
+    truth = aggregated.labels[scored]
+    predicted = as_label_array(scores[scored], "judge scores")
+    report = agreement_report(truth, predicted, scale)
+    interval = bootstrap_confusion_ci(
+        report.confusion,
+        weighted_f1_from_confusion,
+        n_resamples=options.resamples,
+        confidence=options.confidence,
+        rng=options.seed,
+    )
+    distribution = class_distribution(truth, predicted, aggregated.level[scored], scale)
+    correction = evaluate_correction(
+        truth, predicted, scale, method=options.correction_method, holdout=options.holdout, seed=options.correction_seed
+    )
+    return GateResult(
+        **base,
+        f1=report.weighted_f1,
+        macro_f1=report.macro_f1,
+        ci_low=_optional(interval.low),
+        ci_high=_optional(interval.high),
+        percentage_agreement=report.percentage_agreement,
+        cohen_kappa=_optional(report.cohen_kappa),
+        confusion=tuple(tuple(int(x) for x in row) for row in report.confusion),
+        distribution=distribution.to_dict(),
+        baseline_f1=_majority_baseline(report.confusion),
+        correction=correction,
+        correction_map=correction.correction
+        if correction is not None
+        else fit_correction(truth, predicted, scale, options.correction_method),
+    )

@@ -1,0 +1,391 @@
+"""pytest nodes of calibration sets, and the guard for suite items with a calibrated judge.
+
+* :class:`CalibrationFile` (``pytest.File``): a YAML file with a top-level ``calibration:``
+  key. An invalid file yields one :class:`InvalidCalibrationItem` that fails with
+  ``file:line: field: message``, so everything else still runs.
+* :class:`GateItem`: ``cal.yaml::agreement[<language>-<metric>]``, the human-agreement gate.
+  A language x metric listed under ``gate.xfail`` gets a strict ``xfail`` marker that only
+  catches a threshold failure (:class:`GateFailure`): too few items or unscored items
+  (:class:`GateError`) still fail, and a marked gate that starts passing fails as XPASS.
+* :class:`ConsistencyItem` ``consistency[<language>-<metric>]`` and
+  :class:`SensitivityItem` ``sensitivity[<language>-<metric>]``: the judge sanity checks.
+  They need the live judge: without credentials they skip (fail with
+  ``--llmjudge-require-judge``), like suite items.
+
+Every item records JUnit ``user_properties`` (calibration, language, metric, judge and its
+numbers) and a structured ``llmjudge_result`` dict that travels with the report.
+:func:`guard_suite_item` runs before a suite item's test body: when the suite's judge names a
+calibration set and a judge-scored case's language failed its gate, the item fails (or
+xfails/skips, ``judge.uncalibrated``) with "judge <model> is not calibrated for <language>:
+F1 0.41 < 0.70 ..." instead of being scored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_llmjudge.aggregate import ALL_LANGUAGES
+from pytest_llmjudge.calibration.build import CalibrationSet
+from pytest_llmjudge.calibration.report import gate_message
+from pytest_llmjudge.calibration.store import CalibrationStore, judge_scored_languages
+from pytest_llmjudge.errors import LLMJudgeError
+from pytest_llmjudge.nodes import AggregateItem, CaseFailure, CaseItem, json_safe
+
+store_key = pytest.StashKey["CalibrationStore"]()
+
+
+class GateFailure(Exception):
+    """A gate (or sanity check) missed its threshold."""
+
+
+class GateError(Exception):
+    """A gate could not be decided (too few items, unscored items): never an expected failure."""
+
+
+def get_store(config: pytest.Config) -> CalibrationStore:
+    """The run's calibration store (created on first use)."""
+    from pytest_llmjudge.plugin import scoreboard_key
+
+    store = config.stash.get(store_key, None)
+    if store is None:
+        store = CalibrationStore(config.stash[scoreboard_key])
+        config.stash[store_key] = store
+    return store
+
+
+class CalibrationFile(pytest.File):
+    """A calibration set."""
+
+    calibration: CalibrationSet | None = None
+
+    def collect(self) -> Iterator[pytest.Item]:
+        store = get_store(self.config)
+        try:
+            cal = store.load(self.path)
+        except LLMJudgeError as exc:
+            yield InvalidCalibrationItem.from_parent(self, name="calibration-error", error=str(exc))
+            return
+        self.calibration = cal
+        gate_problem = store.judge_problem(cal) if cal.scores == "judge" else None
+        for language, metric in cal.groups():
+            item = GateItem.from_parent(
+                self,
+                name=f"agreement[{language}-{metric}]",
+                calibration=cal,
+                language=language,
+                metric=metric,
+                judge_problem=gate_problem,
+            )
+            reason = cal.gate.xfail_for(language, metric)
+            if reason is not None:
+                item.add_marker(pytest.mark.xfail(reason=reason, strict=True, raises=GateFailure))
+            yield item
+        if cal.sanity is None:
+            return
+        problem = store.judge_problem(cal)
+        for language in store.sanity_languages(cal):
+            if cal.sanity.consistency is not None:
+                for metric in store.consistency_metrics(cal):
+                    if (language, metric) in cal.labelled:
+                        yield ConsistencyItem.from_parent(
+                            self,
+                            name=f"consistency[{language}-{metric}]",
+                            calibration=cal,
+                            language=language,
+                            metric=metric,
+                            judge_problem=problem,
+                        )
+            if cal.sanity.sensitivity is not None:
+                metric = cal.sanity.sensitivity.metric
+                yield SensitivityItem.from_parent(
+                    self,
+                    name=f"sensitivity[{language}-{metric}]",
+                    calibration=cal,
+                    language=language,
+                    metric=metric,
+                    judge_problem=problem,
+                )
+
+
+class InvalidCalibrationItem(pytest.Item):
+    """Stands in for a calibration file that failed to load."""
+
+    def __init__(self, *, error: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.error = error
+
+    def runtest(self) -> None:
+        raise GateError(self.error)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, GateError):
+            return f"invalid calibration set: {excinfo.value}"
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, 0, "invalid calibration set"
+
+
+class _CalibrationItem(pytest.Item):
+    calibration: CalibrationSet
+    language: str
+    metric: str
+    judge_problem: str | None
+    llmjudge_result: dict[str, Any] | None = None
+
+    def __init__(
+        self, *, calibration: CalibrationSet, language: str, metric: str, judge_problem: str | None, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.calibration = calibration
+        self.language = language
+        self.metric = metric
+        self.judge_problem = judge_problem
+        self.extra_keyword_matches.update({language, metric, "calibration"})
+
+    @property
+    def store(self) -> CalibrationStore:
+        return get_store(self.config)
+
+    def setup(self) -> None:
+        if self.judge_problem is None:
+            return
+        from pytest_llmjudge.plugin import settings_key
+
+        label = self.store.live_label(self.calibration)
+        message = f"judge {label} {self.judge_problem}"
+        if self.config.stash[settings_key].require_judge:
+            pytest.fail(message + " (--llmjudge-require-judge is set)", pytrace=False)
+        raise pytest.skip.Exception(message, _use_item_location=True)
+
+    def _record(self, **properties: Any) -> None:
+        for name, value in properties.items():
+            if value is not None:
+                self.user_properties.append((name, value if not isinstance(value, float) else round(value, 6)))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, (GateFailure, GateError)):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo, style=style))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        line = self.calibration.line - 1 if self.calibration.line else 0
+        return self.path, line, self.name
+
+
+class GateItem(_CalibrationItem):
+    """Judge-vs-human weighted F1 of one language x metric against its threshold."""
+
+    def runtest(self) -> None:
+        cal = self.calibration
+        store = self.store
+        result = store.gate(cal, self.language, self.metric)
+        judge = store.judge_label(cal)
+        xfail = cal.gate.xfail_for(self.language, self.metric)
+        overall = result.overall or {}
+        self._record(
+            calibration=cal.name,
+            language=self.language,
+            metric=self.metric,
+            judge=judge,
+            f1=result.f1,
+            threshold=result.threshold,
+            compared="ci_low" if result.options.ci_lower_bound else "f1",
+            ceiling=result.ceiling,
+            n=result.n_scored,
+            n_items=result.n_items,
+            ci_low=result.ci_low,
+            ci_high=result.ci_high,
+            pa=result.percentage_agreement,
+            kappa=result.cohen_kappa,
+            fleiss=result.fleiss_kappa,
+            skew=overall.get("skew"),
+            judge_top_share=overall.get("judge_top_share"),
+            human_top_share=overall.get("human_top_share"),
+            single_annotator=result.single_annotator,
+            problem=result.problem,
+        )
+        self.llmjudge_result = json_safe(
+            {
+                "kind": "gate",
+                "suite": cal.name,
+                "calibration": cal.name,
+                "calibration_path": str(cal.path),
+                "judge": judge,
+                "scores": cal.scores,
+                "xfail": xfail,
+                **result.to_dict(),
+            }
+        )
+        if result.passed:
+            return
+        message = gate_message(result, calibration=cal.name, judge=judge)
+        if result.problem is not None:
+            raise GateError(message)
+        raise GateFailure(message)
+
+
+class ConsistencyItem(_CalibrationItem):
+    """k repeated requests per item must give the same score (Hada et al. 2024a, sec. 4.2.1)."""
+
+    def runtest(self) -> None:
+        cal = self.calibration
+        result = self.store.consistency(cal, self.language, self.metric)
+        judge = self.store.live_label(cal)
+        self._record(
+            calibration=cal.name,
+            language=self.language,
+            metric=self.metric,
+            judge=judge,
+            check="consistency",
+            rate=result.rate,
+            threshold=result.min_agreement,
+            n=result.n_items,
+            repeats=result.repeats,
+        )
+        self.llmjudge_result = json_safe(
+            {
+                "kind": "consistency",
+                "calibration": cal.name,
+                "calibration_path": str(cal.path),
+                "judge": judge,
+                "language": self.language,
+                "metric": self.metric,
+                "passed": result.passed,
+                "result": result.to_dict(),
+            }
+        )
+        if result.passed:
+            return
+        spread = [
+            f"{case_id}: {', '.join('-' if v is None else f'{v:g}' for v in samples)}"
+            for case_id, samples in zip(
+                [item.case.id for item in cal.items(self.language, self.metric)], result.samples, strict=False
+            )
+            if None in samples or len(set(samples)) > 1
+        ]
+        head = (
+            f"FAILED: judge {judge} is not consistent in {self.language} {self.metric}: "
+            f"{result.n_consistent}/{result.n_items} items gave the same score in all {result.repeats} requests "
+            f"(rate {0.0 if result.rate is None else result.rate:.2f} < {result.min_agreement:.2f})"
+        )
+        if result.problem:
+            head = f"ERROR: consistency of judge {judge} in {self.language} {self.metric}: {result.problem}"
+        raise GateFailure("\n".join([head, *[f"  {line}" for line in spread[:10]]]))
+
+
+class SensitivityItem(_CalibrationItem):
+    """Shuffled words must lower the score on most items (Hada et al. 2024a, sec. 4.3)."""
+
+    def runtest(self) -> None:
+        cal = self.calibration
+        run = self.store.sensitivity(cal, self.language)
+        result = run.result
+        judge = self.store.live_label(cal)
+        self._record(
+            calibration=cal.name,
+            language=self.language,
+            metric=self.metric,
+            judge=judge,
+            check="sensitivity",
+            rate=result.rate,
+            threshold=result.min_lowered,
+            n=result.eligible + result.n_unscored,
+            worse=result.n_worse,
+        )
+        self.llmjudge_result = json_safe(
+            {
+                "kind": "sensitivity",
+                "calibration": cal.name,
+                "calibration_path": str(cal.path),
+                "judge": judge,
+                "language": self.language,
+                "metric": self.metric,
+                "passed": result.passed,
+                "result": result.to_dict(),
+                "perturbations": [
+                    None
+                    if p is None
+                    else {
+                        "id": case_id,
+                        "seed": p.seed,
+                        "unit": p.unit,
+                        "n_units": p.n_units,
+                        "positions": list(p.positions),
+                    }
+                    for case_id, p in run.perturbations
+                ],
+            }
+        )
+        if result.passed:
+            return
+        if result.problem:
+            raise GateFailure(f"ERROR: sensitivity of judge {judge} in {self.language} {self.metric}: {result.problem}")
+        raise GateFailure(
+            f"FAILED: judge {judge} does not notice shuffled words in {self.language} ({self.metric}): "
+            f"{result.n_worse} of {result.eligible + result.n_unscored} items rated worse "
+            f"(rate {0.0 if result.rate is None else result.rate:.2f} < {result.min_lowered:.2f}); "
+            f"same {result.n_same}, better {result.n_better}, unscored {result.n_unscored}, "
+            f"already at the worst score {result.n_at_worst}, not perturbable {result.n_unperturbable}"
+        )
+
+
+def guard_suite_item(item: pytest.Item) -> None:
+    """Stop a suite item whose judge is not calibrated for a language it would score."""
+    if isinstance(item, CaseItem):
+        suite = item.suite
+        metric = item.threshold.metric
+        languages = judge_scored_languages(suite, metric, (item.case,))
+    elif isinstance(item, AggregateItem):
+        suite = item.suite
+        metric = item.check.spec.metric
+        cases = [c for c in suite.cases if item.language in (ALL_LANGUAGES, c.language)]
+        languages = judge_scored_languages(suite, metric, cases)
+    else:
+        return
+    if suite.judge.calibration is None or not languages or item.judge_problem is not None:
+        return
+    store = get_store(item.config)
+    failing = [
+        check for check in (store.check(suite, language, metric) for language in languages) if not check.calibrated
+    ]
+    if not failing:
+        return
+    policy = suite.judge.uncalibrated
+    first = failing[0]
+    message = "\n".join(str(check.message) for check in failing)
+    case_id = item.case.id if isinstance(item, CaseItem) else None
+    item.user_properties.extend(
+        [
+            ("suite", suite.name),
+            ("metric", metric),
+            ("language", item.case.language if isinstance(item, CaseItem) else item.language),
+            ("judge", first.judge),
+            ("calibration", first.calibration),
+            ("uncalibrated", message),
+        ]
+        + ([("case", case_id)] if case_id is not None else [])
+    )
+    item.llmjudge_result = json_safe(
+        {
+            "kind": "uncalibrated",
+            "suite": suite.name,
+            "suite_path": str(suite.path),
+            "case": case_id,
+            "language": item.case.language if isinstance(item, CaseItem) else item.language,
+            "metric": metric,
+            "judge": first.judge,
+            "policy": {"fail": "failed", "xfail": "xfailed", "skip": "skipped"}[policy],
+            "checks": [check.to_dict() for check in failing],
+            "passed": False,
+        }
+    )
+    if policy == "skip":
+        raise pytest.skip.Exception(message, _use_item_location=True)
+    if policy == "xfail":
+        pytest.xfail(message)
+    raise CaseFailure(message)

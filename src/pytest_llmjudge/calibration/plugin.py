@@ -1,0 +1,180 @@
+"""pytest hooks of the calibration feature: collection, planning, the suite guard, summary, fixture.
+
+Registered by the main plugin (``FEATURE_PLUGINS``) and, like it, inert without
+``--llmjudge`` (the fixture excepted, which works like ``llmjudge_judge``):
+
+* ``pytest_collect_file``: YAML files with a top-level ``calibration:`` key become
+  :class:`~pytest_llmjudge.calibration.nodes.CalibrationFile` nodes;
+* ``pytest_collection_finish``: plans the live judge calls that the selected gate and
+  sanity items, and the selected items of suites with ``judge.calibration``, will need.
+  Every xdist worker plans the same calls, which the scoreboard shares between workers;
+* ``pytest_runtest_call`` (first): the guard that stops judge-scored suite items in
+  languages where their judge failed the gate (:func:`guard_suite_item`);
+* ``pytest_terminal_summary``: the per-language gate table, the best-score share by
+  annotator agreement and the sanity checks (:func:`~pytest_llmjudge.calibration.report.render_summary`);
+* the ``llmjudge_calibrated_judge`` fixture, bound to ``--llmjudge-calibration`` or the ini
+  key ``llmjudge_calibration`` (a relative path is taken from the invocation directory on
+  the command line, from the rootdir in the ini file).
+
+The score correction is wired in through ``ScoreBoard.score_adjusters``: it changes a live
+judge score only for suites that set ``judge.correction: true``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_llmjudge.plugin import is_enabled, results_key, scoreboard_key
+
+if TYPE_CHECKING:
+    from pytest_llmjudge.calibration.judge import CalibratedJudge
+    from pytest_llmjudge.calibration.nodes import CalibrationFile
+    from pytest_llmjudge.judge import Judge
+
+_CALIBRATION_MARKER = re.compile(r"^calibration\s*:", re.MULTILINE)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("llmjudge")
+    help_text = "Calibration set that the llmjudge_calibrated_judge fixture checks the judge against."
+    group.addoption("--llmjudge-calibration", default=None, dest="llmjudge_calibration", help=help_text)
+    parser.addini("llmjudge_calibration", help_text, default=None)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    if not is_enabled(config):
+        return
+    from pytest_llmjudge.calibration.nodes import get_store
+
+    board = config.stash.get(scoreboard_key, None)
+    if board is not None:
+        store = get_store(config)
+        board.score_adjusters.append(store.adjust)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CalibrationFile | None:
+    if not is_enabled(parent.config) or file_path.suffix not in (".yaml", ".yml"):
+        return None
+    try:
+        with file_path.open(encoding="utf-8", errors="replace") as handle:
+            head = handle.read(65536)
+    except OSError:
+        return None
+    if not _CALIBRATION_MARKER.search(head):
+        return None
+    from pytest_llmjudge.calibration.nodes import CalibrationFile
+
+    node: CalibrationFile = CalibrationFile.from_parent(parent, path=file_path)
+    return node
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if not is_enabled(session.config):
+        return
+    from pytest_llmjudge.calibration.nodes import (
+        ConsistencyItem,
+        GateItem,
+        SensitivityItem,
+        get_store,
+    )
+    from pytest_llmjudge.nodes import AggregateItem, CaseItem
+
+    store = get_store(session.config)
+    suites: dict[str, Any] = {}
+    for item in session.items:
+        if isinstance(item, GateItem) and item.judge_problem is None:
+            store.plan_gate(item.calibration)
+        elif isinstance(item, ConsistencyItem) and item.judge_problem is None:
+            store.plan_consistency(item.calibration, item.language, item.metric)
+        elif isinstance(item, SensitivityItem) and item.judge_problem is None:
+            store.plan_sensitivity(item.calibration, item.language)
+        elif isinstance(item, (CaseItem, AggregateItem)) and item.judge_problem is None:
+            if item.suite.judge.calibration is not None:
+                suites.setdefault(str(item.suite.path), item.suite)
+    for suite in suites.values():
+        if suite.needs_live_judge:
+            store.plan_suite(suite)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    if not is_enabled(item.config):
+        return
+    from pytest_llmjudge.calibration.nodes import guard_suite_item
+
+    guard_suite_item(item)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if not is_enabled(config) or hasattr(config, "workerinput") or config.get_verbosity() < 0:
+        return
+    collector = config.stash.get(results_key, None)
+    if collector is None:
+        return
+    records = [r for r in collector.records if r.get("kind") in ("gate", "consistency", "sensitivity", "uncalibrated")]
+    if not records:
+        return
+    from pytest_llmjudge.calibration.report import render_summary
+
+    lines = render_summary(records)
+    if lines:
+        terminalreporter.write_sep("=", "llmjudge calibration")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
+def _calibration_path(config: pytest.Config) -> Path | None:
+    cli = config.getoption("llmjudge_calibration", default=None)
+    if cli:
+        path = Path(cli).expanduser()
+        return path if path.is_absolute() else Path(config.invocation_params.dir) / path
+    ini = config.getini("llmjudge_calibration")
+    if ini:
+        path = Path(str(ini)).expanduser()
+        return path if path.is_absolute() else Path(config.rootpath) / path
+    return None
+
+
+@pytest.fixture(scope="session")
+def llmjudge_calibrated_judge(pytestconfig: pytest.Config, llmjudge_judge: Judge) -> Iterator[CalibratedJudge]:
+    """The configured judge, bound to the calibration set of ``--llmjudge-calibration``.
+
+    ``score(text, rubric=..., language=...)`` fails the test with "judge <model> is not
+    calibrated for <language>: F1 ... < ..." when the judge failed that language's gate.
+    """
+    from pytest_llmjudge.calibration.judge import CalibratedJudge
+    from pytest_llmjudge.calibration.nodes import get_store
+    from pytest_llmjudge.calibration.store import CalibrationStore
+    from pytest_llmjudge.execution.scoreboard import ScoreBoard
+
+    path = _calibration_path(pytestconfig)
+    if path is None:
+        pytest.fail(
+            "llmjudge_calibrated_judge needs a calibration set: pass --llmjudge-calibration=PATH "
+            "or set llmjudge_calibration in the ini file",
+            pytrace=False,
+        )
+    if not path.is_file():
+        pytest.fail(f"calibration set not found: {path}", pytrace=False)
+
+    def fail(message: str) -> Any:
+        pytest.fail(message, pytrace=False)
+
+    board = pytestconfig.stash[scoreboard_key]
+    store = get_store(pytestconfig)
+    private: ScoreBoard | None = None
+    if board.share is not None:
+        # Under xdist, calibration calls are shared between workers only when every worker
+        # planned them after collection. Nobody plans a fixture's calls, so this worker makes
+        # them itself (through the same on-disk cache) instead of waiting for a peer.
+        private = ScoreBoard(board.registry, board.settings)
+        store = CalibrationStore(private)
+    yield CalibratedJudge(board, store, path, on_uncalibrated=fail)
+    if private is not None:
+        private.close()

@@ -1,0 +1,233 @@
+"""The YAML format of calibration sets, as pydantic models (``extra="forbid"``).
+
+A calibration file is a mapping with a top-level ``calibration:`` name; that key is how the
+collector tells it from a suite (``suite:``) or any other YAML file. ``docs/calibration.md``
+documents every field with examples.
+
+The format follows what the methods need (METAL, Hada et al. 2024b, sec. 3.2 and 4.4; Hada
+et al. 2024a, sec. 3.4): items carry a language, the judged text (and the input or
+reference a rubric may need), and per metric the labels of each annotator by annotator id.
+Judge scores are either recorded with the items (``recorded:``, the same shape as a suite
+case's recorded scores, so the PARIKSHA release loads unchanged) or asked of a live judge.
+
+An item gives its labels in one of two shapes:
+
+* ``human: {metric: {annotator_id: label, ...}, ...}``: several metrics per item (the
+  PARIKSHA JSONL records have three);
+* ``metric: name`` with ``labels: {annotator_id: label, ...}``: one metric.
+
+Degenerate cases rejected here: an item with both shapes or neither, an empty label
+mapping (an item nobody labelled can't be aggregated), a file with neither ``items`` nor
+``items_file``, a threshold outside [0, 1], a calibration judge that names a calibration
+set itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from pytest_llmjudge.stats.annotators import AggregationRule
+from pytest_llmjudge.suite.schema import JudgeConfig, RecordedScore, RubricConfig
+
+__all__ = [
+    "CalibrationConfig",
+    "CalibrationItemConfig",
+    "ConsistencyConfig",
+    "CorrectionConfig",
+    "GateConfig",
+    "ItemsFileConfig",
+    "SanityConfig",
+    "SensitivityConfig",
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+Labels = dict[str | int, int]
+
+
+class CalibrationItemConfig(_Strict):
+    """One judged text with its annotators' labels (and, optionally, recorded judge scores)."""
+
+    id: str = Field(..., min_length=1)
+    language: str = Field(..., min_length=2, description="ISO 639-1 or BCP-47 code, e.g. 'hi', 'pt-BR'.")
+    output: str = Field(..., description="The judged text.")
+    input: str | None = None
+    reference: str | None = None
+    context: list[str] | str | None = None
+    metric: str | None = Field(None, description="With 'labels': the one metric this item is labelled on.")
+    labels: Labels | None = Field(None, description="With 'metric': annotator id -> label.")
+    human: dict[str, Labels] = Field(
+        default_factory=dict, description="metric -> annotator id -> label (several metrics per item)."
+    )
+    recorded: dict[str, RecordedScore | float] = Field(
+        default_factory=dict, description="Judge scores made elsewhere, per metric."
+    )
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id")
+    @classmethod
+    def _id_is_clean(cls, value: str) -> str:
+        if value != value.strip() or "\n" in value:
+            raise ValueError("item ids can't have newlines or edge spaces")
+        return value
+
+    @model_validator(mode="after")
+    def _one_label_shape(self) -> CalibrationItemConfig:
+        short = self.metric is not None or self.labels is not None
+        if short and self.human:
+            raise ValueError("give either 'human' or 'metric' with 'labels', not both")
+        if short and (self.metric is None or self.labels is None):
+            raise ValueError("'metric' and 'labels' go together")
+        if not short and not self.human:
+            raise ValueError(
+                "an item needs annotator labels: 'human: {metric: {annotator: label}}' or 'metric' + 'labels'"
+            )
+        for metric, labels in self.label_sets().items():
+            if not labels:
+                raise ValueError(f"no annotator labels for {metric!r}")
+        return self
+
+    def label_sets(self) -> dict[str, dict[str, int]]:
+        """metric -> {annotator id (as text): label}, whichever shape the item used."""
+        if self.metric is not None and self.labels is not None:
+            return {self.metric: {str(k): v for k, v in self.labels.items()}}
+        return {metric: {str(k): v for k, v in labels.items()} for metric, labels in self.human.items()}
+
+
+class ItemsFileConfig(_Strict):
+    """A JSONL file of items next to the calibration file, optionally filtered."""
+
+    path: str
+    extra_fields: Literal["error", "metadata"] = Field(
+        "error", description="Keys an item doesn't define: reject them, or move them into metadata."
+    )
+    where: dict[str, Any] = Field(
+        default_factory=dict, description="Keep only records whose top-level fields equal these values."
+    )
+
+
+class GateConfig(_Strict):
+    """When a language x metric passes: weighted F1 (or its CI lower bound) >= threshold."""
+
+    threshold: float = Field(..., ge=0.0, le=1.0, description="Minimum judge-vs-human weighted F1.")
+    per_metric: dict[str, float] = Field(default_factory=dict, description="metric -> threshold.")
+    per_language: dict[str, float | dict[str, float]] = Field(
+        default_factory=dict,
+        description="language -> threshold, or language -> {metric: threshold}.",
+    )
+    ci_lower_bound: bool = Field(False, description="Compare the bootstrap CI's lower bound instead of F1.")
+    confidence: float = Field(0.95, gt=0.5, lt=1.0)
+    resamples: int = Field(1000, ge=10, le=100_000)
+    seed: int = Field(0, description="Seed of the bootstrap resamples.")
+    min_items: int = Field(30, ge=1, description="Fewer labelled items in a language x metric is an error.")
+    max_unscored_rate: float = Field(
+        0.0, ge=0.0, le=1.0, description="Share of items without a judge score tolerated (default none)."
+    )
+    xfail: dict[str, str | dict[str, str]] = Field(
+        default_factory=dict,
+        description="Known failures: language -> reason, or language -> {metric: reason}.",
+    )
+
+    @field_validator("per_metric")
+    @classmethod
+    def _metric_thresholds_in_range(cls, value: dict[str, float]) -> dict[str, float]:
+        for metric, threshold in value.items():
+            if not 0.0 <= threshold <= 1.0:
+                raise ValueError(f"threshold of {metric!r} must be in [0, 1], got {threshold}")
+        return value
+
+    @field_validator("per_language")
+    @classmethod
+    def _language_thresholds_in_range(
+        cls, value: dict[str, float | dict[str, float]]
+    ) -> dict[str, float | dict[str, float]]:
+        for language, entry in value.items():
+            thresholds = entry if isinstance(entry, dict) else {"": entry}
+            for threshold in thresholds.values():
+                if not 0.0 <= threshold <= 1.0:
+                    raise ValueError(f"threshold for {language!r} must be in [0, 1], got {threshold}")
+        return value
+
+
+class CorrectionConfig(_Strict):
+    """The per-language score correction and its held-out evaluation."""
+
+    method: Literal["most_likely", "expected"] = Field(
+        "most_likely",
+        description="most_likely: the human label most often given to a raw judge score; "
+        "expected: the mean human label for it.",
+    )
+    holdout: float = Field(0.3, gt=0.0, lt=1.0, description="Share of items held out to evaluate the correction.")
+    seed: int = Field(0, description="Seed of the held-out split.")
+
+
+class ConsistencyConfig(_Strict):
+    """Repeat the same request k times; the scores must agree (Hada et al. 2024a, sec. 3.5, 4.2.1)."""
+
+    repeats: int = Field(5, ge=2, le=20)
+    min_agreement: float = Field(0.9, ge=0.0, le=1.0, description="Share of items whose k scores must all be equal.")
+    items: int = Field(10, ge=1, description="Items per language (the first ones by id).")
+    metrics: list[str] | None = Field(None, description="Metrics to check (default: every gated metric).")
+
+
+class SensitivityConfig(_Strict):
+    """Shuffle some words of each output; the judge must rate it worse (Hada et al. 2024a, sec. 4.3)."""
+
+    metric: str = "linguistic_acceptability"
+    fraction: float = Field(0.1, gt=0.0, le=1.0, description="Share of the words that are shuffled.")
+    seed: int = Field(0, description="Seed of the shuffles (each item's own seed derives from it and the item id).")
+    min_lowered: float = Field(
+        0.6, ge=0.0, le=1.0, description="Share of items whose score must get worse after shuffling."
+    )
+    items: int = Field(10, ge=1, description="Items per language (the first ones by id).")
+
+
+class SanityConfig(_Strict):
+    """Judge sanity checks, run through the live judge."""
+
+    consistency: ConsistencyConfig | None = None
+    sensitivity: SensitivityConfig | None = None
+    languages: list[str] | None = Field(None, description="Languages to check (default: all of the set).")
+
+
+class CalibrationConfig(_Strict):
+    """A whole calibration file."""
+
+    calibration: str = Field(..., min_length=1, description="Name; its presence marks the file as a calibration set.")
+    description: str | None = None
+    task: str | None = Field(None, description="What the judged texts answer, shown to a live judge.")
+    judge: JudgeConfig = Field(default_factory=JudgeConfig, description="The live judge (scores: judge, sanity).")
+    scores: Literal["recorded", "judge"] = Field(
+        "recorded", description="recorded: the items' recorded scores; judge: ask the live judge (cached)."
+    )
+    recorded_judge: str | None = Field(None, description="Who made the recorded scores, e.g. 'gpt-4 (PARIKSHA)'.")
+    rubrics: dict[str, RubricConfig] = Field(default_factory=dict)
+    metrics: list[str] | None = Field(None, description="Metrics to gate (default: every labelled metric).")
+    languages: list[str] | None = Field(
+        None, description="Languages to gate; a listed language without items is an error, not a pass."
+    )
+    aggregation: AggregationRule = Field(
+        "majority_then_rounded_mean", description="How annotator labels become one label per item."
+    )
+    ceiling: Literal["slots", "annotators"] = Field(
+        "slots",
+        description="Human ceiling pairs: each item's 1st/2nd/3rd label (slots), or fixed annotator ids.",
+    )
+    items: list[CalibrationItemConfig] = Field(default_factory=list)
+    items_file: str | ItemsFileConfig | list[str | ItemsFileConfig] | None = None
+    gate: GateConfig
+    correction: CorrectionConfig = Field(default_factory=CorrectionConfig)
+    sanity: SanityConfig | None = None
+
+    @model_validator(mode="after")
+    def _has_items(self) -> CalibrationConfig:
+        if not self.items and self.items_file is None:
+            raise ValueError("a calibration set needs 'items' or 'items_file'")
+        if self.judge.calibration is not None or self.judge.correction:
+            raise ValueError("a calibration set's own judge can't name a calibration set or enable correction")
+        return self

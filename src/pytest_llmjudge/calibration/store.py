@@ -1,0 +1,531 @@
+"""Per-run registry of calibration sets, their judge scores and their gate verdicts.
+
+One :class:`CalibrationStore` lives in ``config.stash`` for a run (one per xdist worker).
+Everything is computed lazily and cached: a calibration file is loaded once, a gate
+(language x metric x judge) is computed once, whether a gate item or a suite item asked
+first. Verdicts are deterministic (seeded bootstrap and splits), so every xdist worker
+reaches the same verdicts independently.
+
+Judge scores of a calibration set come from one of two places:
+
+* ``scores: recorded``: the items' recorded scores. A missing or null recorded score makes
+  the item unscored; the live judge is never called in this mode.
+* ``scores: judge``: the live judge, through the run's
+  :class:`~pytest_llmjudge.execution.scoreboard.ScoreBoard` (cache, concurrency, retries,
+  xdist sharing). The calibration items become cases of a synthetic suite whose name
+  carries a hash of the judge's settings, so two judges never share a call. Which judge:
+  the calibration file's own ``judge:`` for its gate items, and the *suite's* judge when a
+  suite names the file in ``judge.calibration``, so the verdict is about the judge that
+  will score the suite. Repeats are forced to 1 (agreement needs one label per item).
+
+Degenerate cases: a metric or language the calibration set has no items for makes the judge
+uncalibrated there (with a message saying so), never calibrated by default; an invalid
+calibration file makes every suite item that relies on it fail with the file's error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pytest_llmjudge.calibration.build import CalibrationSet, LabelledItem, build_calibration
+from pytest_llmjudge.calibration.gate import GateOptions, GateResult, evaluate_gate
+from pytest_llmjudge.calibration.sanity import (
+    ConsistencyResult,
+    Perturbation,
+    SensitivityResult,
+    item_seed,
+    shuffle_words,
+    summarize_consistency,
+    summarize_sensitivity,
+)
+from pytest_llmjudge.errors import LLMJudgeError, SuiteError
+from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
+from pytest_llmjudge.suite.expressions import Threshold
+from pytest_llmjudge.suite.model import Case, Suite
+from pytest_llmjudge.suite.schema import JudgeConfig
+
+__all__ = ["CalibrationCheck", "CalibrationStore", "SensitivityRun", "judge_scored_languages"]
+
+
+@dataclass(frozen=True)
+class CalibrationCheck:
+    """Whether a suite's judge may score one language x metric, and why not."""
+
+    calibration: str
+    path: Path
+    judge: str
+    language: str
+    metric: str
+    gate: GateResult | None
+    message: str | None
+
+    @property
+    def calibrated(self) -> bool:
+        return self.message is None
+
+    def to_dict(self) -> dict[str, Any]:
+        gate = self.gate
+        return {
+            "calibration": self.calibration,
+            "calibration_path": str(self.path),
+            "judge": self.judge,
+            "language": self.language,
+            "metric": self.metric,
+            "calibrated": self.calibrated,
+            "message": self.message,
+            "f1": None if gate is None else gate.f1,
+            "ci_low": None if gate is None else gate.ci_low,
+            "threshold": None if gate is None else gate.threshold,
+            "problem": None if gate is None else gate.problem,
+        }
+
+
+@dataclass(frozen=True)
+class SensitivityRun:
+    """The sensitivity check of one language: its verdict and the perturbed texts."""
+
+    result: SensitivityResult
+    metric: str
+    perturbations: tuple[tuple[str, Perturbation | None], ...]
+
+
+def judge_scored_languages(suite: Suite, metric: str, cases: Iterable[Case]) -> list[str]:
+    """Languages of ``cases`` whose ``metric`` score will come from the suite's live judge."""
+    if suite.metric_kinds.get(metric) != "rubric":
+        return []
+    return sorted({case.language for case in cases if metric not in case.recorded})
+
+
+def _number(value: float | str | None) -> float:
+    if value is None or isinstance(value, str):
+        return math.nan
+    return float(value)
+
+
+class CalibrationStore:
+    """Loads calibration sets and computes verdicts on demand (thread-safe, cached)."""
+
+    def __init__(self, board: ScoreBoard) -> None:
+        self.board = board
+        self._lock = threading.RLock()
+        self._sets: dict[Path, CalibrationSet | SuiteError] = {}
+        self._suites: dict[tuple[Path, str, str], Suite] = {}
+        self._gates: dict[tuple[Path, str, str, str], GateResult] = {}
+        self._planned: set[tuple[Path, str, str]] = set()
+        self._consistency: dict[tuple[Path, str, str], ConsistencyResult] = {}
+        self._sensitivity: dict[tuple[Path, str], SensitivityRun] = {}
+        self._perturbed: dict[tuple[Path, str], list[tuple[Case, Case | None, Perturbation | None]]] = {}
+
+    # -- files ---------------------------------------------------------------------------
+
+    def load(self, path: Path | str) -> CalibrationSet:
+        """The calibration set at ``path``; raises :class:`SuiteError` (cached) when invalid."""
+        key = Path(path).resolve()
+        with self._lock:
+            found = self._sets.get(key)
+            if found is None:
+                try:
+                    found = build_calibration(key, self.board.registry)
+                except SuiteError as exc:
+                    found = exc
+                except LLMJudgeError as exc:
+                    found = SuiteError(str(exc), path=key)
+                self._sets[key] = found
+        if isinstance(found, SuiteError):
+            raise found
+        return found
+
+    # -- judges --------------------------------------------------------------------------
+
+    def gate_judge(self, cal: CalibrationSet, judge: JudgeConfig | None = None) -> JudgeConfig:
+        """The judge config used to score the set: a suite's judge or the set's own, one repeat."""
+        base = judge if judge is not None else cal.judge
+        return base.model_copy(update={"repeats": 1, "calibration": None, "correction": False, "uncalibrated": "fail"})
+
+    def _suite(self, cal: CalibrationSet, judge: JudgeConfig, purpose: str) -> Suite:
+        key = (cal.path, judge.model_dump_json(), purpose)
+        with self._lock:
+            found = self._suites.get(key)
+            if found is None:
+                found = self._suites[key] = self._make_suite(cal, judge, purpose)
+            return found
+
+    def _make_suite(self, cal: CalibrationSet, judge: JudgeConfig, purpose: str) -> Suite:
+        probe = Suite(
+            name=cal.name, path=cal.path, cases=(), judge=judge, rubrics=cal.rubrics, metric_kinds={}, task=cal.task
+        )
+        settings = asdict(self.board.judge_settings(probe))
+        settings.update(
+            mode=judge.mode,
+            repeats=judge.repeats,
+            max_reasks=judge.max_reasks,
+            api_key_env=judge.api_key_env,
+            repeat_aggregate=judge.repeat_aggregate,
+        )
+        digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:12]
+        name = f"calibration:{cal.name}#{purpose}-{digest}"
+        sensitivity = cal.sanity.sensitivity if cal.sanity is not None else None
+        extra = (sensitivity.metric,) if sensitivity is not None else ()
+        cases = []
+        for case in cal.cases:
+            metrics = [t.metric for t in case.thresholds]
+            wanted = metrics + [m for m in extra if m not in metrics]
+            cases.append(
+                replace(
+                    case,
+                    suite=name,
+                    recorded={},
+                    thresholds=tuple(
+                        Threshold(metric=m, op=">=", value=float(cal.rubrics[m].scale[0])) for m in wanted
+                    ),
+                )
+            )
+        return Suite(
+            name=name,
+            path=cal.path,
+            cases=tuple(cases),
+            judge=judge,
+            rubrics=cal.rubrics,
+            metric_kinds={name: "rubric" for name in cal.rubrics},
+            task=cal.task,
+            description=cal.description,
+        )
+
+    def scoring_suite(self, cal: CalibrationSet, judge: JudgeConfig | None = None) -> Suite:
+        """The synthetic suite whose cases are the set's items, scored by the live judge."""
+        return self._suite(cal, self.gate_judge(cal, judge), "gate")
+
+    def _judge_key(self, cal: CalibrationSet, judge: JudgeConfig | None) -> str:
+        if cal.scores == "recorded":
+            return "recorded"
+        return self.scoring_suite(cal, judge).name
+
+    def judge_label(self, cal: CalibrationSet, judge: JudgeConfig | None = None) -> str:
+        """Who scored the set: the recorded judge's name, or ``provider:model`` of the live one."""
+        if cal.scores == "recorded":
+            return cal.recorded_label()
+        return self.live_label(cal, judge)
+
+    def live_label(self, cal: CalibrationSet, judge: JudgeConfig | None = None) -> str:
+        """``provider:model`` of the live judge (the one the sanity checks call)."""
+        return self.board.judge_settings(self.scoring_suite(cal, judge)).label
+
+    def judge_problem(self, cal: CalibrationSet, judge: JudgeConfig | None = None) -> str | None:
+        """Why the live judge can't be called (no key), or None."""
+        return self.board.judge_problem(self.scoring_suite(cal, judge))
+
+    # -- planning ------------------------------------------------------------------------
+
+    def _by_id(self, suite: Suite) -> dict[str, Case]:
+        return {case.id: case for case in suite.cases}
+
+    def gate_needs(self, cal: CalibrationSet, judge: JudgeConfig | None = None) -> Iterator[tuple[Suite, Case, str]]:
+        if cal.scores == "recorded":
+            return
+        suite = self.scoring_suite(cal, judge)
+        cases = self._by_id(suite)
+        for language, metric in cal.groups():
+            for item in cal.items(language, metric):
+                yield suite, cases[item.case.id], metric
+
+    def plan(self, needs: Iterable[tuple[Suite, Case, str]], key: tuple[Path, str, str]) -> int:
+        """Submit judge calls once per key (all xdist workers plan the same calls)."""
+        with self._lock:
+            if key in self._planned:
+                return 0
+            self._planned.add(key)
+        return self.board.plan(needs)
+
+    def plan_gate(self, cal: CalibrationSet, judge: JudgeConfig | None = None) -> int:
+        if cal.scores == "recorded":
+            return 0
+        return self.plan(self.gate_needs(cal, judge), (cal.path, self._judge_key(cal, judge), "gate"))
+
+    # -- gates ---------------------------------------------------------------------------
+
+    def options(self, cal: CalibrationSet, language: str, metric: str) -> GateOptions:
+        gate = cal.gate
+        return GateOptions(
+            threshold=gate.threshold_for(language, metric),
+            ci_lower_bound=gate.ci_lower_bound,
+            confidence=gate.confidence,
+            resamples=gate.resamples,
+            seed=gate.seed,
+            min_items=gate.min_items,
+            max_unscored_rate=gate.max_unscored_rate,
+            aggregation=cal.aggregation,
+            ceiling=cal.ceiling,
+            correction_method=cal.correction.method,
+            holdout=cal.correction.holdout,
+            correction_seed=cal.correction.seed,
+        )
+
+    def _judge_scores(
+        self, cal: CalibrationSet, judge: JudgeConfig | None, items: tuple[LabelledItem, ...], metric: str
+    ) -> tuple[list[float], list[str]]:
+        values: list[float] = []
+        reasons: list[str] = []
+        if cal.scores == "recorded":
+            for item in items:
+                recorded = item.case.recorded.get(metric)
+                if recorded is None or recorded.score is None:
+                    values.append(math.nan)
+                    reasons.append(f"{item.case.id}: no recorded {metric} score")
+                else:
+                    values.append(float(recorded.score))
+            return values, reasons
+        self.plan_gate(cal, judge)
+        suite = self.scoring_suite(cal, judge)
+        cases = self._by_id(suite)
+        for item in items:
+            score = self.board.score(suite, cases[item.case.id], metric)
+            values.append(_number(score.value) if score.scored else math.nan)
+            if not score.scored:
+                reasons.append(f"{item.case.id}: {score.error or 'no score'}")
+        return values, reasons
+
+    @staticmethod
+    def label_matrix(items: tuple[LabelledItem, ...], mode: str) -> np.ndarray[Any, np.dtype[np.float64]]:
+        """Items x annotators (``annotators``: one column per id) or x label slots (``slots``)."""
+        if mode == "annotators":
+            ids = sorted({annotator for item in items for annotator, _ in item.labels})
+            column = {annotator: index for index, annotator in enumerate(ids)}
+            matrix = np.full((len(items), len(ids)), np.nan)
+            for row, item in enumerate(items):
+                for annotator, label in item.labels:
+                    matrix[row, column[annotator]] = label
+            return matrix
+        width = max((len(item.labels) for item in items), default=0)
+        matrix = np.full((len(items), width), np.nan)
+        for row, item in enumerate(items):
+            for slot, (_, label) in enumerate(item.labels):
+                matrix[row, slot] = label
+        return matrix
+
+    def gate(self, cal: CalibrationSet, language: str, metric: str, judge: JudgeConfig | None = None) -> GateResult:
+        """The gate of one language x metric for ``judge`` (default: the set's own judge)."""
+        key = (cal.path, self._judge_key(cal, judge), language, metric)
+        with self._lock:
+            found = self._gates.get(key)
+            if found is not None:
+                return found
+            items = cal.items(language, metric)
+            scores, reasons = self._judge_scores(cal, judge, items, metric)
+            rubric = cal.rubrics[metric]
+            result = evaluate_gate(
+                self.label_matrix(items, cal.ceiling),
+                np.asarray(scores, dtype=float),
+                rubric.scale,
+                self.options(cal, language, metric),
+                language=language,
+                metric=metric,
+                higher_is_better=rubric.higher_is_better,
+                unscored_reasons=reasons,
+            )
+            self._gates[key] = result
+            return result
+
+    # -- suites relying on a calibration --------------------------------------------------
+
+    def check(self, suite: Suite, language: str, metric: str) -> CalibrationCheck:
+        """May ``suite``'s judge score ``metric`` in ``language``? (its ``judge.calibration``)"""
+        assert suite.judge.calibration is not None
+        path = Path(suite.judge.calibration)
+        label = self.board.judge_settings(suite).label
+        prefix = f"judge {label} is not calibrated for {language}"
+        try:
+            cal = self.load(path)
+        except SuiteError as exc:
+            return CalibrationCheck(
+                path.name, path, label, language, metric, None, f"{prefix}: invalid calibration set: {exc}"
+            )
+
+        def verdict(gate: GateResult | None, message: str | None) -> CalibrationCheck:
+            return CalibrationCheck(cal.name, cal.path, label, language, metric, gate, message)
+
+        if metric not in cal.metrics:
+            return verdict(None, f"{prefix}: calibration set {cal.name!r} has no {metric} labels")
+        if (language, metric) not in cal.groups():
+            return verdict(None, f"{prefix}: calibration set {cal.name!r} has no {language} items for {metric}")
+        gate = self.gate(cal, language, metric, suite.judge)
+        if gate.passed:
+            return verdict(gate, None)
+        source = "" if cal.scores == "judge" else f", scores recorded from {cal.recorded_label()}"
+        where = f" ({metric}, calibration {cal.name!r}{source})"
+        if gate.problem is not None:
+            return verdict(gate, f"{prefix}: {gate.problem}{where}")
+        compared = "F1" if not gate.options.ci_lower_bound else "F1 CI lower bound"
+        value = gate.compared_value
+        shown = "-" if value is None else f"{value:.2f}"
+        return verdict(gate, f"{prefix}: {compared} {shown} < {gate.threshold:.2f}{where}")
+
+    def plan_suite(self, suite: Suite) -> int:
+        """Plan the live calibration calls a suite's calibrated judge needs (if any)."""
+        if suite.judge.calibration is None:
+            return 0
+        try:
+            cal = self.load(suite.judge.calibration)
+        except SuiteError:
+            return 0
+        return self.plan_gate(cal, suite.judge)
+
+    def adjust(self, suite: Suite, case: Case, score: Score) -> Score:
+        """The score correction (``judge.correction: true``) applied to one live judge score."""
+        if not suite.judge.correction or suite.judge.calibration is None:
+            return score
+        if score.source != "judge" or not score.scored or isinstance(score.value, str) or score.value is None:
+            return score
+        try:
+            cal = self.load(suite.judge.calibration)
+        except SuiteError:
+            return score
+        if (case.language, score.metric) not in cal.groups():
+            return score
+        gate = self.gate(cal, case.language, score.metric, suite.judge)
+        correction = gate.correction_map
+        if correction is None:
+            return replace(score, detail={**score.detail, "correction": "none (no scored calibration items)"})
+        raw = float(score.value)
+        corrected = correction.apply(raw)
+        held_out = ""
+        if gate.correction is not None:
+            held_out = f"; held-out F1 {gate.correction.f1_before:.2f} -> {gate.correction.f1_after:.2f}"
+        return replace(
+            score,
+            value=corrected,
+            detail={
+                **score.detail,
+                "raw judge score": f"{raw:g}",
+                "correction": f"{correction.describe()} fitted on {correction.n_items} {case.language} items{held_out}",
+            },
+        )
+
+    # -- sanity checks -------------------------------------------------------------------
+
+    def sanity_languages(self, cal: CalibrationSet) -> tuple[str, ...]:
+        if cal.sanity is None:
+            return ()
+        return tuple(cal.sanity.languages) if cal.sanity.languages is not None else cal.languages
+
+    def consistency_metrics(self, cal: CalibrationSet) -> tuple[str, ...]:
+        if cal.sanity is None or cal.sanity.consistency is None:
+            return ()
+        chosen = cal.sanity.consistency.metrics
+        return tuple(chosen) if chosen is not None else cal.metrics
+
+    def _consistency_suite(self, cal: CalibrationSet) -> Suite:
+        assert cal.sanity is not None and cal.sanity.consistency is not None
+        judge = self.gate_judge(cal).model_copy(update={"repeats": cal.sanity.consistency.repeats})
+        return self._suite(cal, judge, "consistency")
+
+    def _consistency_cases(self, cal: CalibrationSet, language: str, metric: str) -> tuple[Suite, list[Case]]:
+        assert cal.sanity is not None and cal.sanity.consistency is not None
+        suite = self._consistency_suite(cal)
+        cases = self._by_id(suite)
+        chosen = [cases[item.case.id] for item in cal.items(language, metric)][: cal.sanity.consistency.items]
+        return suite, chosen
+
+    def plan_consistency(self, cal: CalibrationSet, language: str, metric: str) -> int:
+        suite, cases = self._consistency_cases(cal, language, metric)
+        return self.plan(((suite, case, metric) for case in cases), (cal.path, suite.name, f"{language}/{metric}"))
+
+    def consistency(self, cal: CalibrationSet, language: str, metric: str) -> ConsistencyResult:
+        key = (cal.path, language, metric)
+        with self._lock:
+            found = self._consistency.get(key)
+            if found is not None:
+                return found
+            assert cal.sanity is not None and cal.sanity.consistency is not None
+            config = cal.sanity.consistency
+            self.plan_consistency(cal, language, metric)
+            suite, cases = self._consistency_cases(cal, language, metric)
+            samples: list[tuple[float | None, ...]] = []
+            for case in cases:
+                score = self.board.score(suite, case, metric)
+                if not score.scored:
+                    samples.append((None,) * config.repeats)
+                else:
+                    samples.append(score.samples or (_number(score.value),))
+            result = summarize_consistency(samples, min_agreement=config.min_agreement, repeats=config.repeats)
+            self._consistency[key] = result
+            return result
+
+    def _sensitivity_cases(
+        self, cal: CalibrationSet, language: str
+    ) -> list[tuple[Case, Case | None, Perturbation | None]]:
+        key = (cal.path, language)
+        with self._lock:
+            found = self._perturbed.get(key)
+            if found is not None:
+                return found
+            assert cal.sanity is not None and cal.sanity.sensitivity is not None
+            config = cal.sanity.sensitivity
+            suite = self.scoring_suite(cal)
+            chosen = [case for case in suite.cases if case.language == language][: config.items]
+            rows: list[tuple[Case, Case | None, Perturbation | None]] = []
+            for case in chosen:
+                assert case.output is not None
+                perturbation = shuffle_words(case.output, config.fraction, item_seed(config.seed, case.id))
+                shuffled = (
+                    None if perturbation is None else replace(case, id=f"{case.id}~shuffled", output=perturbation.text)
+                )
+                rows.append((case, shuffled, perturbation))
+            self._perturbed[key] = rows
+            return rows
+
+    def plan_sensitivity(self, cal: CalibrationSet, language: str) -> int:
+        assert cal.sanity is not None and cal.sanity.sensitivity is not None
+        metric = cal.sanity.sensitivity.metric
+        suite = self.scoring_suite(cal)
+        needs: list[tuple[Suite, Case, str]] = []
+        for case, shuffled, _ in self._sensitivity_cases(cal, language):
+            if shuffled is not None:
+                needs += [(suite, case, metric), (suite, shuffled, metric)]
+        return self.plan(needs, (cal.path, suite.name, f"sensitivity/{language}"))
+
+    def sensitivity(self, cal: CalibrationSet, language: str) -> SensitivityRun:
+        key = (cal.path, language)
+        with self._lock:
+            found = self._sensitivity.get(key)
+            if found is not None:
+                return found
+            assert cal.sanity is not None and cal.sanity.sensitivity is not None
+            config = cal.sanity.sensitivity
+            rubric = cal.rubrics[config.metric]
+            self.plan_sensitivity(cal, language)
+            suite = self.scoring_suite(cal)
+            pairs: list[tuple[float | None, float | None] | None] = []
+            perturbations: list[tuple[str, Perturbation | None]] = []
+            for case, shuffled, perturbation in self._sensitivity_cases(cal, language):
+                perturbations.append((case.id, perturbation))
+                if shuffled is None:
+                    pairs.append(None)
+                    continue
+                before = self.board.score(suite, case, config.metric)
+                after = self.board.score(suite, shuffled, config.metric)
+                pairs.append(
+                    (
+                        _number(before.value) if before.scored else None,
+                        _number(after.value) if after.scored else None,
+                    )
+                )
+            worst = min(rubric.scale) if rubric.higher_is_better else max(rubric.scale)
+            result = summarize_sensitivity(
+                pairs,
+                worst=float(worst),
+                higher_is_better=rubric.higher_is_better,
+                min_lowered=config.min_lowered,
+                fraction=config.fraction,
+            )
+            run = SensitivityRun(result=result, metric=config.metric, perturbations=tuple(perturbations))
+            self._sensitivity[key] = run
+            return run

@@ -1,0 +1,89 @@
+"""pytest hooks of batch mode (``--llmjudge-batch``); a feature plugin (``plugin.FEATURE_PLUGINS``).
+
+Inert unless both ``--llmjudge`` and ``--llmjudge-batch`` are given. Then:
+
+* ``pytest_configure`` refuses a cache mode other than ``use`` (a usage error before
+  anything runs: batch replies reach the items through the cache);
+* ``pytest_collection_finish`` (not with ``--collect-only``, which sends nothing) runs
+  first (``tryfirst``), before the main plugin plans the judge calls:
+  :class:`~pytest_llmjudge.execution.batch.BatchPhase` sends the uncached requests of the
+  selected items as provider batches, prints progress, and fills the cache, so the
+  planning that follows finds them cached. Batches still pending after
+  ``--llmjudge-batch-wait`` stop the run (``pytest.exit``, exit code 2) with nothing run,
+  so nothing passes; a re-run picks them up.
+
+Light to import (the batch machinery loads only when used).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_llmjudge.plugin import is_enabled, scoreboard_key, settings_key
+
+batch_summary_key = pytest.StashKey[Any]()
+"""The run's :class:`~pytest_llmjudge.execution.batch.BatchSummary`, when batch mode ran."""
+
+
+def _active(config: pytest.Config) -> bool:
+    if not is_enabled(config):
+        return False
+    settings = config.stash.get(settings_key, None)
+    return bool(settings is not None and settings.batch)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    if not _active(config):
+        return
+    settings = config.stash[settings_key]
+    if settings.cache_mode != "use":
+        raise pytest.UsageError(
+            f"pytest-llmjudge: --llmjudge-batch needs --llmjudge-cache=use (got {settings.cache_mode}): "
+            "batch replies reach the items through the cache; to re-judge, point --llmjudge-cache-dir "
+            "at an empty directory"
+        )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    config = session.config
+    if not _active(config) or config.option.collectonly:
+        return
+    from pytest_llmjudge.errors import LLMJudgeError
+    from pytest_llmjudge.execution.batch import BatchPending, BatchPhase
+    from pytest_llmjudge.plugin import _needs
+
+    settings = config.stash[settings_key]
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    quiet = config.get_verbosity() < 0
+
+    def report(line: str) -> None:
+        if reporter is not None and not quiet:
+            reporter.write_line(line)
+
+    phase = BatchPhase(
+        config.stash[scoreboard_key],
+        poll_seconds=settings.batch_poll,
+        wait_seconds=settings.batch_wait,
+        report=report,
+    )
+    try:
+        summary = phase.run(_needs(session.items))
+    except BatchPending as exc:
+        pytest.exit(f"pytest-llmjudge: {exc}", returncode=pytest.ExitCode.INTERRUPTED)
+    except LLMJudgeError as exc:
+        pytest.exit(f"pytest-llmjudge: {exc}", returncode=pytest.ExitCode.INTERNAL_ERROR)
+    config.stash[batch_summary_key] = summary
+    stats = config.stash[scoreboard_key].runner.stats  # no judge call is running yet
+    stats.batched += summary.answered
+    stats.input_tokens += summary.input_tokens
+    stats.output_tokens += summary.output_tokens
+    if summary.requests or summary.cached:
+        report(
+            f"llmjudge: batch mode: {summary.requests} uncached request(s), {summary.cached} cached; "
+            f"{summary.submitted} submitted, {summary.resumed} batch(es) resumed, "
+            f"{summary.answered} answered, {summary.errors} failed, {summary.online} left for the online path"
+        )

@@ -1,0 +1,533 @@
+"""pytest hooks of ranking files: collection, live pairwise judging, leaderboard and check items.
+
+Registered as a feature plugin (``plugin.FEATURE_PLUGINS``); inert without ``--llmjudge``.
+
+A YAML file with a top-level ``ranking:`` key (``pairwise.schema``) becomes a
+:class:`RankingFile` with, per language:
+
+* ``leaderboard[<source>-<lang>]``: the Bradley-Terry leaderboard of one verdict source,
+  with bootstrap intervals (fails when it can't be fitted); for the live judge it also
+  reports the position-bias statistics (``pairwise.judge``);
+* ``surrogate[<source>-<lang>]`` with a ``surrogate:`` section (``pairwise.surrogate``);
+* one item per assertion, e.g. ``rank(sysA)<=2[judge-hi]``, ``agreement(gpt4,human)>=0.75[hi]``;
+  an assertion's ``xfail: {lang: reason}`` marks that language's item as a strict xfail.
+
+Live judging: after collection, every battle of the selected items' languages is submitted
+to the judge runner at once (cached, retried, concurrent; under pytest-xdist each call is
+made by one worker, see ``execution.sharing``); items then block on their language's
+battles. Without credentials for the judge, items that need it are skipped (failed with
+``--llmjudge-require-judge``); items on recorded verdicts still run.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_llmjudge.plugin import is_enabled, scoreboard_key
+
+if TYPE_CHECKING:
+    from pytest_llmjudge.pairwise.judge import BattleResult, PairwiseJudge
+    from pytest_llmjudge.pairwise.ranking import Leaderboard, Ranking, RankingAssertion, RankingEvaluator
+
+_RANKING_MARKER = re.compile(r"^ranking\s*:", re.MULTILINE)
+_TABLE_ROWS = 12
+MAX_BATTLES_RECORDED = 5000
+"""Live battles kept in a leaderboard's record (order shown, verdicts), for reports."""
+
+
+def _battle_dict(result: BattleResult) -> dict[str, Any]:
+    b = result.battle
+    return {
+        "case": b.case,
+        "system_1": b.system_1,
+        "system_2": b.system_2,
+        "shown_first": [b.system_2 if p.swapped else b.system_1 for p in result.presentations],
+        "slot_verdicts": [p.slot_verdict for p in result.presentations],
+        "outcome": result.outcome,
+        "inconsistent": result.inconsistent,
+        "error": result.error,
+        "cached": result.cached,
+    }
+
+
+class RankingRun:
+    """The runtime of one ranking file: its evaluator and, for a live judge, its battles."""
+
+    def __init__(self, ranking: Ranking, config: pytest.Config) -> None:
+        from pytest_llmjudge.pairwise.ranking import RankingEvaluator
+
+        self.ranking = ranking
+        self.config = config
+        self.judge: PairwiseJudge | None = None
+        self.judge_problem: str | None = None
+        self.judge_label: str | None = None
+        self._live: dict[str, list[BattleResult]] = {}
+        if ranking.live:
+            shim = self._shim()
+            board = config.stash[scoreboard_key]
+            self.judge_problem = board.judge_problem(shim)
+            self.judge_label = board.judge_settings(shim).label
+        self.evaluator: RankingEvaluator = RankingEvaluator(ranking, self.live if ranking.live else None)
+
+    def _shim(self) -> Any:
+        """A suite-shaped view of the ranking for the scoreboard's provider helpers."""
+        from pytest_llmjudge.suite.model import Suite
+
+        assert self.ranking.judge is not None
+        return Suite(
+            name=self.ranking.name,
+            path=self.ranking.path,
+            cases=(),
+            judge=self.ranking.judge,
+            rubrics={},
+            metric_kinds={},
+        )
+
+    def pairwise_judge(self) -> PairwiseJudge:
+        if self.judge is None:
+            from pytest_llmjudge.pairwise.judge import PairwiseJudge
+
+            board = self.config.stash[scoreboard_key]
+            shim = self._shim()
+            assert self.ranking.judge is not None
+            self.judge = PairwiseJudge(
+                board.runner,
+                board.provider_for(shim),
+                board.judge_settings(shim),
+                order=self.ranking.pairwise.order,
+                seed=self.ranking.pairwise.seed,
+                max_reasks=self.ranking.judge.max_reasks,
+                task=self.ranking.task,
+                criteria=self.ranking.pairwise.criteria,
+                share=board.share,
+            )
+        return self.judge
+
+    def plan(self, languages: set[str]) -> int:
+        if not self.ranking.live or self.judge_problem is not None:
+            return 0
+        judge = self.pairwise_judge()
+        return judge.submit((b for lang in sorted(languages) for b in self.ranking.live_battles(lang)), eager=True)
+
+    def live(self, language: str) -> list[BattleResult]:
+        if language not in self._live:
+            judge = self.pairwise_judge()
+            self._live[language] = [judge.result(b) for b in self.ranking.live_battles(language)]
+        return self._live[language]
+
+
+@dataclass
+class PairwiseState:
+    runs: dict[Path, RankingRun] = field(default_factory=dict)
+
+
+state_key = pytest.StashKey[PairwiseState]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if is_enabled(config):
+        config.stash[state_key] = PairwiseState()
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RankingFile | None:
+    if not is_enabled(parent.config) or file_path.suffix not in (".yaml", ".yml"):
+        return None
+    try:
+        with file_path.open(encoding="utf-8", errors="replace") as handle:
+            head = handle.read(65536)
+    except OSError:
+        return None
+    if not _RANKING_MARKER.search(head):
+        return None
+    collector: RankingFile = RankingFile.from_parent(parent, path=file_path)
+    return collector
+
+
+class RankingFailure(Exception):
+    """A ranking check failed or could not be computed."""
+
+
+class RankingFile(pytest.File):
+    def collect(self) -> list[pytest.Item]:
+        from pytest_llmjudge.errors import LLMJudgeError
+        from pytest_llmjudge.pairwise.ranking import load_ranking
+
+        try:
+            ranking = load_ranking(self.path)
+        except LLMJudgeError as exc:
+            return [InvalidRankingItem.from_parent(self, name="ranking-error", message=str(exc))]
+        state = self.config.stash[state_key]
+        run = state.runs.setdefault(self.path, RankingRun(ranking, self.config))
+        items: list[pytest.Item] = []
+        surrogate_source = (ranking.surrogate.source or ranking.primary) if ranking.surrogate else None
+        for language in ranking.languages:
+            for source in ranking.sources:
+                items.append(
+                    LeaderboardItem.from_parent(
+                        self, name=f"leaderboard[{source}-{language}]", run=run, source=source, language=language
+                    )
+                )
+            if surrogate_source is not None:
+                items.append(
+                    SurrogateItem.from_parent(
+                        self,
+                        name=f"surrogate[{surrogate_source}-{language}]",
+                        run=run,
+                        source=surrogate_source,
+                        language=language,
+                    )
+                )
+        for assertion in ranking.assertions:
+            source = assertion.source or ranking.primary
+            for language in assertion.languages or ranking.languages:
+                where = f"{source}-{language}" if assertion.kind in ("rank", "win_rate") else language
+                item = CheckItem.from_parent(
+                    self,
+                    name=f"{assertion.label}[{where}]",
+                    run=run,
+                    source=source,
+                    language=language,
+                    assertion=assertion,
+                )
+                reason = assertion.xfail.get(language)
+                if reason is not None:
+                    item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
+                items.append(item)
+        return items
+
+
+class _RankingItem(pytest.Item):
+    run: RankingRun
+    source: str
+    language: str
+    llmjudge_result: dict[str, Any] | None = None
+
+    def __init__(self, *, run: RankingRun, source: str, language: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.run = run
+        self.source = source
+        self.language = language
+        self.extra_keyword_matches.update({language, source, "ranking"})
+
+    @property
+    def ranking(self) -> Ranking:
+        return self.run.ranking
+
+    def needs_live(self) -> bool:
+        return self.source == "judge"
+
+    def setup(self) -> None:
+        if not self.needs_live() or self.run.judge_problem is None:
+            return
+        message = f"pairwise judge {self.run.judge_label} {self.run.judge_problem}"
+        if self.config.stash[scoreboard_key].settings.require_judge:
+            pytest.fail(message + " (--llmjudge-require-judge is set)", pytrace=False)
+        raise pytest.skip.Exception(message, _use_item_location=True)
+
+    def _record(self, **properties: Any) -> None:
+        for name, value in properties.items():
+            if value is not None:
+                self.user_properties.append((name, value))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, RankingFailure):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo, style=style))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        # Not the bare name: pytest would show a '.' before '[' as '::' (0.5 -> 0::5) in -v lines.
+        return self.path, 0, f"{self.name} ({self.ranking.name})"
+
+
+class InvalidRankingItem(pytest.Item):
+    def __init__(self, *, message: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.message = message
+
+    def runtest(self) -> None:
+        raise RankingFailure(f"invalid ranking: {self.message}")
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        return str(excinfo.value)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, 0, "invalid ranking"
+
+
+def _f(value: Any, digits: int = 3) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "-" if value is None else str(value)
+    return f"{value:.{digits}f}"
+
+
+def render_leaderboard(board: Leaderboard, highlight: tuple[str, ...] = ()) -> str:
+    """The leaderboard as a small text table (strongest first)."""
+    level = f"{board.confidence:.0%}"
+    lines = [
+        f"  {'rank':>4}  {'system':<44} {'strength':>8}  {level + ' CI':<17} {'ranks':<7} {'W-L-T':<11}",
+    ]
+    for s in board.standings[:_TABLE_ROWS]:
+        mark = ">" if s.system in highlight else " "
+        lines.append(
+            f"{mark} {s.rank:>4}  {s.system[:44]:<44} {s.strength:>8.3f}  [{s.ci_low:.2f}, {s.ci_high:.2f}]".ljust(83)
+            + f"{s.rank_ci_low}-{s.rank_ci_high}".ljust(8)
+            + f"{s.wins:g}-{s.losses:g}-{s.ties:g}"
+        )
+    if len(board.standings) > _TABLE_ROWS:
+        lines.append(f"  … {len(board.standings) - _TABLE_ROWS} more")
+    return "\n".join(lines)
+
+
+class LeaderboardItem(_RankingItem):
+    """Fits and reports one source's leaderboard in one language."""
+
+    def runtest(self) -> None:
+        from pytest_llmjudge.nodes import json_safe
+
+        board = self.run.evaluator.leaderboard(self.source, self.language)
+        bias = self.run.evaluator.position_bias(self.language).to_dict() if self.source == "judge" else None
+        battles = [_battle_dict(r) for r in self.run.live(self.language)] if self.source == "judge" else []
+        self.llmjudge_result = json_safe(
+            {
+                "kind": "ranking",
+                "suite": self.ranking.name,
+                "metric": f"{self.source} [{self.language}]",
+                "ranking": self.ranking.name,
+                "ranking_path": str(self.ranking.path),
+                "source": self.source,
+                "language": self.language,
+                "judge": self.run.judge_label if self.source == "judge" else None,
+                "order": self.ranking.pairwise.order if self.source == "judge" else None,
+                "order_seed": self.ranking.pairwise.seed if self.source == "judge" else None,
+                "position_bias": bias,
+                "unjudged_examples": list(board.unjudged_examples),
+                "battles": battles[:MAX_BATTLES_RECORDED],
+                "battles_truncated": len(battles) > MAX_BATTLES_RECORDED,
+                "passed": board.error is None and board.n_unjudged == 0,
+                **board.to_dict(),
+            }
+        )
+        top = {
+            f"rank_{s.rank}": f"{s.system} {s.strength:.3f} [{s.ci_low:.3f}, {s.ci_high:.3f}]" for s in board.standings
+        }
+        self._record(
+            ranking=self.ranking.name,
+            source=self.source,
+            language=self.language,
+            n_cases=board.n_cases,
+            n_battles=board.n_battles,
+            n_unjudged=board.n_unjudged or None,
+            resamples=board.resamples or None,
+            position_bias_rate=bias.get("position_bias_rate") if bias else None,
+            first_slot_rate=bias.get("first_slot_rate") if bias else None,
+            **top,
+        )
+        if board.error is not None:
+            raise RankingFailure(f"ERROR: leaderboard of {self.source} in {self.language}: {board.error}")
+        if board.n_unjudged:
+            raise RankingFailure(
+                f"UNJUDGED: {board.n_unjudged} of {board.n_battles + board.n_unjudged} battles in {self.language} have no "
+                f"verdict (left out of the fit):\n  " + "\n  ".join(board.unjudged_examples)
+            )
+
+
+class SurrogateItem(_RankingItem):
+    def needs_live(self) -> bool:
+        return self.source == "judge"
+
+    def runtest(self) -> None:
+        from pytest_llmjudge.nodes import json_safe
+
+        result = self.run.evaluator.surrogate(self.language)
+        self.llmjudge_result = json_safe(
+            {
+                "kind": "ranking_surrogate",
+                "ranking": self.ranking.name,
+                "language": self.language,
+                "passed": result.error is None,
+                **result.to_dict(),
+            }
+        )
+        self._record(
+            ranking=self.ranking.name,
+            source=self.source,
+            language=self.language,
+            kendall_tau=result.kendall_tau,
+            kendall_p=result.kendall_p,
+            r2=result.r2,
+            n_systems=result.n_systems,
+            n_holdout_cases=result.n_holdout_cases,
+        )
+        if result.error is not None:
+            raise RankingFailure(f"ERROR: surrogate for {self.source} in {self.language}: {result.error}")
+
+
+class CheckItem(_RankingItem):
+    """One ranking assertion in one language."""
+
+    def __init__(self, *, assertion: RankingAssertion, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.assertion = assertion
+
+    def needs_live(self) -> bool:
+        a = self.assertion
+        if a.kind in ("agreement", "kendall_tau"):
+            return "judge" in (a.a, a.b)
+        if a.kind == "position_bias":
+            return True
+        if a.kind == "surrogate_tau":
+            surrogate = self.ranking.surrogate
+            return surrogate is not None and (surrogate.source or self.ranking.primary) == "judge"
+        return self.source == "judge"
+
+    def runtest(self) -> None:
+        from pytest_llmjudge.nodes import json_safe
+
+        a = self.assertion
+        observed, detail, context = self._evaluate()
+        passed = observed is not None and a.holds(observed)
+        threshold = f"{a.op} {a.value:g}"
+        self.llmjudge_result = json_safe(
+            {
+                "kind": "ranking_check",
+                "ranking": self.ranking.name,
+                "check": a.label,
+                "expr": a.text,
+                "source": self.source if a.kind in ("rank", "win_rate") else None,
+                "language": self.language,
+                "value": observed,
+                "threshold": {"op": a.op, "value": a.value},
+                "passed": passed,
+                **detail,
+            }
+        )
+        self._record(
+            ranking=self.ranking.name,
+            check=a.label,
+            source=self.source if a.kind in ("rank", "win_rate") else None,
+            language=self.language,
+            score=observed,
+            threshold=threshold,
+            **{k: v for k, v in detail.items() if isinstance(v, (int, float, str)) and not isinstance(v, bool)},
+        )
+        if passed:
+            return
+        shown = detail.get("problem") or (f"{_f(observed)}" if a.kind != "rank" else f"rank {observed:g}")
+        verdict = "ERROR" if observed is None else "FAILED"
+        raise RankingFailure(
+            f"{verdict}: {a.text} [{self.language}]: {shown}, expected {threshold}\n{context}".rstrip()
+        )
+
+    def _evaluate(self) -> tuple[float | None, dict[str, Any], str]:
+        from pytest_llmjudge.pairwise.ranking import kendall_between
+
+        a = self.assertion
+        evaluator = self.run.evaluator
+        if a.kind in ("rank", "win_rate"):
+            board = evaluator.leaderboard(self.source, self.language)
+            if board.error is not None:
+                return None, {"problem": f"no leaderboard: {board.error}"}, ""
+            names = tuple(v for v in (a.a, a.b) if v is not None)
+            absent = [n for n in names if board.standing(n) is None]
+            table = f"leaderboard ({self.source}, {self.language}):\n{render_leaderboard(board, names)}"
+            if absent:
+                return None, {"problem": f"system {absent[0]!r} has no {self.source} battles in {self.language}"}, table
+            first = board.standing(names[0])
+            assert first is not None
+            if a.kind == "rank":
+                detail: dict[str, Any] = {
+                    "rank": first.rank,
+                    "of": len(board.standings),
+                    "rank_ci_low": first.rank_ci_low,
+                    "rank_ci_high": first.rank_ci_high,
+                    "strength": first.strength,
+                }
+                context = (
+                    f"  {first.system}: rank {first.rank} of {len(board.standings)} ({board.confidence:.0%} bootstrap "
+                    f"ranks {first.rank_ci_low}-{first.rank_ci_high}), strength {first.strength:.3f}\n{table}"
+                )
+                return float(first.rank), detail, context
+            assert a.b is not None
+            rate, low, high = board.win_rate(a.a or "", a.b)
+            points, games = board.head_to_head.get((names[0], a.b), (0.0, 0))
+            detail = {
+                "ci_low": low,
+                "ci_high": high,
+                "head_to_head_points": points,
+                "head_to_head_games": games,
+            }
+            context = (
+                f"  model win rate {rate:.3f} ({board.confidence:.0%} CI [{low:.3f}, {high:.3f}]); "
+                f"head to head {points:g} of {games} points\n{table}"
+            )
+            return rate, detail, context
+        if a.kind == "agreement":
+            assert a.a is not None and a.b is not None
+            result = evaluator.agreement(a.a, a.b, self.language)
+            detail = {
+                "n": result.n,
+                "agree": result.agree,
+                "ci_low": result.ci_low,
+                "ci_high": result.ci_high,
+                "excluded": result.excluded,
+                "human_ceiling": result.human_ceiling,
+                "confusion": dict(result.confusion),
+            }
+            if result.rate is None:
+                detail["problem"] = f"no battle has verdicts from both {a.a} and {a.b}"
+            context = (
+                f"  {result.agree} of {result.n} battles agree (95% Wilson CI [{_f(result.ci_low)}, {_f(result.ci_high)}]); "
+                f"{result.excluded} without both verdicts left out; annotators' own pairwise agreement "
+                f"{_f(result.human_ceiling)}"
+            )
+            return result.rate, detail, context
+        if a.kind == "kendall_tau":
+            assert a.a is not None and a.b is not None
+            first_board = evaluator.leaderboard(a.a, self.language)
+            second_board = evaluator.leaderboard(a.b, self.language)
+            for board in (first_board, second_board):
+                if board.error is not None:
+                    return None, {"problem": f"no {board.source} leaderboard: {board.error}"}, ""
+            tau, p, n, reason = kendall_between(first_board, second_board)
+            detail = {"kendall_p": p, "n_systems": n}
+            if reason:
+                detail["problem"] = f"Kendall tau undefined: {reason}"
+            order_a = ", ".join(s.system for s in first_board.standings[:5])
+            order_b = ", ".join(s.system for s in second_board.standings[:5])
+            context = f"  {a.a} top 5: {order_a}\n  {a.b} top 5: {order_b}"
+            return tau, detail, context
+        if a.kind == "position_bias":
+            bias = evaluator.position_bias(self.language)
+            detail = bias.to_dict()
+            if bias.position_bias_rate is None:
+                detail["problem"] = "no decisive verdict to measure position bias on"
+            context = (
+                f"  first-slot share {_f(bias.first_slot_rate)} of {bias.decisive} decisive verdicts "
+                f"(binomial p {_f(bias.binomial_p, 4)})"
+                + (f"; inconsistent across orders {_f(bias.inconsistent_rate)}" if bias.measured else "")
+            )
+            return bias.position_bias_rate, detail, context
+        result_s = evaluator.surrogate(self.language)
+        detail = result_s.to_dict()
+        if result_s.error:
+            detail["problem"] = result_s.error
+        return result_s.kendall_tau, {k: v for k, v in detail.items() if k != "language"}, ""
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if not is_enabled(session.config) or state_key not in session.config.stash:
+        return
+    wanted: dict[Path, tuple[RankingRun, set[str]]] = {}
+    for item in session.items:
+        if isinstance(item, _RankingItem) and item.ranking.live:
+            wanted.setdefault(item.ranking.path, (item.run, set()))[1].add(item.language)
+    planned = sum(run.plan(languages) for run, languages in wanted.values())
+    if planned and session.config.get_verbosity() >= 0:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"llmjudge: {planned} pairwise judge call(s) planned")

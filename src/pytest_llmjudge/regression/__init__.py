@@ -1,0 +1,1 @@
+"""Release gating against a stored baseline: baseline files, paired comparisons, regression items."""

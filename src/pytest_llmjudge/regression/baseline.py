@@ -1,0 +1,323 @@
+"""Baseline files: the per-case scores of one run, saved to compare later runs against.
+
+What it is
+    ``--llmjudge-save-baseline=NAME`` writes, at the end of a run, every numeric score the
+    run's items produced, per suite, metric and language, keyed by case id. A later run
+    with ``--llmjudge-baseline=NAME`` (or a suite's ``regression.baseline``) compares its
+    own scores with these case by case (``regression.compare``). Release gating against a
+    stored baseline is one of the plugin's own additions (``docs/methods.md``, section 6).
+
+Format (``version`` 1; JSON, UTF-8, keys sorted, two-space indent so that a committed
+baseline diffs one case per line)::
+
+    {
+      "format": "pytest-llmjudge-baseline",
+      "version": 1,
+      "name": "prod-2026-11",
+      "created": "2026-11-02T09:14:03Z",
+      "run": {"plugin_version": "0.1.0", "python": "3.12.3", "pytest": "8.3.3",
+              "git_commit": "0a1b2c3" | null, "items": 412, "failed_items": 3},
+      "suites": {
+        "<suite name>": {
+          "path": "example_suites/x.yaml",
+          "metrics": {
+            "<metric>": {
+              "higher_is_better": true,
+              "sources": ["judge"],
+              "judges": ["openai:gpt-4o-mini"],
+              "scores": {"<language>": {"<case id>": 2.0, "<case id>": null}}
+            }
+          }
+        }
+      }
+    }
+
+``null`` is a case the baseline run could not score (an unscored judge reply, a failed
+output target): it is kept so a later comparison reports it instead of silently dropping it.
+Categorical values (a detected language code) are not saved: they have no mean difference.
+
+Where
+    A bare NAME (letters, digits, ``.``, ``_``, ``-``) is ``<baseline dir>/NAME.json``, the
+    directory being the ini option ``llmjudge_baseline_dir`` (default
+    ``llmjudge_baselines`` under pytest's rootdir). A NAME ending in ``.json`` or holding a
+    path separator is a file path instead.
+
+Degenerate cases: a record without a numeric score and not unscored (a categorical value)
+is skipped; a case seen twice (two thresholds on one metric) keeps its first score, and
+the two must agree; a file of another format or a newer version is a
+:class:`BaselineError`, as is a missing file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import re
+import subprocess
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pytest_llmjudge.errors import LLMJudgeError
+
+FORMAT = "pytest-llmjudge-baseline"
+VERSION = 1
+DEFAULT_DIR = "llmjudge_baselines"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class BaselineError(LLMJudgeError):
+    """A baseline file is missing, unreadable, or not a baseline of a version we read."""
+
+
+@dataclass
+class MetricScores:
+    """One suite metric's baseline: ``scores[language][case_id]`` (None = unscored)."""
+
+    higher_is_better: bool = True
+    sources: set[str] = field(default_factory=set)
+    judges: set[str] = field(default_factory=set)
+    scores: dict[str, dict[str, float | None]] = field(default_factory=dict)
+
+    def language(self, language: str) -> dict[str, float | None]:
+        return self.scores.get(language, {})
+
+
+@dataclass
+class SuiteScores:
+    path: str | None = None
+    metrics: dict[str, MetricScores] = field(default_factory=dict)
+
+
+@dataclass
+class Baseline:
+    name: str
+    created: str
+    run: dict[str, Any] = field(default_factory=dict)
+    suites: dict[str, SuiteScores] = field(default_factory=dict)
+    path: Path | None = None
+
+    def metric(self, suite: str, metric: str) -> MetricScores | None:
+        entry = self.suites.get(suite)
+        return None if entry is None else entry.metrics.get(metric)
+
+    @property
+    def n_scores(self) -> int:
+        return sum(len(cases) for s in self.suites.values() for m in s.metrics.values() for cases in m.scores.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "name": self.name,
+            "created": self.created,
+            "run": self.run,
+            "suites": {
+                suite_name: {
+                    "path": suite.path,
+                    "metrics": {
+                        metric_name: {
+                            "higher_is_better": metric.higher_is_better,
+                            "sources": sorted(metric.sources),
+                            "judges": sorted(metric.judges),
+                            "scores": {
+                                language: dict(sorted(cases.items()))
+                                for language, cases in sorted(metric.scores.items())
+                            },
+                        }
+                        for metric_name, metric in sorted(suite.metrics.items())
+                    },
+                }
+                for suite_name, suite in sorted(self.suites.items())
+            },
+        }
+
+
+def resolve_path(name: str, baseline_dir: Path, relative_to: Path) -> Path:
+    """Where baseline ``name`` lives (see the module docstring); raises on a bad name."""
+    if name.endswith(".json") or "/" in name or os.sep in name:
+        path = Path(name).expanduser()
+        return path if path.is_absolute() else relative_to / path
+    if not _NAME.match(name):
+        raise BaselineError(
+            f"baseline name {name!r} must be letters, digits, '.', '_' or '-' (or a path ending in .json)"
+        )
+    return baseline_dir / f"{name}.json"
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _git_commit(cwd: Path) -> str | None:
+    try:
+        completed = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    text = completed.stdout.strip()
+    return text if completed.returncode == 0 and text else None
+
+
+def _relative(path: str | None, root: Path) -> str | None:
+    if not path:
+        return None
+    try:
+        return Path(path).resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return Path(path).as_posix()
+
+
+def build_baseline(
+    name: str,
+    records: Iterable[Mapping[str, Any]],
+    *,
+    rootdir: Path,
+    run: Mapping[str, Any] | None = None,
+) -> Baseline:
+    """A baseline from item records (``report.llmjudge`` dicts, see ``nodes.py``).
+
+    Case records give one score each; aggregate records that carry ``case_scores`` give
+    the scores of all their cases. Regression and ranking records are ignored.
+    """
+    baseline = Baseline(
+        name=name,
+        created=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        run=dict(run or {}),
+    )
+
+    def add(record: Mapping[str, Any], case: Any, language: Any, score: Any, unscored: bool) -> None:
+        value = _number(score)
+        if value is None and not unscored:
+            return  # categorical or missing: nothing to compare a mean difference on
+        suite_name, metric_name = record.get("suite"), record.get("metric")
+        if not isinstance(suite_name, str) or not isinstance(metric_name, str):
+            return
+        suite = baseline.suites.setdefault(suite_name, SuiteScores(path=_relative(record.get("suite_path"), rootdir)))
+        metric = suite.metrics.setdefault(metric_name, MetricScores())
+        if record.get("higher_is_better") is False:
+            metric.higher_is_better = False
+        if isinstance(record.get("source"), str):
+            metric.sources.add(record["source"])
+        if isinstance(record.get("judge"), str):
+            metric.judges.add(record["judge"])
+        cases = metric.scores.setdefault(str(language), {})
+        cases.setdefault(str(case), value)
+
+    for record in records:
+        kind = record.get("kind")
+        if kind == "case":
+            unscored = record.get("unscored_reason") is not None or record.get("score") is None
+            add(record, record.get("case"), record.get("language"), record.get("score"), unscored)
+        elif kind == "aggregate":
+            for entry in record.get("case_scores") or []:
+                if isinstance(entry, Mapping):
+                    merged = {
+                        **record,
+                        **{k: v for k, v in entry.items() if k in ("source", "judge", "higher_is_better")},
+                    }
+                    add(
+                        merged, entry.get("case"), entry.get("language"), entry.get("score"), entry.get("score") is None
+                    )
+    return baseline
+
+
+def run_metadata(rootdir: Path, *, items: int, failed_items: int, pytest_version: str) -> dict[str, Any]:
+    """The ``run`` section: versions, the rootdir's git commit (or None) and item counts."""
+    from pytest_llmjudge import __version__
+
+    return {
+        "plugin_version": __version__,
+        "python": platform.python_version(),
+        "pytest": pytest_version,
+        "git_commit": _git_commit(rootdir),
+        "items": items,
+        "failed_items": failed_items,
+    }
+
+
+def save_baseline(baseline: Baseline, path: Path) -> None:
+    """Write ``baseline`` to ``path`` atomically (temporary file, then rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(baseline.to_json(), ensure_ascii=False, indent=2, sort_keys=False) + "\n"
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # mkstemp creates 0600; a baseline is meant to be shared
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    baseline.path = path
+
+
+def _fail(path: Path, message: str) -> BaselineError:
+    return BaselineError(f"{path}: {message}")
+
+
+def load_baseline(path: Path) -> Baseline:
+    """Read and validate a baseline file."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BaselineError(f"baseline file not found: {path}") from None
+    except (OSError, ValueError) as exc:
+        raise _fail(path, f"not a readable JSON file ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise _fail(path, f'not a pytest-llmjudge baseline (expected "format": "{FORMAT}")')
+    version = data.get("version")
+    if not isinstance(version, int) or version < 1:
+        raise _fail(path, f"bad version {version!r}")
+    if version > VERSION:
+        raise _fail(path, f"baseline version {version} is newer than this plugin reads ({VERSION}); upgrade it")
+    suites_raw = data.get("suites")
+    if not isinstance(suites_raw, dict):
+        raise _fail(path, "'suites' must be an object")
+    suites: dict[str, SuiteScores] = {}
+    for suite_name, suite_raw in suites_raw.items():
+        if not isinstance(suite_raw, dict) or not isinstance(suite_raw.get("metrics"), dict):
+            raise _fail(path, f"suite {suite_name!r}: needs a 'metrics' object")
+        metrics: dict[str, MetricScores] = {}
+        for metric_name, metric_raw in suite_raw["metrics"].items():
+            where = f"suite {suite_name!r}, metric {metric_name!r}"
+            if not isinstance(metric_raw, dict) or not isinstance(metric_raw.get("scores"), dict):
+                raise _fail(path, f"{where}: needs a 'scores' object")
+            scores: dict[str, dict[str, float | None]] = {}
+            for language, cases in metric_raw["scores"].items():
+                if not isinstance(cases, dict):
+                    raise _fail(path, f"{where}, language {language!r}: scores must map case ids to numbers")
+                parsed: dict[str, float | None] = {}
+                for case_id, value in cases.items():
+                    number = _number(value)
+                    if value is not None and number is None:
+                        raise _fail(path, f"{where}, case {case_id!r}: score {value!r} is not a finite number")
+                    parsed[str(case_id)] = number
+                scores[str(language)] = parsed
+            metrics[str(metric_name)] = MetricScores(
+                higher_is_better=bool(metric_raw.get("higher_is_better", True)),
+                sources=set(metric_raw.get("sources") or []),
+                judges=set(metric_raw.get("judges") or []),
+                scores=scores,
+            )
+        path_text = suite_raw.get("path")
+        suites[str(suite_name)] = SuiteScores(path=path_text if isinstance(path_text, str) else None, metrics=metrics)
+    run = data.get("run")
+    return Baseline(
+        name=str(data.get("name") or path.stem),
+        created=str(data.get("created") or ""),
+        run=run if isinstance(run, dict) else {},
+        suites=suites,
+        path=path,
+    )

@@ -1,0 +1,629 @@
+"""pytest hooks of baseline regression gating: save a run's scores, compare a run with them.
+
+Registered as a feature plugin (``plugin.FEATURE_PLUGINS``); inert without ``--llmjudge``.
+
+* ``--llmjudge-save-baseline=NAME``: at the end of the run, the process that owns the
+  terminal (the controller under pytest-xdist, which receives every item's record) writes
+  the scores of the run's case and aggregate items as baseline ``NAME``
+  (``regression.baseline`` has the format).
+* ``--llmjudge-baseline=NAME``, or a suite's ``regression: {baseline: ...}``: every suite
+  file also collects one :class:`RegressionItem` per metric of the baseline and language,
+  node id ``suite.yaml::regression[metric-language]``. Each asks the scoreboard for the
+  candidate's scores itself (recorded, judged or computed), so it does not depend on the
+  suite's case items having run in the same process, and compares them with the baseline
+  (``regression.compare``): a significant drop beyond the margin fails, a drop that is not
+  significant passes with a :class:`~pytest_llmjudge.regression.compare.RegressionWarning`,
+  missing cases are listed in a warning.
+* ``--llmjudge-regression-method/-margin/-alpha`` override every suite's settings; ini
+  ``llmjudge_baseline_dir`` is where bare baseline names live (default
+  ``llmjudge_baselines`` under the rootdir).
+
+A suite the baseline does not have gets one skipped ``regression[not-in-baseline]`` item
+(a new suite can't regress); a baseline that can't be read is a failing
+``regression[baseline]`` item (the run must not pass a gate it could not check).
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_llmjudge.plugin import is_enabled, results_key, scoreboard_key
+
+if TYPE_CHECKING:
+    from pytest_llmjudge.regression.baseline import Baseline, BaselineError, MetricScores
+    from pytest_llmjudge.regression.compare import RegressionResult, RegressionSettings
+    from pytest_llmjudge.suite.model import Case, Suite
+
+_SUITE_MARKER = re.compile(r"^suite\s*:", re.MULTILINE)
+_REGRESSION_MARKER = re.compile(r"^regression\s*:", re.MULTILINE)
+_EXCERPT = 5
+
+
+@dataclass
+class RegressionState:
+    baseline_dir: Path
+    rootdir: Path
+    invocation_dir: Path
+    cli_baseline: Path | None = None
+    save_path: Path | None = None
+    save_name: str | None = None
+    method: str | None = None
+    margin: float | None = None
+    alpha: float | None = None
+    loaded: dict[Path, Baseline | BaselineError] = field(default_factory=dict)
+    saved: str | None = None
+    save_problem: str | None = None
+
+
+state_key = pytest.StashKey[RegressionState]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("llmjudge", "LLM-judge evaluation suites (pytest-llmjudge)")
+    group.addoption(
+        "--llmjudge-baseline",
+        default=None,
+        dest="llmjudge_baseline",
+        metavar="NAME",
+        help="Compare every suite with baseline NAME (in llmjudge_baseline_dir, or a .json path).",
+    )
+    group.addoption(
+        "--llmjudge-save-baseline",
+        default=None,
+        dest="llmjudge_save_baseline",
+        metavar="NAME",
+        help="Save this run's scores as baseline NAME at the end of the run.",
+    )
+    group.addoption(
+        "--llmjudge-regression-method",
+        default=None,
+        choices=("bootstrap", "permutation"),
+        dest="llmjudge_regression_method",
+        help="Paired test of the regression items (overrides suites; default bootstrap).",
+    )
+    group.addoption(
+        "--llmjudge-regression-margin",
+        default=None,
+        type=float,
+        dest="llmjudge_regression_margin",
+        help="Tolerated drop in score units (overrides suites' margins; default 0).",
+    )
+    group.addoption(
+        "--llmjudge-regression-alpha",
+        default=None,
+        type=float,
+        dest="llmjudge_regression_alpha",
+        help="Significance level of the regression test (overrides suites; default 0.05).",
+    )
+    parser.addini(
+        "llmjudge_baseline_dir",
+        "Directory of named baselines (default llmjudge_baselines under the rootdir).",
+        default=None,
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not is_enabled(config):
+        return
+    from pytest_llmjudge.regression.baseline import DEFAULT_DIR, BaselineError, resolve_path
+
+    rootdir = Path(config.rootpath)
+    raw_dir = config.getini("llmjudge_baseline_dir") or DEFAULT_DIR
+    baseline_dir = Path(str(raw_dir)).expanduser()
+    if not baseline_dir.is_absolute():
+        baseline_dir = rootdir / baseline_dir
+    state = RegressionState(baseline_dir=baseline_dir, rootdir=rootdir, invocation_dir=config.invocation_params.dir)
+    margin = config.getoption("llmjudge_regression_margin")
+    alpha = config.getoption("llmjudge_regression_alpha")
+    if margin is not None and margin < 0:
+        raise pytest.UsageError("pytest-llmjudge: --llmjudge-regression-margin can't be negative")
+    if alpha is not None and not 0 < alpha < 1:
+        raise pytest.UsageError("pytest-llmjudge: --llmjudge-regression-alpha must be in (0, 1)")
+    state.method, state.margin, state.alpha = config.getoption("llmjudge_regression_method"), margin, alpha
+    try:
+        name = config.getoption("llmjudge_baseline")
+        if name:
+            state.cli_baseline = resolve_path(name, baseline_dir, state.invocation_dir)
+            if not state.cli_baseline.is_file():
+                raise BaselineError(f"baseline {name!r} not found: {state.cli_baseline}")
+        save = config.getoption("llmjudge_save_baseline")
+        if save:
+            state.save_name = Path(save).stem if save.endswith(".json") else save
+            state.save_path = resolve_path(save, baseline_dir, state.invocation_dir)
+    except BaselineError as exc:
+        raise pytest.UsageError(f"pytest-llmjudge: {exc}") from None
+    config.stash[state_key] = state
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RegressionFile | None:
+    config = parent.config
+    if not is_enabled(config) or file_path.suffix not in (".yaml", ".yml"):
+        return None
+    state = config.stash.get(state_key, None)
+    if state is None:
+        return None
+    try:
+        with file_path.open(encoding="utf-8", errors="replace") as handle:
+            head = handle.read()
+    except OSError:
+        return None
+    if not _SUITE_MARKER.search(head[:65536]):
+        return None
+    if state.cli_baseline is None and not _REGRESSION_MARKER.search(head):
+        return None
+    collector: RegressionFile = RegressionFile.from_parent(parent, path=file_path)
+    return collector
+
+
+def _load(state: RegressionState, path: Path) -> Baseline:
+    from pytest_llmjudge.regression.baseline import BaselineError, load_baseline
+
+    cached = state.loaded.get(path)
+    if cached is None:
+        try:
+            cached = load_baseline(path)
+        except BaselineError as exc:
+            cached = exc
+        state.loaded[path] = cached
+    if isinstance(cached, BaselineError):
+        raise cached
+    return cached
+
+
+def _applies(suite: Suite, case: Case, metric: str) -> bool:
+    """Whether ``case`` is scored on ``metric`` in this suite (as its items would be)."""
+    return (
+        metric in case.recorded
+        or any(t.metric == metric for t in case.thresholds)
+        or any(check.spec.metric == metric for check in suite.aggregates)
+    )
+
+
+class RegressionFile(pytest.File):
+    """The regression items of one suite file (next to the suite's own items)."""
+
+    def collect(self) -> list[pytest.Item]:
+        from pytest_llmjudge.errors import LLMJudgeError
+        from pytest_llmjudge.registry import Registry
+        from pytest_llmjudge.regression.baseline import BaselineError, resolve_path
+        from pytest_llmjudge.suite.build import build_suite
+
+        state = self.config.stash[state_key]
+        try:
+            suite = build_suite(self.path, Registry.from_hook(self.ihook))
+        except LLMJudgeError:
+            return []  # the suite's own collector reports the error
+        config = suite.regression
+        name: str | None
+        try:
+            if state.cli_baseline is not None:
+                path, name = state.cli_baseline, str(self.config.getoption("llmjudge_baseline"))
+            elif config is not None and config.baseline:
+                name = config.baseline
+                path = resolve_path(config.baseline, state.baseline_dir, self.path.parent)
+            else:
+                return []
+            baseline = _load(state, path)
+        except BaselineError as exc:
+            return [RegressionErrorItem.from_parent(self, name="regression[baseline]", message=str(exc))]
+        suite_name = (config.baseline_suite if config is not None else None) or suite.name
+        entry = baseline.suites.get(suite_name)
+        if entry is None:
+            return [
+                RegressionSkipItem.from_parent(
+                    self,
+                    name="regression[not-in-baseline]",
+                    message=f"suite {suite_name!r} is not in baseline {baseline.name!r} ({path}): nothing to compare",
+                )
+            ]
+        wanted = config.metrics if config is not None and config.metrics is not None else sorted(entry.metrics)
+        items: list[pytest.Item] = []
+        for metric in wanted:
+            scores = entry.metrics.get(metric)
+            languages = set(scores.scores) if scores is not None else set()
+            languages |= {case.language for case in suite.cases if _applies(suite, case, metric)}
+            for language in sorted(languages):
+                items.append(
+                    RegressionItem.from_parent(
+                        self,
+                        name=f"regression[{metric}-{language}]",
+                        suite=suite,
+                        metric=metric,
+                        language=language,
+                        baseline=baseline,
+                        baseline_name=name,
+                        baseline_suite=suite_name,
+                    )
+                )
+        return items
+
+
+class RegressionFailure(Exception):
+    """A regression item's gate failed, or it could not be checked."""
+
+
+class _Item(pytest.Item):
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, RegressionFailure):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo, style=style))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, 0, self.name
+
+
+class RegressionErrorItem(_Item):
+    def __init__(self, *, message: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.message = message
+
+    def runtest(self) -> None:
+        raise RegressionFailure(f"ERROR: {self.message}")
+
+
+class RegressionSkipItem(_Item):
+    def __init__(self, *, message: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.message = message
+
+    def runtest(self) -> None:
+        raise pytest.skip.Exception(self.message, _use_item_location=True)
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "-" if value is None else str(value)
+    if value in (float("inf"), float("-inf")):
+        return "inf" if value > 0 else "-inf"
+    return f"{value:.{digits}f}"
+
+
+def _listing(values: tuple[str, ...]) -> str:
+    shown = ", ".join(values[:_EXCERPT])
+    return shown + (f", … (+{len(values) - _EXCERPT})" if len(values) > _EXCERPT else "")
+
+
+class RegressionItem(_Item):
+    """Candidate vs baseline for one suite, metric and language."""
+
+    def __init__(
+        self,
+        *,
+        suite: Suite,
+        metric: str,
+        language: str,
+        baseline: Baseline,
+        baseline_name: str,
+        baseline_suite: str,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.suite = suite
+        self.metric = metric
+        self.language = language
+        self.baseline = baseline
+        self.baseline_name = baseline_name
+        self.baseline_suite = baseline_suite
+        self.llmjudge_result: dict[str, Any] | None = None
+        self.extra_keyword_matches.update({language, metric, "regression"})
+
+    @property
+    def cases(self) -> list[Case]:
+        return [
+            case
+            for case in self.suite.cases
+            if case.language == self.language and _applies(self.suite, case, self.metric)
+        ]
+
+    def settings(self) -> RegressionSettings:
+        from pytest_llmjudge.regression.compare import RegressionSettings
+
+        state = self.config.stash[state_key]
+        config = self.suite.regression
+        margin = 0.0
+        values: dict[str, Any] = {}
+        if config is not None:
+            margin = config.per_language.get(self.language, config.per_metric.get(self.metric, config.margin))
+            values = {
+                "alpha": config.alpha,
+                "confidence": config.confidence,
+                "method": config.method,
+                "resamples": config.resamples,
+                "seed": config.seed,
+                "max_unscored_rate": config.max_unscored_rate,
+                "fail_on_missing": config.fail_on_missing,
+            }
+        if state.margin is not None:
+            margin = state.margin
+        if state.alpha is not None:
+            values["alpha"] = state.alpha
+        if state.method is not None:
+            values["method"] = state.method
+            if config is None or config.method != state.method:
+                values["resamples"] = None
+        return RegressionSettings(margin=margin, **values)
+
+    def needs(self) -> list[tuple[Suite, Case, str]]:
+        kind = self.suite.metric_kinds.get(self.metric)
+        if kind is None:
+            return []
+        return [(self.suite, case, self.metric) for case in self.cases]
+
+    def setup(self) -> None:
+        board = self.config.stash[scoreboard_key]
+        if self.suite.metric_kinds.get(self.metric) != "rubric":
+            return
+        if all(self.metric in case.recorded for case in self.cases):
+            return
+        problem = board.judge_problem(self.suite)
+        if problem is None:
+            return
+        message = f"judge {self.suite.judge.provider}:{self.suite.judge.model} {problem}"
+        if board.settings.require_judge:
+            pytest.fail(message + " (--llmjudge-require-judge is set)", pytrace=False)
+        raise pytest.skip.Exception(message, _use_item_location=True)
+
+    def _candidate(self) -> tuple[dict[str, float | None], dict[str, str], bool | None, set[str]]:
+        board = self.config.stash[scoreboard_key]
+        board.plan(self.needs())
+        scores: dict[str, float | None] = {}
+        reasons: dict[str, str] = {}
+        higher: bool | None = None
+        judges: set[str] = set()
+        known = self.metric in self.suite.metric_kinds
+        for case in self.cases:
+            if not known and self.metric not in case.recorded:
+                scores[case.id], reasons[case.id] = None, f"the suite no longer scores {self.metric!r}"
+                continue
+            score = board.score(self.suite, case, self.metric)
+            value = score.value
+            if score.judge:
+                judges.add(score.judge)
+            if not score.scored or value is None:
+                scores[case.id], reasons[case.id] = None, score.error or "no score"
+            elif isinstance(value, str):
+                scores[case.id], reasons[case.id] = None, f"categorical value {value!r} has no mean"
+            else:
+                scores[case.id] = float(value)
+                higher = score.higher_is_better if higher is None else higher
+        return scores, reasons, higher, judges
+
+    def runtest(self) -> None:
+        from pytest_llmjudge.nodes import json_safe
+        from pytest_llmjudge.regression.compare import RegressionWarning, compare
+
+        stored: MetricScores | None = self.baseline.metric(self.baseline_suite, self.metric)
+        base = dict(stored.language(self.language)) if stored is not None else {}
+        candidate, reasons, higher, judges = self._candidate()
+        if higher is None:
+            higher = stored.higher_is_better if stored is not None else True
+        notes: list[str] = []
+        if not self.cases:
+            notes.append(
+                f"the suite no longer scores {self.metric!r} in {self.language!r} (no threshold or aggregate on it)"
+            )
+        if stored is not None and stored.judges and judges and stored.judges != judges:
+            notes.append(
+                f"judge differs: baseline {', '.join(sorted(stored.judges))}, candidate {', '.join(sorted(judges))} "
+                "(the difference mixes a judge change with a system change)"
+            )
+        settings = self.settings()
+        result = compare(
+            candidate, base, higher_is_better=higher, settings=settings, unscored_reasons=reasons, notes=tuple(notes)
+        )
+        sign = 1.0 if higher else -1.0
+        drops: list[tuple[float, str, float, float]] = []
+        for case_id, now in candidate.items():
+            before = base.get(case_id)
+            if now is not None and before is not None and (now - before) * sign < 0:
+                drops.append(((now - before) * sign, case_id, before, now))
+        largest_drops = [
+            {"case": case_id, "baseline": before, "candidate": now}
+            for _, case_id, before, now in sorted(drops)[:_EXCERPT]
+        ]
+        self._record(result)
+        self.llmjudge_result = json_safe(
+            {
+                "kind": "regression",
+                "suite": self.suite.name,
+                "suite_path": str(self.suite.path),
+                "metric": self.metric,
+                "language": self.language,
+                "baseline": self.baseline_name,
+                "baseline_path": str(self.baseline.path) if self.baseline.path else None,
+                "baseline_suite": self.baseline_suite,
+                "baseline_created": self.baseline.created,
+                "passed": result.gate in ("pass", "warn"),
+                "largest_drops": largest_drops,
+                **result.to_dict(),
+            }
+        )
+        message = self._explain(result, largest_drops)
+        missing = result.missing_in_baseline or result.missing_in_candidate or result.baseline_unscored
+        if result.gate in ("fail", "error"):
+            raise RegressionFailure(message)
+        if result.gate == "warn":
+            self._warn(RegressionWarning(message))
+        elif missing:
+            self._warn(RegressionWarning(self._missing_text(result)))
+
+    def _warn(self, warning: Warning) -> None:
+        # Attributed to the suite file (line 0: no source line is echoed), not to this module.
+        warnings.warn_explicit(warning, type(warning), filename=str(self.path), lineno=0, module=__name__)
+
+    def _record(self, result: RegressionResult) -> None:
+        properties: dict[str, Any] = {
+            "suite": self.suite.name,
+            "metric": self.metric,
+            "language": self.language,
+            "baseline": self.baseline_name,
+            "score": result.mean_difference,
+            "mean_candidate": result.mean_candidate,
+            "mean_baseline": result.mean_baseline,
+            "ci_low": result.ci_low,
+            "ci_high": result.ci_high,
+            "p_value": result.p_value,
+            "n_paired": result.n,
+            "margin": result.settings.margin,
+            "method": result.settings.method,
+            "gate": result.gate,
+            "verdict": result.verdict,
+            "n_missing_in_baseline": len(result.missing_in_baseline),
+            "n_missing_in_candidate": len(result.missing_in_candidate),
+            "n_baseline_unscored": len(result.baseline_unscored),
+            "n_unscored": len(result.candidate_unscored),
+        }
+        for name, value in properties.items():
+            if value is not None:
+                self.user_properties.append((name, value))
+
+    def _missing_text(self, result: RegressionResult) -> str:
+        parts = []
+        if result.missing_in_baseline:
+            parts.append(
+                f"{len(result.missing_in_baseline)} not in the baseline ({_listing(result.missing_in_baseline)})"
+            )
+        if result.missing_in_candidate:
+            parts.append(
+                f"{len(result.missing_in_candidate)} no longer in the suite ({_listing(result.missing_in_candidate)})"
+            )
+        if result.baseline_unscored:
+            parts.append(
+                f"{len(result.baseline_unscored)} unscored in the baseline ({_listing(result.baseline_unscored)})"
+            )
+        return f"{self.suite.name} {self.metric} [{self.language}]: cases missing: " + "; ".join(parts)
+
+    def _explain(self, result: RegressionResult, largest_drops: list[dict[str, Any]]) -> str:
+        s = result.settings
+        head = {"fail": "REGRESSION", "error": "ERROR", "warn": "WARNING", "pass": "OK"}[result.gate]
+        direction = "higher is better" if result.higher_is_better else "lower is better"
+        lines = [
+            f"{head}: {self.suite.name} {self.metric} [{self.language}] vs baseline {self.baseline_name}: "
+            + (
+                result.problem
+                if result.problem
+                else f"candidate - baseline = {_fmt(result.mean_difference)} "
+                f"({s.confidence:.0%} CI [{_fmt(result.ci_low)}, {_fmt(result.ci_high)}]), "
+                f"p = {_fmt(result.p_value, 4)} for a drop beyond margin {s.margin:g} (alpha {s.alpha:g}): {result.verdict}"
+            ),
+        ]
+        if result.mean_candidate is not None:
+            lines.append(
+                f"  means:        candidate {_fmt(result.mean_candidate)}, baseline {_fmt(result.mean_baseline)} "
+                f"over {result.n} paired cases ({direction})"
+            )
+            lines.append(f"  method:       {result.method_detail}, seed {s.seed}")
+        lines.append(
+            f"  baseline:     {self.baseline.path} (created {self.baseline.created or '?'}), suite {self.baseline_suite!r}"
+        )
+        if largest_drops:
+            shown = ", ".join(f"{d['case']} {d['baseline']:g} -> {d['candidate']:g}" for d in largest_drops)
+            lines.append(f"  largest drops: {shown}")
+        if result.candidate_unscored:
+            shown = "; ".join(f"{c}: {r}" for c, r in result.candidate_unscored[:_EXCERPT])
+            lines.append(f"  unscored now: {len(result.candidate_unscored)} ({shown})")
+        if result.n_missing:
+            lines.append("  " + self._missing_text(result).split(": ", 1)[1])
+        for note in result.notes:
+            lines.append(f"  note:         {note}")
+        return "\n".join(lines)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if not is_enabled(session.config) or state_key not in session.config.stash:
+        return
+    needs = [need for item in session.items if isinstance(item, RegressionItem) for need in item.needs()]
+    if needs:
+        session.config.stash[scoreboard_key].plan(needs)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    state = config.stash.get(state_key, None)
+    if state is None or state.save_path is None or hasattr(config, "workerinput"):
+        return
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        state.save_problem = "the run was interrupted; baseline not saved"
+        return
+    from pytest_llmjudge.regression.baseline import build_baseline, run_metadata, save_baseline
+
+    records = config.stash[results_key].records
+    run = run_metadata(
+        state.rootdir,
+        items=len(records),
+        failed_items=sum(r.get("outcome") == "failed" for r in records),
+        pytest_version=pytest.__version__,
+    )
+    baseline = build_baseline(state.save_name or state.save_path.stem, records, rootdir=state.rootdir, run=run)
+    if not baseline.suites:
+        state.save_problem = "no case or aggregate item produced a score; baseline not saved"
+        return
+    try:
+        save_baseline(baseline, state.save_path)
+    except OSError as exc:
+        state.save_problem = f"could not write {state.save_path}: {exc}"
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        return
+    metrics = sum(len(s.metrics) for s in baseline.suites.values())
+    state.saved = (
+        f"baseline {baseline.name!r} saved to {state.save_path}: {len(baseline.suites)} suite(s), "
+        f"{metrics} metric(s), {baseline.n_scores} case scores"
+    )
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    state = config.stash.get(state_key, None)
+    if state is None or hasattr(config, "workerinput"):
+        return
+    lines: list[tuple[str, dict[str, bool]]] = []
+    records = [r for r in config.stash[results_key].records if r.get("kind") == "regression"]
+    if records:
+        gates = [str(r.get("gate")) for r in records]
+        text = (
+            f"regression: {len(records)} comparison(s) with the baseline, {gates.count('fail')} regressed, "
+            f"{gates.count('error')} could not be checked, {gates.count('warn')} drop(s) not significant (warnings)"
+        )
+        lines.append((text, {"red": bool(gates.count("fail") or gates.count("error"))}))
+        severity = {"error": 0, "fail": 1, "warn": 2}
+        ordered = sorted(
+            records,
+            key=lambda r: (
+                severity.get(str(r.get("gate")), 3),
+                str(r.get("suite")),
+                str(r.get("metric")),
+                str(r.get("language")),
+            ),
+        )
+        for record in ordered:
+            if record.get("gate") in severity:
+                lines.append(
+                    (
+                        f"  {str(record.get('gate')).upper():<5} {record.get('suite')} {record.get('metric')} "
+                        f"[{record.get('language')}]: {record.get('problem') or record.get('verdict')}"
+                        + (
+                            f", diff {_fmt(record.get('mean_difference'))}, p {_fmt(record.get('p_value'), 4)}"
+                            if record.get("mean_difference") is not None
+                            else ""
+                        ),
+                        {},
+                    )
+                )
+        missing = sum(
+            len(r.get("missing_in_baseline") or []) + len(r.get("missing_in_candidate") or []) for r in records
+        )
+        if missing:
+            lines.append((f"  {missing} case(s) missing on one side (listed in the warnings)", {}))
+    if state.saved:
+        lines.append((state.saved, {"green": True}))
+    if state.save_problem:
+        lines.append((f"baseline not saved: {state.save_problem}", {"red": True}))
+    if lines:
+        terminalreporter.write_sep("-", "llmjudge baseline")
+        for text, markup in lines:
+            terminalreporter.write_line(text, **markup)

@@ -1,0 +1,355 @@
+"""pytest hooks of the reports: ``--llmjudge-report=FORMAT:PATH``, prices, the summary.
+
+Registered as a feature plugin (``plugin.FEATURE_PLUGINS``); inert without ``--llmjudge``.
+
+* ``--llmjudge-report=json:PATH`` / ``html:PATH`` (repeatable; or ini ``llmjudge_report``,
+  one ``FORMAT:PATH`` per line, used when the option is not given). A relative PATH is taken
+  from the directory pytest was invoked in; missing parent directories are created.
+* ini ``llmjudge_prices``: ``MODEL = INPUT OUTPUT`` lines, USD per 1M tokens, over the
+  built-in table (:data:`~pytest_llmjudge.report.model.DEFAULT_PRICES`).
+
+The reports are written once, at session end, by the process that owns the terminal (the
+controller under pytest-xdist, which receives every item's record with its report). What
+only collection knows (each suite's judge and rubric versions) is gathered where items are
+collected, so under xdist the workers send it in ``workeroutput``. A report that can't be
+written (a directory in the way, no permission) is reported in the summary and makes the
+run exit non-zero (a CI job that asked for a report must not pass without it).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_llmjudge.plugin import is_enabled, results_key, scoreboard_key
+
+if TYPE_CHECKING:
+    from pytest_llmjudge.execution.runner import RunnerStats
+    from pytest_llmjudge.plugin import ResultsCollector
+    from pytest_llmjudge.suite.model import Suite
+
+FORMATS = ("json", "html")
+_WORKER_KEY = "llmjudge_report_suites"
+_SUITE_FILES = (".yaml", ".yml")
+MAX_REASON_CHARS = 500
+
+
+@dataclass
+class ReportState:
+    targets: list[tuple[str, Path]]
+    prices: dict[str, tuple[float, float]]
+    started: float = field(default_factory=time.time)
+    suites: dict[str, dict[str, Any]] = field(default_factory=dict)
+    not_run: dict[str, dict[str, Any]] = field(default_factory=dict)
+    xfail: dict[str, str] = field(default_factory=dict)
+    """nodeid -> ``xfailed`` or ``xpassed`` (pytest reports those as skipped or passed)."""
+    workers: int = 0
+    document: dict[str, Any] | None = None
+    written: list[tuple[str, Path]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+state_key = pytest.StashKey[ReportState]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("llmjudge", "LLM-judge evaluation suites (pytest-llmjudge)")
+    group.addoption(
+        "--llmjudge-report",
+        action="append",
+        default=[],
+        dest="llmjudge_report",
+        metavar="FORMAT:PATH",
+        help="Write a report at the end of the run: json:PATH or html:PATH (repeatable).",
+    )
+    parser.addini(
+        "llmjudge_report",
+        "Reports to write, one FORMAT:PATH per line (json or html), when --llmjudge-report is not given.",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
+        "llmjudge_prices",
+        "Judge prices for the cost estimate, 'MODEL = INPUT OUTPUT' (USD per 1M tokens) per line.",
+        type="linelist",
+        default=[],
+    )
+
+
+def parse_target(raw: str, base: Path) -> tuple[str, Path]:
+    """``json:PATH`` -> ("json", absolute path); raises ValueError with the reason."""
+    kind, sep, path = raw.partition(":")
+    kind = kind.strip().lower()
+    if not sep or kind not in FORMATS or not path.strip():
+        raise ValueError(f"--llmjudge-report expects FORMAT:PATH with FORMAT one of {', '.join(FORMATS)}; got {raw!r}")
+    target = Path(path.strip()).expanduser()
+    return kind, target if target.is_absolute() else base / target
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not is_enabled(config):
+        return
+    from pytest_llmjudge.report.model import PriceError, parse_prices
+
+    raw_targets = config.getoption("llmjudge_report") or config.getini("llmjudge_report")
+    base = Path(config.invocation_params.dir)
+    try:
+        targets = [parse_target(str(raw), base) for raw in raw_targets]
+        prices = parse_prices(str(line) for line in config.getini("llmjudge_prices"))
+    except (ValueError, PriceError) as exc:
+        raise pytest.UsageError(f"pytest-llmjudge: {exc}") from None
+    state = ReportState(targets=targets, prices=prices)
+    config.stash[state_key] = state
+    config.pluginmanager.register(ReportRecorder(state), "llmjudge-report-recorder")
+
+
+def _suite_info(config: pytest.Config, suite: Suite) -> dict[str, Any]:
+    from pytest_llmjudge.report.model import clean_url
+
+    board = config.stash.get(scoreboard_key, None)
+    judge = suite.judge
+    provider, model, base_url = judge.provider, judge.model, judge.base_url
+    if board is not None:
+        effective = board.judge_settings(suite)
+        provider, model, base_url = effective.provider, effective.model, effective.base_url
+    rubric_metrics = sorted(name for name, kind in suite.metric_kinds.items() if kind == "rubric")
+    try:
+        path = Path(suite.path).resolve().relative_to(Path(config.rootpath).resolve()).as_posix()
+    except ValueError:
+        path = Path(suite.path).as_posix()
+    return {
+        "name": suite.name,
+        "path": path,
+        "languages": list(suite.languages),
+        "n_cases": len(suite.cases),
+        "live_judge": suite.needs_live_judge,
+        "judge": {
+            "provider": provider,
+            "model": model,
+            "label": f"{provider}:{model}",
+            "base_url": clean_url(base_url),
+            "temperature": judge.temperature,
+            "seed": judge.seed,
+            "mode": judge.mode,
+            "instructions": judge.instructions,
+            "repeats": judge.repeats,
+            "api_key_env": judge.api_key_env,
+        },
+        "metrics": {name: str(kind) for name, kind in sorted(suite.metric_kinds.items())},
+        "rubrics": {name: suite.rubrics[name].version for name in rubric_metrics if name in suite.rubrics},
+        "recorded_judges": sorted(
+            {str(value.judge) for case in suite.cases for value in case.recorded.values() if value.judge}
+        ),
+    }
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    state = session.config.stash.get(state_key, None)
+    if state is None:
+        return
+    from pytest_llmjudge.suite.model import Suite
+
+    seen: set[int] = set()
+    for item in session.items:
+        suite = getattr(item, "suite", None)
+        if isinstance(suite, Suite) and id(suite) not in seen:
+            seen.add(id(suite))
+            info = _suite_info(session.config, suite)
+            state.suites[f"{info['path']}::{info['name']}"] = info
+
+
+def _suite_item(nodeid: str) -> bool:
+    return nodeid.split("::", 1)[0].endswith(_SUITE_FILES)
+
+
+def _reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        text = str(longrepr[2])
+        text = text[len("Skipped: ") :] if text.startswith("Skipped: ") else text
+    else:
+        lines = [line.strip() for line in report.longreprtext.splitlines() if line.strip()]
+        text = " ".join(lines[:3])
+    return text[:MAX_REASON_CHARS]
+
+
+class ReportRecorder:
+    """Per-run hooks that need the run's state: items without a record, workers' suite info."""
+
+    def __init__(self, state: ReportState) -> None:
+        self.state = state
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Remember expected failures, and suite items that end without a structured record."""
+        if hasattr(report, "wasxfail") and report.when == "call":
+            self.state.xfail[report.nodeid] = "xfailed" if report.skipped else "xpassed"
+        if not _suite_item(report.nodeid) or getattr(report, "llmjudge", None) is not None:
+            return
+        if report.outcome == "passed" or report.nodeid in self.state.not_run:
+            return
+        failed_outside_call = report.when != "call" and report.outcome == "failed"
+        outcome: str = "error" if failed_outside_call else report.outcome
+        if hasattr(report, "wasxfail") and report.skipped:
+            outcome = "xfailed"
+        self.state.not_run[report.nodeid] = {
+            "nodeid": report.nodeid,
+            "outcome": outcome,
+            "when": report.when,
+            "reason": _reason(report),
+        }
+
+    @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown without xdist
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        self.state.workers += 1
+        for info in (getattr(node, "workeroutput", None) or {}).get(_WORKER_KEY) or []:
+            self.state.suites[f"{info.get('path')}::{info.get('name')}"] = info
+
+
+def _secrets(config: pytest.Config, state: ReportState) -> list[str]:
+    """Credentials to keep out of the reports: the judge runner's keys and the environment's."""
+    from pytest_llmjudge.report.model import MIN_SECRET_LENGTH, secrets_from_environment
+
+    names = []
+    for info in state.suites.values():
+        judge = info.get("judge") or {}
+        provider = str(judge.get("provider") or "")
+        names.append(f"{provider.upper().replace('-', '_')}_API_KEY")
+        if judge.get("api_key_env"):
+            names.append(str(judge["api_key_env"]))
+    found = set(secrets_from_environment(os.environ, names))
+    board = config.stash.get(scoreboard_key, None)
+    if board is not None and board.runner_started:
+        found.update(s for s in board.runner.secrets if s and len(s) >= MIN_SECRET_LENGTH)
+    return sorted(found, key=len, reverse=True)
+
+
+def build(config: pytest.Config, exit_status: int | None = None) -> dict[str, Any] | None:
+    """The run's report document (cached once the session has finished)."""
+    state = config.stash.get(state_key, None)
+    collector: ResultsCollector | None = config.stash.get(results_key, None)
+    if state is None or collector is None:
+        return None
+    if state.document is not None:
+        return state.document
+    import pytest_llmjudge
+    from pytest_llmjudge.report.model import RunInputs, build_document, redact_document
+
+    stats: RunnerStats | None = collector.run_stats()
+    settings = None
+    board = config.stash.get(scoreboard_key, None)
+    if board is not None:
+        settings = board.settings
+    randomly_seed = config.getoption("randomly_seed", None)
+    secrets = _secrets(config, state)
+    run = {
+        "timestamp": datetime.fromtimestamp(state.started, timezone.utc).isoformat(timespec="seconds"),
+        "duration_s": round(time.time() - state.started, 2),
+        "plugin_version": pytest_llmjudge.__version__,
+        "pytest_version": pytest.__version__,
+        "python_version": platform.python_version(),
+        "pytest_args": redact_document(list(config.invocation_params.args), secrets),
+        "exit_status": None if exit_status is None else int(exit_status),
+        "xdist_workers": state.workers,
+        "pytest_randomly_seed": randomly_seed if isinstance(randomly_seed, int) else None,
+        "cache_mode": None if settings is None else settings.cache_mode,
+        "overrides": None
+        if settings is None
+        else {"provider": settings.provider, "model": settings.model, "base_url": settings.base_url},
+    }
+    recorded = {record["nodeid"] for record in collector.records}
+    records = [
+        {**record, "outcome": state.xfail[record["nodeid"]]} if record["nodeid"] in state.xfail else record
+        for record in collector.records
+    ]
+    document = build_document(
+        RunInputs(
+            records=records,
+            not_run=[entry for nodeid, entry in state.not_run.items() if nodeid not in recorded],
+            suites=list(state.suites.values()),
+            stats=None if stats is None else asdict(stats),
+            prices=state.prices,
+            run=run,
+            secrets=secrets,
+            root=str(Path(config.rootpath).resolve()),
+        )
+    )
+    if exit_status is not None:
+        state.document = document
+    return document
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    state = config.stash.get(state_key, None)
+    if state is None:
+        return
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput[_WORKER_KEY] = list(state.suites.values())
+        return
+    if not state.targets:
+        return
+    document = build(config, int(exitstatus))
+    if document is None:
+        return
+    from pytest_llmjudge.report.html import write_html
+    from pytest_llmjudge.report.json_report import write_json
+
+    for kind, path in state.targets:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if kind == "json":
+                write_json(document, path)
+            else:
+                write_html(document, path)
+        except OSError as exc:
+            state.errors.append(f"could not write the {kind} report to {path}: {exc}")
+            continue
+        except Exception as exc:  # a rendering bug must not hide the test results
+            state.errors.append(f"could not render the {kind} report: {exc.__class__.__name__}: {exc}")
+            continue
+        state.written.append((kind, path))
+    if state.errors and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+
+
+def write_terminal_summary(
+    config: pytest.Config, terminalreporter: Any, collector: ResultsCollector, stats: RunnerStats | None
+) -> None:
+    """The ``llmjudge summary`` section (called by the core plugin's results collector).
+
+    ``collector`` and ``stats`` are what the caller has; the document is built from the same
+    collector (found in the config's stash), so they are not read twice.
+    """
+    del collector, stats
+    from pytest_llmjudge.report.terminal import summary_lines
+
+    document = build(config)
+    if document is None:
+        return
+    quiet = config.get_verbosity() < 0
+    lines = summary_lines(document, quiet=quiet)
+    if lines:
+        terminalreporter.write_sep("=", "llmjudge summary")
+        for text, style in lines:
+            terminalreporter.write_line(text, **({style: True} if style else {}))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    state = config.stash.get(state_key, None)
+    if state is None or hasattr(config, "workerinput"):
+        return
+    for kind, path in state.written:
+        if config.get_verbosity() >= 0:  # like pytest's "generated xml file" line
+            terminalreporter.write_sep("-", f"llmjudge {kind} report: {path}")
+    for error in state.errors:
+        terminalreporter.write_sep("-", f"llmjudge: {error}", red=True)

@@ -1,0 +1,115 @@
+"""API keys never leave the process: not in the cache, reports, JUnit, logs or error messages.
+
+Runs pytest with sentinel keys in ``OPENAI_API_KEY`` and ``ANTHROPIC_API_KEY`` against the
+loopback server, whose answers echo the key the way real providers do (``401 Incorrect API
+key provided: sk-...``, and in 400/500 bodies and batch-line errors), with the SDKs' own
+debug logging on and pytest capturing logs at DEBUG into JUnit. Then every byte the runs
+wrote -- stdout, stderr, JUnit XML, JSON and HTML reports, the cache directory (replies,
+batch records) and anything else under the run directory -- is scanned for the keys.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_llmjudge.testing import LoopbackServer, ReceivedRequest, Reply, ScriptedJudge
+
+OPENAI_KEY = "sk-sentinel-openai-4c2f9e1b7d"
+ANTHROPIC_KEY = "sk-ant-sentinel-8e3a6d0c51"
+SENTINELS = (OPENAI_KEY, ANTHROPIC_KEY, "sentinel-openai-4c2f9e1b7d", "sentinel-8e3a6d0c51")
+
+
+def echoing_judge(judge: ScriptedJudge) -> object:
+    """The scripted judge, except that some cases get provider errors quoting the key."""
+
+    def respond(request: ReceivedRequest) -> Reply | str:
+        key = OPENAI_KEY if request.provider == "openai" else ANTHROPIC_KEY
+        text = request.last_user_text
+        if "answer-401" in text:
+            return Reply(text=f"Incorrect API key provided: {key}. You can find your API key at ...", status=401)
+        if "answer-400" in text:
+            return Reply(text=f"Invalid request for key {key}: bad things", status=400)
+        if "answer-500" in text:
+            return Reply(text=f"upstream failed while authenticating {key}", status=500)
+        return judge(request)
+
+    return respond
+
+
+def suite_text(name: str, provider: str, base_url: str) -> str:
+    cases = "\n".join(
+        f"  - {{id: case-{kind}, language: de, input: 'frage', output: 'answer-{kind}'}}"
+        for kind in ("ok", "401", "400", "500")
+    )
+    return f"""\
+suite: {name}
+judge: {{provider: {provider}, model: loopback-judge, base_url: "{base_url}"}}
+cases:
+{cases}
+assert: [linguistic_acceptability >= 1]
+aggregate: [mean(linguistic_acceptability) >= 1]
+"""
+
+
+def scan(root: Path, texts: dict[str, str]) -> list[str]:
+    leaks = [f"{name}: {secret}" for name, text in texts.items() for secret in SENTINELS if secret in text]
+    for path in root.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            leaks += [f"{path.relative_to(root)}: {s}" for s in SENTINELS if s.encode() in data]
+    return leaks
+
+
+@pytest.mark.parametrize("mode", ["online", "xdist", "batch"])
+def test_sentinel_keys_appear_in_no_output(tmp_path: Path, mode: str) -> None:
+    judge = ScriptedJudge({"linguistic_acceptability": 2})
+    with LoopbackServer(responder=echoing_judge(judge)) as server:  # type: ignore[arg-type]
+        (tmp_path / "openai_suite.yaml").write_text(
+            suite_text("keys-openai", "openai", server.openai_base_url), encoding="utf-8"
+        )
+        (tmp_path / "anthropic_suite.yaml").write_text(
+            suite_text("keys-anthropic", "anthropic", server.anthropic_base_url), encoding="utf-8"
+        )
+        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("LLMJUDGE_")}
+        env.update(
+            OPENAI_API_KEY=OPENAI_KEY,
+            ANTHROPIC_API_KEY=ANTHROPIC_KEY,
+            OPENAI_LOG="debug",
+            ANTHROPIC_LOG="debug",
+        )
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--llmjudge",
+            "-rA",
+            "-v",
+            "--llmjudge-max-retries=1",
+            "--log-level=DEBUG",
+            "-o",
+            "junit_logging=all",
+            "--junitxml=junit.xml",
+            "--llmjudge-report=json:report.json",
+            "--llmjudge-report=html:report.html",
+        ]
+        if mode == "xdist":
+            command += ["-n", "2"]
+        if mode == "batch":
+            command += ["--llmjudge-batch", "--llmjudge-batch-poll=0.05"]
+        run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+        received = server.requests + server.batch_requests
+
+    assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
+    assert received and all(r.api_key_present for r in server.requests), "the keys were really sent"
+    # The provider errors reached the report, with the key hidden.
+    assert "Incorrect API key provided: ***" in run.stdout
+    assert "HTTP 400: Invalid request for key ***" in run.stdout
+    assert (tmp_path / "junit.xml").exists() and (tmp_path / "report.json").exists()
+    assert list((tmp_path / ".llmjudge_cache").rglob("*.json")), "replies were cached"
+    leaks = scan(tmp_path, {"stdout": run.stdout, "stderr": run.stderr})
+    assert leaks == []

@@ -1,0 +1,224 @@
+"""Fault-injection soak: 5,000 cases, 20% faulty answers, a SIGINT and a SIGKILL midway, then a re-run.
+
+The loopback server answers one request in five with a fault -- 429 (with Retry-After),
+500, 503, a hang that ends in a closed connection, a truncated body, a body that isn't
+JSON, a TCP reset -- and the judge itself answers some prompts with unusable text: every
+first ask of one case in ten (the re-ask gets a valid verdict) and every ask of one case in
+fifty (which must end unscored). Each case's true score is known (0 for one case in twenty).
+
+Three runs share one cache: the first is interrupted with SIGINT a third of the way, the
+second killed with SIGKILL two thirds of the way, the third runs to the end. Afterwards:
+
+* every case item is either passed with the right score, failed with the right score, or
+  failed as unscored with a reason -- never passed without a score;
+* every cache entry parses, is stored under its key, and holds exactly what the judge
+  answered to that prompt; no temporary file is left;
+* no prompt whose reply was already cached is sent again (per run: none sent for the
+  entries cached when it started), and no run is paid twice for one prompt.
+
+Bounded: the whole test stops by itself in well under two minutes (each run has a timeout).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from pytest_llmjudge.testing import Fault, LoopbackServer, ReceivedRequest
+
+CASES = 5000
+CONCURRENCY = 32
+FAULTS = [
+    Fault.RATE_LIMIT,
+    Fault.SERVER_ERROR,
+    Fault.OVERLOADED,
+    Fault.TIMEOUT,
+    Fault.TRUNCATED,
+    Fault.MALFORMED_JSON,
+    Fault.CONNECTION_RESET,
+]
+_INDEX = re.compile(r"## Output to evaluate\n<<<\nanswer (\d+)\n>>>")
+
+pytestmark = pytest.mark.soak
+
+
+def expected_score(index: int) -> int | None:
+    """The true score of case ``index``; None when the judge never gives a usable one."""
+    if index % 50 == 7:
+        return None
+    return 0 if index % 20 == 1 else 1 + index % 2
+
+
+def judge_reply(request: ReceivedRequest) -> str:
+    """A deterministic judge: the reply depends on the prompt only."""
+    text = request.last_user_text
+    match = _INDEX.search(text)
+    if match is None:
+        return "no case in this prompt"
+    index = int(match.group(1))
+    score = expected_score(index)
+    if score is None:
+        return f"Case {index} reads well enough, I suppose."
+    if index % 10 == 3 and "could not be used" not in text:
+        return '{"linguistic_acceptability": {"justification": "cut off'
+    return json.dumps({"linguistic_acceptability": {"justification": f"case {index}", "score": score}})
+
+
+def suite_text(base_url: str) -> str:
+    languages = ("hi", "bn", "ta", "sw", "yo", "ja", "fr", "ar")
+    lines = [
+        "suite: soak",
+        f'judge: {{model: loopback-judge, base_url: "{base_url}", max_reasks: 2}}',
+        "cases:",
+    ]
+    lines += [
+        f"  - {{id: c{i:04d}, language: {languages[i % 8]}, input: 'q{i}', output: 'answer {i}'}}" for i in range(CASES)
+    ]
+    lines += ["assert: [linguistic_acceptability >= 1]", ""]
+    return "\n".join(lines)
+
+
+def cache_entries(root: Path) -> dict[str, Path]:
+    """Cache entries by key (a SIGKILL can leave a ``.tmp-*`` file, which is no entry)."""
+    return {
+        path.stem: path
+        for path in (root / ".llmjudge_cache" / "v1").glob("??/*.json")
+        if not path.name.startswith(".tmp-")
+    }
+
+
+def prompt_of(entry: Path) -> tuple[str, str, str]:
+    record = json.loads(entry.read_text(encoding="utf-8"))
+    request = record["request"]
+    return request["system"], request["user"], record["reply"]["text"]
+
+
+def test_soak_faults_interrupts_and_resume(tmp_path: Path) -> None:
+    started = time.monotonic()
+    server = LoopbackServer(
+        responder=judge_reply,
+        fault_rate=0.2,
+        faults=FAULTS,
+        seed=7,
+        retry_after=0.02,
+        hang_seconds=0.2,
+    )
+    with server:
+        (tmp_path / "suite.yaml").write_text(suite_text(server.openai_base_url), encoding="utf-8")
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--llmjudge",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--llmjudge-concurrency={CONCURRENCY}",
+            "--llmjudge-max-retries=6",
+            "--llmjudge-timeout=5",
+            "--llmjudge-retry-backoff=0.05",  # a loopback server: no need to wait as for a real provider
+            "--junitxml=final.xml",
+            "--tb=no",  # pytest's failure section is quadratic in the number of reports
+        ]
+        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("LLMJUDGE_")}
+        runs: list[tuple[set[str], list[ReceivedRequest], dict[int, Fault]]] = []
+        durations: list[float] = []
+
+        def run(stop_after: int | None, sig: signal.Signals | None) -> subprocess.CompletedProcess[str] | None:
+            server.reset()
+            cached_before = set(cache_entries(tmp_path))
+            begun = time.monotonic()
+            if stop_after is None:
+                done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=150)
+                result: subprocess.CompletedProcess[str] | None = done
+            else:
+                process = subprocess.Popen(
+                    command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+                )
+                deadline = time.monotonic() + 90
+                while len(cache_entries(tmp_path)) < stop_after and time.monotonic() < deadline:
+                    if process.poll() is not None:
+                        break
+                    time.sleep(0.05)
+                assert process.poll() is None, "the run ended before it could be interrupted"
+                assert sig is not None
+                process.send_signal(sig)
+                process.wait(timeout=60)
+                result = None
+            runs.append((cached_before, server.requests, dict(server.fault_log())))
+            durations.append(time.monotonic() - begun)
+            print(f"soak run {len(runs)}: {durations[-1]:.1f} s, {len(runs[-1][1])} requests")
+            return result
+
+        run(CASES // 3, signal.SIGINT)
+        run(2 * CASES // 3, signal.SIGKILL)
+        final = run(None, None)
+
+    assert final is not None
+    assert final.returncode == 1, final.stdout[-3000:]  # some cases fail by design
+    # ---- the cache: every entry sound, and exactly the judge's answer to its prompt
+    entries = cache_entries(tmp_path)
+    # Only the SIGKILL can leave temporary files (writes it cut short); they are never read.
+    assert len(list((tmp_path / ".llmjudge_cache").rglob(".tmp-*"))) <= CONCURRENCY
+    prompts: dict[tuple[str, str], str] = {}
+    for key, entry in entries.items():
+        record = json.loads(entry.read_text(encoding="utf-8"))
+        assert record["key"] == key
+        system, user, reply = prompt_of(entry)
+        fake = ReceivedRequest("openai", "", "", system, [("user", user)], None, None, None, None, {}, {}, False)
+        assert reply == judge_reply(fake), f"cache entry {key} holds a reply the judge never gave"
+        prompts[(system, user)] = key
+
+    # ---- no repeated paid call
+    paid_total = 0
+    for number, (cached_before, requests, faults) in enumerate(runs):
+        paid = Counter(
+            (r.system, r.last_user_text)
+            for r in requests
+            if faults.get(r.index) is None or faults.get(r.index) is Fault.EMPTY_CONTENT
+        )
+        paid_total += sum(paid.values())
+        repeated = [p for p, n in paid.items() if n > 1]
+        assert not repeated, f"run {number}: {len(repeated)} prompts paid more than once"
+        asked_again = [r for r in requests if prompts.get((r.system, r.last_user_text)) in cached_before]
+        assert not asked_again, f"run {number}: {len(asked_again)} requests for replies already cached"
+        if number < 2:  # an interrupted run loses at most the replies in flight when it stopped
+            cached_after = runs[number + 1][0]
+            lost = [p for p in paid if prompts.get(p) not in cached_after]
+            assert len(lost) <= CONCURRENCY, f"run {number}: {len(lost)} paid replies not cached"
+    reasks = sum(1 for i in range(CASES) if i % 10 == 3 and expected_score(i) is not None)
+    never = sum(1 for i in range(CASES) if expected_score(i) is None)
+    assert paid_total <= CASES + reasks + 2 * never + 2 * CONCURRENCY
+
+    # ---- every case scored correctly or reported as an error; nothing passes unscored
+    outcomes: Counter[str] = Counter()
+    for case in ET.parse(tmp_path / "final.xml").iter("testcase"):
+        index = int(case.get("name", "")[1:5])
+        properties = {p.get("name"): p.get("value") for p in case.iter("property")}
+        failed = case.find("failure") is not None or case.find("error") is not None
+        truth = expected_score(index)
+        if "unscored_reason" in properties:
+            assert failed and "score" not in properties, index
+            reason = properties["unscored_reason"] or ""
+            assert truth is None or "provider failed" in reason, (index, reason)
+            outcomes["unscored"] += 1
+            continue
+        assert truth is not None, f"case {index} got a score the judge never gave"
+        assert float(properties["score"]) == truth, index
+        assert failed == (truth < 1), index
+        outcomes["failed" if failed else "passed"] += 1
+    assert sum(outcomes.values()) == CASES
+    assert outcomes["unscored"] >= never
+    assert f"{outcomes['passed']} passed" in final.stdout
+    elapsed = time.monotonic() - started
+    assert elapsed < 120, f"the soak must stay under two minutes: {elapsed:.0f} s (runs {durations})"

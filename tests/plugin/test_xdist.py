@@ -1,0 +1,131 @@
+"""pytest-xdist: the same verdicts, aggregates and reports as one process, every case once.
+
+One suite (18 cases, 3 languages, judged scores that differ by case) runs once in a single
+process and once with ``-n 3``; the two runs must agree item by item, the aggregates must
+be computed over *all* cases whichever worker judged them, every report (terminal summary,
+JUnit, JSON, HTML) must hold every item exactly once, and the xdist run must make each
+judge call once.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from pytest_llmjudge.testing import JudgeQuery, LoopbackServer, ScriptedJudge
+
+LANGUAGES = ("hi", "ta", "sw")
+CASES = 18
+
+
+def score(query: JudgeQuery) -> int:
+    if query.metric == "hallucinations":
+        return 0
+    index = int(query.output.split()[-1])
+    return (index * 7) % 3  # 0, 1, 2 spread over languages and cases
+
+
+def suite_text(base_url: str) -> str:
+    cases = "\n".join(
+        f"  - {{id: c{i:02d}, language: {LANGUAGES[i % 3]}, input: 'q {i}', output: 'answer {i}'}}"
+        for i in range(CASES)
+    )
+    return f"""\
+suite: xdist-consistency
+judge: {{model: loopback-judge, base_url: "{base_url}"}}
+cases:
+{cases}
+assert:
+  - linguistic_acceptability >= 1
+  - hallucinations <= 0
+aggregate:
+  - mean(linguistic_acceptability) >= 1.2
+  - expr: mean(hallucinations) <= 0
+"""
+
+
+def junit_cases(path: Path) -> list[tuple[str, str, dict[str, str]]]:
+    found = []
+    for case in ET.parse(path).iter("testcase"):
+        outcome = "failed" if case.find("failure") is not None else "passed"
+        properties = {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
+        properties.pop("cached", None)  # differs between the runs by design
+        found.append((case.get("classname", "") + "::" + case.get("name", ""), outcome, properties))
+    return found
+
+
+def test_xdist_run_matches_a_single_process_run_and_reports_every_item_once(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    judge = ScriptedJudge(score)
+    with LoopbackServer(responder=judge) as server:
+        pytester.makefile(".yaml", suite=suite_text(server.openai_base_url))
+        common = ["--llmjudge", "-p", "no:cacheprovider"]
+        single = pytester.runpytest_subprocess(
+            *common,
+            "--llmjudge-cache-dir=single",
+            "--junitxml=single.xml",
+            "--llmjudge-report=json:single.json",
+        )
+        single_requests = server.stats()["requests"]
+        server.reset()
+        parallel = pytester.runpytest_subprocess(
+            *common,
+            "-n",
+            "3",
+            "--llmjudge-cache-dir=parallel",
+            "--junitxml=parallel.xml",
+            "--llmjudge-report=json:parallel.json",
+            "--llmjudge-report=html:parallel.html",
+        )
+        parallel_requests = server.stats()["requests"]
+        keys = Counter(json.dumps(r.body, sort_keys=True) for r in server.requests)
+
+    items = CASES * 2 + 2 * (len(LANGUAGES) + 1)
+    assert single_requests == CASES * 2
+    assert parallel_requests == CASES * 2, "each judge call made once, whichever worker needed it"
+    assert set(keys.values()) == {1}
+    single_outcomes = single.parseoutcomes()
+    assert single_outcomes == parallel.parseoutcomes()
+    assert single_outcomes["passed"] + single_outcomes["failed"] == items
+
+    # JUnit: every item once, same outcome and properties (score, threshold, n_scored, ...).
+    one, many = junit_cases(pytester.path / "single.xml"), junit_cases(pytester.path / "parallel.xml")
+    assert len(many) == items and len({name for name, _, _ in many}) == items
+    assert sorted(one) == sorted(many)
+
+    # Aggregates are over all 18 cases, not over one worker's share.
+    properties = {name: props for name, _, props in many}
+    assert properties["suite.yaml::mean(linguistic_acceptability)[all]"]["n_scored"] == str(CASES)
+    for language in LANGUAGES:
+        assert properties[f"suite.yaml::mean(linguistic_acceptability)[{language}]"]["n_scored"] == str(CASES // 3)
+
+    # JSON report: every item once, the same scores and aggregate rows as the single run.
+    first = json.loads((pytester.path / "single.json").read_text(encoding="utf-8"))
+    second = json.loads((pytester.path / "parallel.json").read_text(encoding="utf-8"))
+    nodeids = [record["nodeid"] for record in second["cases"] + second["aggregates"]]
+    assert len(nodeids) == items and len(set(nodeids)) == items
+    assert {c["nodeid"]: c["score"] for c in first["cases"]} == {c["nodeid"]: c["score"] for c in second["cases"]}
+    assert {a["nodeid"]: a["rows"] for a in first["aggregates"]} == {
+        a["nodeid"]: a["rows"] for a in second["aggregates"]
+    }
+    assert second["totals"]["items"] == items
+    assert second["accounting"]["provider_calls"] == CASES * 2
+
+    # HTML report: its failed-case table holds every failed case once.
+    html = (pytester.path / "parallel.html").read_text(encoding="utf-8")
+    failed = [c["case"] for c in second["cases"] if c["outcome"] == "failed"]
+    assert len(failed) == 6
+    for case in failed:
+        assert html.count(f'{case}[linguistic_acceptability]">') == 1, case
+
+    # Terminal summary: the same table as the single-process run.
+    def table(lines: list[str]) -> list[str]:
+        start = next(i for i, line in enumerate(lines) if "llmjudge summary" in line)
+        return [line for line in lines[start:] if line.startswith("    ") or line.startswith("  ")]
+
+    assert table(single.outlines) == table(parallel.outlines)

@@ -1,0 +1,257 @@
+"""--llmjudge-report and the terminal summary in real pytest runs (pytester, loopback judge)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pytest_llmjudge
+from pytest_llmjudge.judges.rubrics import BUILTIN_RUBRICS
+from pytest_llmjudge.report.model import rubric_hash
+from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
+
+SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "report.schema.json"
+SENTINEL = "sk-llmjudge-SENTINEL-0123456789abcdef"
+
+
+def live_suite(base_url: str) -> str:
+    return f"""\
+suite: live
+judge:
+  provider: openai
+  model: loopback-judge
+  base_url: "{base_url}"
+  seed: 7
+cases:
+  - id: fr-1
+    language: fr
+    input: "Dis bonjour poliment."
+    output: "Bonjour, comment allez-vous ?"
+  - id: ja-1
+    language: ja
+    input: "丁寧に挨拶して"
+    output: "こんにちは。お元気ですか。"
+assert:
+  - linguistic_acceptability >= 1
+  - hallucinations <= 0
+aggregate:
+  - mean(linguistic_acceptability) >= 1.5
+"""
+
+
+def validate(document: dict[str, Any]) -> None:
+    """Validate against docs/report.schema.json when jsonschema is installed (it is not a dependency)."""
+    try:
+        jsonschema = importlib.import_module("jsonschema")
+    except ImportError:
+        return
+    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    errors = [
+        f"{list(e.absolute_path)}: {e.message}" for e in jsonschema.Draft202012Validator(schema).iter_errors(document)
+    ]
+    assert not errors, errors[:5]
+
+
+def test_json_and_html_reports_of_a_live_run(
+    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
+) -> None:
+    scripted_judge.scores = lambda q: (
+        0
+        if (q.language == "ja" and q.metric == "linguistic_acceptability")
+        else (0 if q.metric == "hallucinations" else 2)
+    )
+    pytester.makefile(".yaml", suite=live_suite(loopback.openai_base_url))
+    result = pytester.runpytest(
+        "--llmjudge",
+        "--llmjudge-report=json:out/report.json",
+        "--llmjudge-report=html:out/report.html",
+        "-o",
+        "llmjudge_prices=loopback-judge = 1.5 6",
+    )
+    result.assert_outcomes(passed=4, failed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*llmjudge summary*",
+            "suite live: 2 case(s), 2 language(s); judge openai:loopback-judge (4 scores, 0 cached)",
+            "  linguistic_acceptability: each >= 1; mean(linguistic_acceptability) >= 1.50",
+            "    ja *1 *0 *0 *-*mean >= 1.50*0/1 FAIL",
+            "*judge calls: 4 provider requests, 0 cache hits; tokens in/out */*; est. $* (loopback-judge)",
+            "*llmjudge json report: *report.json*",
+            "*llmjudge html report: *report.html*",
+        ]
+    )
+    document = json.loads((pytester.path / "out" / "report.json").read_text(encoding="utf-8"))
+    validate(document)
+    run = document["run"]
+    assert run["plugin_version"] == pytest_llmjudge.__version__
+    assert run["judge_models"] == ["openai:loopback-judge"] and run["judge_seeds"] == [7]
+    versions = {name: BUILTIN_RUBRICS[name].version for name in ("hallucinations", "linguistic_acceptability")}
+    assert document["suites"][0]["rubrics"] == versions
+    assert run["rubric_hash"] == rubric_hash(versions.items())
+    assert run["exit_status"] == 1 and "--llmjudge-report=json:out/report.json" in run["pytest_args"]
+    assert [(c["case"], c["metric"], c["outcome"]) for c in document["cases"]] == [
+        ("fr-1", "hallucinations", "passed"),
+        ("fr-1", "linguistic_acceptability", "passed"),
+        ("ja-1", "hallucinations", "passed"),
+        ("ja-1", "linguistic_acceptability", "failed"),
+    ]
+    assert document["cases"][3]["justification"] == "scripted verdict (linguistic_acceptability)"
+    assert [a["language"] for a in document["aggregates"]] == ["all", "fr", "ja"]
+    accounting = document["accounting"]
+    assert accounting["provider_calls"] == 4 and accounting["input_tokens"] > 0
+    expected = (accounting["input_tokens"] * 1.5 + accounting["output_tokens"] * 6) / 1e6
+    assert accounting["estimated_cost_usd"] == pytest.approx(expected, abs=1e-6)
+    assert document["totals"] == {"cases": 4, "failed": 3, "items": 7, "passed": 4, "skipped": 0}
+    page = (pytester.path / "out" / "report.html").read_text(encoding="utf-8")
+    assert '<span class="badge fail">FAILED</span>' in page and page.count("<svg") >= 2
+    assert '<tr data-s="live" data-l="ja" data-m="linguistic_acceptability">' in page
+
+
+def test_no_api_key_in_any_report(
+    pytester: pytest.Pytester,
+    loopback: LoopbackServer,
+    scripted_judge: ScriptedJudge,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SENTINEL)
+    scripted_judge.justification = f"the request carried {SENTINEL}"
+    pytester.makefile(".yaml", suite=live_suite(loopback.openai_base_url))
+    result = pytester.runpytest(
+        "--llmjudge",
+        "--llmjudge-report=json:r.json",
+        "--llmjudge-report=html:r.html",
+        "-o",
+        f"junit_suite_name={SENTINEL}",
+        "-v",
+    )
+    result.assert_outcomes(passed=7)
+    assert loopback.requests and all(r.api_key_present for r in loopback.requests), "the key was really sent"
+    for name in ("r.json", "r.html"):
+        text = (pytester.path / name).read_text(encoding="utf-8")
+        assert SENTINEL not in text and SENTINEL[:20] not in text, name
+        assert "***" in text
+    assert SENTINEL not in result.stdout.str()
+
+
+def test_xdist_report_has_the_same_results(pytester: pytest.Pytester, loopback: LoopbackServer) -> None:
+    pytester.makefile(".yaml", suite=live_suite(loopback.openai_base_url))
+    serial = pytester.runpytest("--llmjudge", "--llmjudge-cache-dir=c1", "--llmjudge-report=json:serial.json")
+    serial.assert_outcomes(passed=7)
+    parallel = pytester.runpytest_subprocess(
+        "--llmjudge", "--llmjudge-cache-dir=c2", "-n", "2", "--llmjudge-report=json:parallel.json"
+    )
+    parallel.assert_outcomes(passed=7)
+    documents = [json.loads((pytester.path / n).read_text(encoding="utf-8")) for n in ("serial.json", "parallel.json")]
+    for document in documents:
+        validate(document)
+    for document in documents:
+        # Under xdist a worker may find a reply another worker just cached: a timing detail.
+        for record in document["cases"]:
+            record.pop("cached")
+        for row in document["summary"]:
+            row.pop("cached")
+    for section in ("cases", "aggregates", "summary", "suites", "totals", "not_run"):
+        assert documents[0][section] == documents[1][section], section
+    for field in ("judge_models", "rubric_hash", "rubrics", "judge_seeds"):
+        assert documents[0]["run"][field] == documents[1]["run"][field], field
+    assert documents[1]["run"]["xdist_workers"] == 2
+    assert documents[1]["accounting"]["provider_calls"] == 4, "the workers' accounting is summed"
+
+
+def test_skipped_items_are_reported_with_their_reason(pytester: pytest.Pytester) -> None:
+    pytester.makefile(
+        ".yaml",
+        suite="""\
+suite: needs-key
+judge: {provider: openai, model: gpt-4o-mini}
+cases:
+  - {id: a, language: en, output: hello}
+assert: [linguistic_acceptability >= 1]
+""",
+    )
+    result = pytester.runpytest("--llmjudge", "--llmjudge-report=json:r.json")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["1 item(s) skipped: judge openai:gpt-4o-mini needs a live judge: set OPENAI_API_KEY*"])
+    document = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
+    validate(document)
+    (item,) = document["not_run"]
+    assert item["nodeid"] == "suite.yaml::a[linguistic_acceptability]" and item["outcome"] == "skipped"
+    assert item["reason"].startswith("judge openai:gpt-4o-mini needs a live judge")
+    assert document["accounting"] is None and document["cases"] == []
+
+
+def test_quiet_prints_the_accounting_only_and_colour_only_when_asked(
+    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
+) -> None:
+    scripted_judge.scores = lambda q: 0 if q.language == "ja" else (0 if q.metric == "hallucinations" else 2)
+    pytester.makefile(".yaml", suite=live_suite(loopback.openai_base_url))
+    quiet = pytester.runpytest("--llmjudge", "-q")
+    summary = quiet.stdout.str().split("llmjudge summary", 1)[1].splitlines()[1:]
+    assert summary[0].startswith("judge calls: 4 provider requests") and summary[1].startswith("====")
+    plain = pytester.runpytest("--llmjudge")
+    assert "\x1b[" not in plain.stdout.str(), "no colour codes when the output is not a terminal"
+    coloured = pytester.runpytest("--llmjudge", "--color=yes")
+    assert any("\x1b[31m" in line and "FAIL" in line for line in coloured.stdout.lines)
+    assert all(len(line) <= 100 for line in plain.stdout.str().split("llmjudge summary", 1)[1].splitlines()[1:-1])
+
+
+def test_report_options_are_checked_before_the_run(pytester: pytest.Pytester) -> None:
+    bad_format = pytester.runpytest("--llmjudge", "--llmjudge-report=pdf:r.pdf")
+    assert bad_format.ret == pytest.ExitCode.USAGE_ERROR
+    bad_format.stderr.fnmatch_lines(["*--llmjudge-report expects FORMAT:PATH with FORMAT one of json, html*"])
+    bad_price = pytester.runpytest("--llmjudge", "-o", "llmjudge_prices=gpt-4o 1 2")
+    assert bad_price.ret == pytest.ExitCode.USAGE_ERROR
+    bad_price.stderr.fnmatch_lines(["*llmjudge_prices: expected 'MODEL = INPUT OUTPUT'*"])
+
+
+def test_unwritable_report_fails_the_run_and_says_why(pytester: pytest.Pytester) -> None:
+    pytester.makefile(
+        ".yaml",
+        suite="""\
+suite: recorded
+cases:
+  - {id: a, language: en, output: hello, recorded: {linguistic_acceptability: 2}}
+assert: [linguistic_acceptability >= 1]
+""",
+    )
+    (pytester.path / "taken.json").mkdir()
+    result = pytester.runpytest("--llmjudge", "--llmjudge-report=json:taken.json", "--llmjudge-report=html:ok.html")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.INTERNAL_ERROR
+    result.stdout.fnmatch_lines(["*llmjudge: could not write the json report to *taken.json*"])
+    assert (pytester.path / "ok.html").exists()
+
+
+def test_inert_without_llmjudge(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_plain="def test_one():\n    assert True\n")
+    result = pytester.runpytest("--llmjudge-report=json:r.json")
+    result.assert_outcomes(passed=1)
+    assert not (pytester.path / "r.json").exists()
+    result.stdout.no_fnmatch_line("*llmjudge summary*")
+    result.stdout.no_fnmatch_line("*llmjudge json report*")
+
+
+def test_works_without_xdist_and_from_the_ini_file(pytester: pytest.Pytester) -> None:
+    pytester.makefile(
+        ".yaml",
+        suite="""\
+suite: recorded
+cases:
+  - {id: a, language: en, output: hello, recorded: {linguistic_acceptability: 2}}
+  - {id: b, language: hi, output: नमस्ते, recorded: {linguistic_acceptability: 1}}
+assert: [linguistic_acceptability >= 1]
+""",
+    )
+    pytester.makeini("[pytest]\nllmjudge_report =\n    json:r.json\n    html:out/r.html\n")
+    result = pytester.runpytest("--llmjudge", "-p", "no:xdist")
+    result.assert_outcomes(passed=2)
+    assert (pytester.path / "out" / "r.html").exists(), "the ini option names the reports"
+    result.stdout.fnmatch_lines(["suite recorded: 2 case(s), 2 language(s)", "    all * 2 * 0 * 1.50 *2/2 pass"])
+    document = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
+    validate(document)
+    assert [row["language"] for row in document["summary"]] == ["en", "hi", "all"]

@@ -1,0 +1,110 @@
+"""Terminal summary and HTML report rendered from documents (no pytest run)."""
+
+from __future__ import annotations
+
+import io
+import re
+from contextlib import redirect_stdout
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from pytest_llmjudge.report import html
+from pytest_llmjudge.report.model import RunInputs, build_document
+from pytest_llmjudge.report.terminal import WIDTH, render_summary, summary_lines, wrap_accounting
+
+
+def test_terminal_fits_100_columns_for_ten_languages_with_every_section(synthetic_document: dict[str, Any]) -> None:
+    lines = render_summary(synthetic_document)
+    assert max(len(line) for line in lines) <= WIDTH
+    text = "\n".join(lines)
+    assert "\x1b[" not in text, "no escape codes in the text itself"
+    for expected in (
+        "suite release-gate: ",
+        "  linguistic_acceptability: each >= 1; mean(linguistic_acceptability) >= 1.70",
+        "agreement gates (judge vs human, weighted F1): ",
+        "regression against the baseline",
+        "pairwise rankings (Bradley-Terry strength), strongest first",
+        "judge calls: ",
+    ):
+        assert expected in text
+    languages = [line.split()[0] for line in lines if re.match(r"^    (ar|bn|de|fr|hi|ja|ru|sw|ta|zh|all) ", line)]
+    assert languages[:11] == ["ar", "bn", "de", "fr", "hi", "ja", "ru", "sw", "ta", "zh", "all"]
+    fails = [style for text, style in summary_lines(synthetic_document) if " FAIL" in text and text.startswith("    ")]
+    assert fails and set(fails) == {"red"}, "failing rows are marked for colour (the writer drops it off a TTY)"
+
+
+def test_quiet_prints_only_the_accounting(synthetic_document: dict[str, Any]) -> None:
+    lines = render_summary(synthetic_document, quiet=True)
+    assert lines[0].startswith("judge calls: ") and len(lines) <= 2
+    assert all(len(line) <= WIDTH for line in lines)
+    assert "est. $" in " ".join(lines), "gpt-4o-mini has a built-in price"
+
+
+def test_accounting_wraps_at_semicolons() -> None:
+    line = "judge calls: 1 provider requests, 2 cache hits" + "; tokens in/out 123456789/1" + "; est. $1.0 (x)" * 5
+    wrapped = wrap_accounting(line)
+    assert len(wrapped) > 1 and all(len(part) <= WIDTH for part in wrapped)
+    assert wrapped[0].startswith("judge calls: 1 provider requests, 2 cache hits")
+
+
+def test_empty_document_renders_nothing_in_the_terminal_and_a_page_in_html() -> None:
+    document = build_document(RunInputs())
+    assert render_summary(document) == []
+    page = html.render_html(document)
+    assert "No case failed." in page and "<svg" not in page
+
+
+def test_html_is_self_contained_with_every_chart_kind(synthetic_document: dict[str, Any]) -> None:
+    page = html.render_html(synthetic_document)
+    assert page.startswith("<!DOCTYPE html>")
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page), "nothing is fetched"
+    assert "<link" not in page and "@import" not in page and "url(" not in page
+    for section in ("summary", "scores", "agreement", "regression", "ranking", "failed"):
+        assert f'<section id="{section}">' in page
+    assert page.count("<svg") >= 4 + 3 + 30 + 30 + 4 + 1, "bars, gate bars, matrices, distributions, forests"
+    assert "Confusion matrices" in page and "Class distributions" in page
+    failed = sum(1 for c in synthetic_document["cases"] if c["outcome"] == "failed")
+    assert page.count("<tr data-s=") == failed
+
+
+def test_html_escapes_text_and_cuts_long_justifications() -> None:
+    record = {
+        "kind": "case",
+        "suite": "s<b>",
+        "case": "x",
+        "language": "hi",
+        "metric": "m",
+        "threshold": {"op": ">=", "value": 1},
+        "score": 0,
+        "justification": "<script>alert(1)</script>" + "é" * 1000,
+        "passed": False,
+        "nodeid": "s.yaml::x[m]",
+        "outcome": "failed",
+    }
+    page = html.render_html(build_document(RunInputs(records=[record])))
+    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)" in page
+    assert "é" * (html.JUSTIFICATION_CHARS - 30) in page and "é" * (html.JUSTIFICATION_CHARS + 10) not in page
+    assert 'data-s="s&lt;b&gt;"' in page
+
+
+def test_failed_table_is_capped(monkeypatch: Any, synthetic: Any) -> None:
+    monkeypatch.setattr(html, "MAX_FAILED_ROWS", 10)
+    page = html.render_html(build_document(synthetic(400)))
+    assert page.count("<tr data-s=") == 10
+    assert "Showing the first 10 of" in page
+
+
+def test_unknown_kinds_get_a_generic_table() -> None:
+    record = {"kind": "novelty", "nodeid": "n.yaml::x", "outcome": "failed", "value": 3, "detail": "x"}
+    page = html.render_html(build_document(RunInputs(records=[record])))
+    assert '<section id="other">' in page and "novelty: 1 result(s), 1 failed" in page
+    assert "<details open>" in page and '<td class="n">3</td>' in page and "&quot;detail&quot;: &quot;x&quot;" in page
+
+
+def test_benchmark_prints_seconds_and_size_last(report_speed: ModuleType, tmp_path: Path) -> None:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert report_speed.main(["300"]) == 0
+    last = out.getvalue().strip().splitlines()[-1]
+    assert re.fullmatch(r"seconds=\d+\.\d{3} html_mb=\d+\.\d{2}", last), last

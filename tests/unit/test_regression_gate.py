@@ -1,0 +1,189 @@
+"""Baseline files (format, round trip, validation) and the candidate-vs-baseline comparison."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from pytest_llmjudge.regression.baseline import (
+    Baseline,
+    BaselineError,
+    MetricScores,
+    SuiteScores,
+    build_baseline,
+    load_baseline,
+    resolve_path,
+    save_baseline,
+)
+from pytest_llmjudge.regression.compare import RegressionSettings, compare
+from pytest_llmjudge.stats.paired import paired_bootstrap
+
+
+def _case(case: str, language: str, score: object, **extra: object) -> dict[str, object]:
+    return {
+        "kind": "case",
+        "suite": "s",
+        "suite_path": "/repo/suites/s.yaml",
+        "metric": "task_quality",
+        "case": case,
+        "language": language,
+        "score": score,
+        "source": "recorded",
+        "judge": "recorded",
+        "higher_is_better": True,
+        **extra,
+    }
+
+
+def test_build_save_load_round_trip(tmp_path: Path) -> None:
+    records = [
+        _case("a", "hi", 2.0),
+        _case("a", "hi", 2.0),  # the same case under a second threshold
+        _case("b", "hi", None, unscored_reason="provider failed"),
+        _case("c", "fr", 1.0),
+        _case("d", "fr", "fr", metric="language"),  # categorical: not saved
+        {
+            "kind": "aggregate",
+            "suite": "s",
+            "metric": "hallucinations",
+            "case_scores": [
+                {
+                    "case": "a",
+                    "language": "hi",
+                    "score": 0.0,
+                    "source": "judge",
+                    "judge": "openai:m",
+                    "higher_is_better": False,
+                }
+            ],
+        },
+        {"kind": "regression", "suite": "s", "metric": "task_quality", "score": -1.0},
+    ]
+    baseline = build_baseline("prod", records, rootdir=Path("/repo"), run={"items": 7})
+    path = tmp_path / "b" / "prod.json"
+    save_baseline(baseline, path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["format"] == "pytest-llmjudge-baseline" and data["version"] == 1
+    suite = data["suites"]["s"]
+    assert suite["path"] == "suites/s.yaml"
+    assert suite["metrics"]["task_quality"]["scores"] == {"fr": {"c": 1.0}, "hi": {"a": 2.0, "b": None}}
+    assert "language" not in suite["metrics"]
+    hallucinations = suite["metrics"]["hallucinations"]
+    assert hallucinations["higher_is_better"] is False and hallucinations["judges"] == ["openai:m"]
+    loaded = load_baseline(path)
+    assert loaded.name == "prod" and loaded.n_scores == 4 and loaded.run == {"items": 7}
+    metric = loaded.metric("s", "task_quality")
+    assert metric is not None and metric.language("hi") == {"a": 2.0, "b": None}
+    assert path.stat().st_mode & 0o044, "a baseline is meant to be shared: readable by others"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("not json", "not a readable JSON file"),
+        ('{"format": "other"}', "not a pytest-llmjudge baseline"),
+        ('{"format": "pytest-llmjudge-baseline", "version": 9, "suites": {}}', "newer than this plugin reads"),
+        ('{"format": "pytest-llmjudge-baseline", "version": 1, "suites": []}', "'suites' must be an object"),
+        (
+            '{"format": "pytest-llmjudge-baseline", "version": 1, "suites": {"s": {"metrics": {"m": '
+            '{"scores": {"hi": {"a": "high"}}}}}}}',
+            "score 'high' is not a finite number",
+        ),
+    ],
+)
+def test_invalid_baselines_are_reported_with_the_file(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(BaselineError, match=message):
+        load_baseline(path)
+    with pytest.raises(BaselineError, match="not found"):
+        load_baseline(tmp_path / "missing.json")
+
+
+def test_baseline_names_and_paths(tmp_path: Path) -> None:
+    assert resolve_path("prod-2026.11", tmp_path / "dir", tmp_path) == tmp_path / "dir" / "prod-2026.11.json"
+    assert (
+        resolve_path("gates/p.json", tmp_path / "dir", tmp_path / "suites") == tmp_path / "suites" / "gates" / "p.json"
+    )
+    assert resolve_path("/abs/p.json", tmp_path, tmp_path) == Path("/abs/p.json")
+    with pytest.raises(BaselineError, match="must be letters"):
+        resolve_path("prod 1", tmp_path, tmp_path)
+
+
+def test_empty_baseline_serialises() -> None:
+    baseline = Baseline(name="x", created="t", suites={"s": SuiteScores(metrics={"m": MetricScores()})})
+    assert baseline.to_json()["suites"]["s"]["metrics"]["m"]["scores"] == {}
+
+
+# -- compare -----------------------------------------------------------------------------------
+
+
+def test_significant_drop_fails_and_matches_the_paired_bootstrap() -> None:
+    base = {f"c{i}": 2.0 for i in range(12)}
+    cand = {f"c{i}": (0.0 if i < 8 else 2.0) for i in range(12)}
+    result = compare(cand, base)
+    assert result.gate == "fail" and result.verdict == "regressed" and result.n == 12
+    reference = paired_bootstrap(list(cand.values()), list(base.values()), resamples=2000, seed=0)
+    assert result.mean_difference == pytest.approx(reference.mean_difference)
+    assert (result.ci_low, result.ci_high) == pytest.approx((reference.ci_low, reference.ci_high))
+    assert result.p_value == pytest.approx(reference.p_value)
+
+
+def test_small_drop_warns_improvement_passes_and_margin_tolerates() -> None:
+    base = {f"c{i}": 2.0 for i in range(12)}
+    one_worse = {**base, "c0": 1.0}
+    assert compare(one_worse, base).gate == "warn"
+    assert compare(one_worse, base, settings=RegressionSettings(margin=0.1)).verdict == "drop within margin"
+    better = compare({k: 2.0 for k in base}, {k: 1.0 for k in base})
+    assert better.gate == "pass" and better.verdict == "improved"
+    same = compare(base, base)
+    assert same.gate == "pass" and same.verdict == "no significant change" and same.p_value == 1.0
+
+
+def test_lower_is_better_is_oriented() -> None:
+    base = {f"c{i}": 0.0 for i in range(10)}
+    worse = {f"c{i}": (1.0 if i < 6 else 0.0) for i in range(10)}
+    result = compare(worse, base, higher_is_better=False)
+    assert result.gate == "fail" and result.mean_difference == pytest.approx(0.6)
+    assert result.ci_low is not None and result.ci_low > 0, "the interval stays in the metric's own units"
+    assert compare(base, worse, higher_is_better=False).verdict == "improved"
+
+
+def test_permutation_method_is_exact_for_small_suites() -> None:
+    base = {f"c{i}": 2.0 for i in range(10)}
+    cand = {**base, **{f"c{i}": 1.0 for i in range(6)}}
+    result = compare(cand, base, settings=RegressionSettings(method="permutation"))
+    # All six non-zero differences are negative: exactly 1 of the 2**6 sign patterns is as extreme.
+    assert result.gate == "fail" and result.p_value == pytest.approx(1 / 64)
+    assert "exact" in result.method_detail
+
+
+def test_missing_and_unscored_cases_are_listed_never_dropped() -> None:
+    base = {"a": 2.0, "b": 2.0, "c": None, "gone": 1.0}
+    cand = {"a": 2.0, "b": 1.0, "c": 2.0, "new": 2.0}
+    result = compare(cand, base)
+    assert result.n == 2
+    assert result.missing_in_baseline == ("new",)
+    assert result.missing_in_candidate == ("gone",)
+    assert result.baseline_unscored == ("c",)
+    strict = compare(cand, base, settings=RegressionSettings(fail_on_missing=True))
+    assert strict.gate == "fail"
+
+
+def test_unscored_candidate_and_nothing_paired_are_errors() -> None:
+    unscored = compare({"a": None, "b": 2.0}, {"a": 2.0, "b": 2.0}, unscored_reasons={"a": "provider failed"})
+    assert unscored.gate == "error" and "1 of 2 candidate cases have no score" in (unscored.problem or "")
+    assert unscored.candidate_unscored == (("a", "provider failed"),)
+    tolerated = compare(
+        {"a": None, "b": 2.0, "c": 2.0},
+        {"a": 2.0, "b": 2.0, "c": 2.0},
+        settings=RegressionSettings(max_unscored_rate=0.5),
+    )
+    assert tolerated.gate == "pass" and tolerated.n == 2
+    nothing = compare({"a": 1.0}, {"b": 1.0})
+    assert nothing.gate == "error" and nothing.problem == "no case is scored on both sides"
+    single = compare({"a": 0.0}, {"a": 2.0})
+    assert single.gate == "warn" and math.isinf(single.ci_high or 0.0), "one pair carries no variability estimate"
