@@ -47,7 +47,6 @@ results_key: pytest.StashKey[ResultsCollector] = pytest.StashKey()
 settings_key = pytest.StashKey[Settings]()
 _progress_key = pytest.StashKey[dict[str, float]]()
 
-_SUITE_MARKER = re.compile(r"^suite\s*:", re.MULTILINE)
 _ENTRY_POINT_GROUP = "pytest_llmjudge"
 
 
@@ -164,18 +163,27 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         board.close()
 
 
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile | None:
-    if not is_enabled(parent.config) or file_path.suffix not in (".yaml", ".yml"):
-        return None
-    from pytest_llmjudge.nodes import SuiteFile  # heavy (numpy): only with --llmjudge
+def has_top_level_key(file_path: Path, config: pytest.Config, key: str) -> bool:
+    """Whether ``file_path`` is a YAML file (under ``--llmjudge``) with a top-level ``key:``.
 
+    That key is how each kind of file (``suite:``, ``calibration:``, ``ranking:``) is told
+    apart from other YAML in a repository; only the first 64 KiB are read.
+    """
+    if not is_enabled(config) or file_path.suffix not in (".yaml", ".yml"):
+        return False
     try:
         with file_path.open(encoding="utf-8", errors="replace") as handle:
             head = handle.read(65536)
     except OSError:
+        return False
+    return re.search(rf"^{re.escape(key)}\s*:", head, re.MULTILINE) is not None
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile | None:
+    if not has_top_level_key(file_path, parent.config, "suite"):
         return None
-    if not _SUITE_MARKER.search(head):
-        return None
+    from pytest_llmjudge.nodes import SuiteFile  # heavy (numpy): only with --llmjudge
+
     suite_file: SuiteFile = SuiteFile.from_parent(parent, path=file_path)
     return suite_file
 

@@ -22,21 +22,19 @@ judge score only for suites that set ``judge.correction: true``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_llmjudge.plugin import is_enabled, results_key, scoreboard_key
+from pytest_llmjudge.plugin import has_top_level_key, is_enabled, results_key, scoreboard_key
 
 if TYPE_CHECKING:
     from pytest_llmjudge.calibration.judge import CalibratedJudge
     from pytest_llmjudge.calibration.nodes import CalibrationFile
     from pytest_llmjudge.judge import Judge
 
-_CALIBRATION_MARKER = re.compile(r"^calibration\s*:", re.MULTILINE)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -59,14 +57,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CalibrationFile | None:
-    if not is_enabled(parent.config) or file_path.suffix not in (".yaml", ".yml"):
-        return None
-    try:
-        with file_path.open(encoding="utf-8", errors="replace") as handle:
-            head = handle.read(65536)
-    except OSError:
-        return None
-    if not _CALIBRATION_MARKER.search(head):
+    if not has_top_level_key(file_path, parent.config, "calibration"):
         return None
     from pytest_llmjudge.calibration.nodes import CalibrationFile
 

@@ -43,6 +43,8 @@ def cache_key(payload: Mapping[str, Any]) -> str:
 class CachedReply:
     key: str
     reply: ProviderReply
+    created: float | None = None
+    """When the reply was stored (Unix time), if the entry says."""
 
 
 class JudgeCache:
@@ -63,6 +65,7 @@ class JudgeCache:
             record = json.loads(self._path(key).read_text(encoding="utf-8"))
             reply = record["reply"]
             usage = reply.get("usage") or {}
+            created = record.get("created_unix")
             return CachedReply(
                 key=key,
                 reply=ProviderReply(
@@ -70,6 +73,7 @@ class JudgeCache:
                     model=str(reply.get("model", "")),
                     usage=Usage(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))),
                 ),
+                created=float(created) if isinstance(created, (int, float)) else None,
             )
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
@@ -80,6 +84,7 @@ class JudgeCache:
         record = {
             "key": key,
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "created_unix": time.time(),
             "request": dict(payload),
             "reply": {
                 "text": reply.text,

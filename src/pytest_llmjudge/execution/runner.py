@@ -33,6 +33,7 @@ import asyncio
 import concurrent.futures
 import random
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
@@ -140,6 +141,7 @@ class JudgeRunner:
         self.secrets = tuple(secrets)
         self.share = share if cache.mode == "use" else None
         self.stats = RunnerStats()
+        self._started = time.time()
         # Per provider endpoint: rpm/tpm budgets (split between ``budget_parts`` xdist workers)
         # and the adaptive window that 429s shrink.
         self.budgets = Budgets(
@@ -266,19 +268,14 @@ class JudgeRunner:
             for reask in range(max_reasks + 1):
                 payload = current.cache_payload()
                 key = cache_key(payload)
-                hit = self.cache.get(key)
-                if hit is None and owner_elsewhere and self.share is not None:
-                    shared = await self.share.wait_for_owner(self.cache, key)
-                    if isinstance(shared, str):
-                        raise ProviderError(shared)
-                    if shared is not None:
+                found, shared = await self._find_reply(key, owner_elsewhere)
+                if found is not None:
+                    reply = found
+                    if shared:
                         all_cached = False
                         with self._lock:
                             self.stats.shared_hits += 1
-                        hit = shared
-                if hit is not None:
-                    reply = hit.reply
-                    if all_cached:
+                    elif all_cached:
                         with self._lock:
                             self.stats.cache_hits += 1
                 else:
@@ -358,19 +355,14 @@ class JudgeRunner:
             for reask in range(max_reasks + 1):
                 payload = current.cache_payload()
                 key = cache_key(payload)
-                hit = self.cache.get(key)
-                if hit is None and owner_elsewhere and self.share is not None:
-                    shared = await self.share.wait_for_owner(self.cache, key)
-                    if isinstance(shared, str):
-                        raise ProviderError(shared)
-                    if shared is not None:
+                found, shared = await self._find_reply(key, owner_elsewhere)
+                if found is not None:
+                    reply = found
+                    if shared:
                         all_cached = False
                         with self._lock:
                             self.stats.shared_hits += 1
-                        hit = shared
-                if hit is not None:
-                    reply = hit.reply
-                    if all_cached:
+                    elif all_cached:
                         with self._lock:
                             self.stats.cache_hits += 1
                 else:
@@ -441,6 +433,24 @@ class JudgeRunner:
                 results[name] = value
         problems = [str(v) for v in results.values() if isinstance(v, UnscoredError)]
         return "; ".join(dict.fromkeys(problems)) if problems else None
+
+    async def _find_reply(self, key: str, owner_elsewhere: bool) -> tuple[ProviderReply | None, bool]:
+        """A reply already paid for, and whether another xdist worker made it in this run.
+
+        A reply another worker stored since this runner started counts as shared, not as
+        cached, whether it was there at the first look or had to be waited for: so the
+        ``cached`` flag of an item doesn't depend on which worker happened to be faster.
+        """
+        hit = self.cache.get(key)
+        if owner_elsewhere and self.share is not None:
+            if hit is None:
+                waited = await self.share.wait_for_owner(self.cache, key)
+                if isinstance(waited, str):
+                    raise ProviderError(waited)
+                return (waited.reply, True) if waited is not None else (None, False)
+            if hit.created is not None and hit.created >= self._started - 1.0:
+                return hit.reply, True
+        return (hit.reply if hit is not None else None), False
 
     async def _call_with_retries(self, provider: JudgeProvider, request: ProviderRequest) -> ProviderReply:
         if self._semaphore is None:

@@ -21,20 +21,18 @@ battles. Without credentials for the judge, items that need it are skipped (fail
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_llmjudge.plugin import is_enabled, scoreboard_key
+from pytest_llmjudge.plugin import has_top_level_key, is_enabled, scoreboard_key
 
 if TYPE_CHECKING:
     from pytest_llmjudge.pairwise.judge import BattleResult, PairwiseJudge
     from pytest_llmjudge.pairwise.ranking import Leaderboard, Ranking, RankingAssertion, RankingEvaluator
 
-_RANKING_MARKER = re.compile(r"^ranking\s*:", re.MULTILINE)
 _TABLE_ROWS = 12
 MAX_BATTLES_RECORDED = 5000
 """Live battles kept in a leaderboard's record (order shown, verdicts), for reports."""
@@ -135,14 +133,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RankingFile | None:
-    if not is_enabled(parent.config) or file_path.suffix not in (".yaml", ".yml"):
-        return None
-    try:
-        with file_path.open(encoding="utf-8", errors="replace") as handle:
-            head = handle.read(65536)
-    except OSError:
-        return None
-    if not _RANKING_MARKER.search(head):
+    if not has_top_level_key(file_path, parent.config, "ranking"):
         return None
     collector: RankingFile = RankingFile.from_parent(parent, path=file_path)
     return collector
