@@ -39,9 +39,16 @@ from pytest_llmjudge.errors import SuiteError
 from pytest_llmjudge.judges.rubrics import Rubric
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.stats.annotators import AggregationRule
-from pytest_llmjudge.suite.build import _data_loc, _field_names, _loc_text, _recorded, _rubric_from_config
+from pytest_llmjudge.suite.build import (
+    _field_names,
+    _loc_text,
+    _recorded,
+    _rubric_from_config,
+    read_records,
+    validation_error,
+)
 from pytest_llmjudge.suite.expressions import Threshold
-from pytest_llmjudge.suite.loader import LocatedDocument, iter_jsonl, line_for, load_yaml
+from pytest_llmjudge.suite.loader import LocatedDocument, line_for, load_yaml
 from pytest_llmjudge.suite.model import Case
 from pytest_llmjudge.suite.schema import JudgeConfig, RecordedScore, RubricConfig
 
@@ -137,46 +144,25 @@ class CalibrationSet:
         return names.pop() if len(names) == 1 else "recorded scores"
 
 
+_MODELS: dict[str, type[BaseModel]] = {
+    "judge": JudgeConfig,
+    "rubrics": RubricConfig,
+    "items": CalibrationItemConfig,
+    "items_file": ItemsFileConfig,
+    "gate": schema.GateConfig,
+    "correction": schema.CorrectionConfig,
+    "sanity": SanityConfig,
+    "consistency": schema.ConsistencyConfig,
+    "sensitivity": schema.SensitivityConfig,
+    "recorded": RecordedScore,
+}
+
+
 def _validation_error(
     exc: ValidationError, path: Path, lines: Mapping[tuple[Any, ...], int], data: Any, root: type[BaseModel]
 ) -> SuiteError:
     """The first schema error, located, with a 'did you mean' hint from the right model."""
-    table: dict[str, type[BaseModel]] = {
-        "judge": JudgeConfig,
-        "rubrics": RubricConfig,
-        "items": CalibrationItemConfig,
-        "items_file": ItemsFileConfig,
-        "gate": schema.GateConfig,
-        "correction": schema.CorrectionConfig,
-        "sanity": SanityConfig,
-        "consistency": schema.ConsistencyConfig,
-        "sensitivity": schema.SensitivityConfig,
-        "recorded": RecordedScore,
-    }
-    # A misspelt key also makes the key it should have been "missing": report the typo first.
-    problems = sorted(exc.errors(), key=lambda error: error["type"] != "extra_forbidden")
-    first = problems[0]
-    missing = first["type"] == "missing"
-    loc = _data_loc(data, tuple(first["loc"]), keep_last=missing)
-    message = first["msg"]
-    hint = None
-    field_loc = loc
-    if first["type"] == "extra_forbidden" and loc:
-        model = root
-        for part in loc[:-1]:
-            if isinstance(part, str) and part in table:
-                model = table[part]
-        known = _field_names(model)
-        close = difflib.get_close_matches(str(loc[-1]), known, n=1)
-        message = f"unknown field {loc[-1]!r}"
-        hint = f"did you mean {close[0]!r}?" if close else f"allowed fields: {', '.join(sorted(known))}"
-        field_loc = loc[:-1]
-    elif missing and loc:
-        message = f"missing required field {loc[-1]!r}"
-        field_loc = loc[:-1]
-    if len(problems) > 1:
-        message += f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})"
-    return SuiteError(message, path=path, line=line_for(lines, loc), field=_loc_text(field_loc) or None, hint=hint)
+    return validation_error(exc, path, lines, data, root=root, models=_MODELS, unknown_fields_first=True)
 
 
 def _items_files(config: CalibrationConfig) -> list[tuple[ItemsFileConfig, tuple[Any, ...]]]:
@@ -225,15 +211,7 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
                 field=_loc_text(loc),
                 hint="items_file is resolved relative to the calibration file",
             )
-        for number, record in iter_jsonl(items_path):
-            if any(record.get(key) != value for key, value in entry.where.items()):
-                continue
-            if entry.extra_fields == "metadata":
-                own = record.get("metadata", {})
-                if not isinstance(own, dict):
-                    raise SuiteError("metadata must be an object", path=items_path, line=number, field="metadata")
-                extra = {key: record.pop(key) for key in list(record) if key not in _ITEM_FIELDS}
-                record["metadata"] = {**extra, **own}
+        for number, record in read_records(items_path, entry.where, entry.extra_fields, _ITEM_FIELDS):
             try:
                 sources.append((CalibrationItemConfig.model_validate(record), items_path, number))
             except ValidationError as exc:

@@ -93,7 +93,8 @@ def reply_schema(rubrics: Sequence[Rubric]) -> dict[str, Any]:
     }
 
 
-def _section(title: str, body: str) -> str:
+def prompt_section(title: str, body: str) -> str:
+    """One fenced section of a judge prompt (the shape every prompt of the plugin uses)."""
     return f"## {title}\n<<<\n{body}\n>>>"
 
 
@@ -116,15 +117,17 @@ def build_request(
         "justification first and then give the score. Reply with one JSON object and nothing else."
     )
     parts = [
-        _section("Task", (task or DEFAULT_TASK) + f"\nThe texts are in {language} (language code: {text.language})."),
+        prompt_section(
+            "Task", (task or DEFAULT_TASK) + f"\nThe texts are in {language} (language code: {text.language})."
+        ),
     ]
     if text.input:
-        parts.append(_section("Input", text.input))
+        parts.append(prompt_section("Input", text.input))
     if text.reference:
-        parts.append(_section("Reference", text.reference))
+        parts.append(prompt_section("Reference", text.reference))
     if text.context:
-        parts.append(_section("Context", "\n\n".join(text.context)))
-    parts.append(_section("Output to evaluate", text.output))
+        parts.append(prompt_section("Context", "\n\n".join(text.context)))
+    parts.append(prompt_section("Output to evaluate", text.output))
     metrics = [rubric.prompt_entry(settings.instructions, text.language) for rubric in rubrics]
     parts.append("## Metrics\n" + json.dumps(metrics, ensure_ascii=False, indent=1))
     schema = reply_schema(rubrics)

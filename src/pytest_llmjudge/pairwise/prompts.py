@@ -35,7 +35,7 @@ from pytest_llmjudge.errors import UnscoredError
 from pytest_llmjudge.judges.base import ProviderRequest
 from pytest_llmjudge.judges.languages import language_name
 from pytest_llmjudge.judges.parsing import extract_json_object
-from pytest_llmjudge.judges.prompts import JudgeSettings, resolve_structured_output
+from pytest_llmjudge.judges.prompts import JudgeSettings, prompt_section, resolve_structured_output
 
 SlotVerdict = Literal["A", "B", "tie"]
 
@@ -85,10 +85,6 @@ class SlotJudgment:
     justification: str
 
 
-def _section(title: str, body: str) -> str:
-    return f"## {title}\n<<<\n{body}\n>>>"
-
-
 def build_pairwise_request(
     text: PairwiseText,
     settings: JudgeSettings,
@@ -105,19 +101,19 @@ def build_pairwise_request(
         "first and then give the verdict. Reply with one JSON object and nothing else."
     )
     parts = [
-        _section(
+        prompt_section(
             "Task",
             (task or DEFAULT_PAIRWISE_TASK) + f"\nThe texts are in {language} (language code: {text.language}).",
         )
     ]
     if text.input:
-        parts.append(_section("Input", text.input))
+        parts.append(prompt_section("Input", text.input))
     if text.reference:
-        parts.append(_section("Reference", text.reference))
+        parts.append(prompt_section("Reference", text.reference))
     if text.context:
-        parts.append(_section("Context", "\n\n".join(text.context)))
-    parts.append(_section("Answer A", text.answer_a or "(empty answer)"))
-    parts.append(_section("Answer B", text.answer_b or "(empty answer)"))
+        parts.append(prompt_section("Context", "\n\n".join(text.context)))
+    parts.append(prompt_section("Answer A", text.answer_a or "(empty answer)"))
+    parts.append(prompt_section("Answer B", text.answer_b or "(empty answer)"))
     parts.append("## Criteria\n" + (criteria or DEFAULT_CRITERIA).format(language=language))
     parts.append(
         '## Reply format\nOne JSON object with a justification and a verdict: "A" if answer A is '

@@ -14,7 +14,7 @@ output is an error unless an output target will produce it.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 from pytest_llmjudge.errors import LLMJudgeError, MetricError, MissingDependencyError, SuiteError
 from pytest_llmjudge.judges.rubrics import Rubric
 from pytest_llmjudge.registry import Registry
+from pytest_llmjudge.suite import schema
 from pytest_llmjudge.suite.expressions import (
     ExpressionError,
     Threshold,
@@ -53,24 +54,18 @@ def _loc_text(loc: Iterable[Any]) -> str:
     return text
 
 
-def _model_for_loc(loc: tuple[Any, ...], root: type[BaseModel]) -> type[BaseModel]:
-    """The schema model that owns the last key of ``loc`` (for 'did you mean' hints)."""
-    from pytest_llmjudge.suite import schema
+SUITE_MODELS: dict[str, type[BaseModel]] = {}
+"""The schema model of each suite section, for 'did you mean' hints (filled below)."""
 
-    table: dict[str, type[BaseModel]] = {
-        "judge": schema.JudgeConfig,
-        "rubrics": schema.RubricConfig,
-        "cases": schema.CaseConfig,
-        "cases_file": schema.CasesFileConfig,
-        "outputs": schema.OutputsConfig,
-        "aggregate": schema.AggregateConfig,
-        "recorded": schema.RecordedScore,
-        "regression": schema.RegressionConfig,
-    }
+
+def _model_for_loc(
+    loc: tuple[Any, ...], root: type[BaseModel], models: Mapping[str, type[BaseModel]]
+) -> type[BaseModel]:
+    """The schema model that owns the last key of ``loc`` (for 'did you mean' hints)."""
     model = root
     for part in loc[:-1]:
-        if isinstance(part, str) and part in table:
-            model = table[part]
+        if isinstance(part, str) and part in models:
+            model = models[part]
     return model
 
 
@@ -102,9 +97,18 @@ def validation_error(
     data: Any,
     *,
     root: type[BaseModel] = SuiteConfig,
+    models: Mapping[str, type[BaseModel]] | None = None,
+    unknown_fields_first: bool = False,
 ) -> SuiteError:
-    """The first schema error as a located :class:`SuiteError`."""
+    """The first schema error as a located :class:`SuiteError`.
+
+    ``models`` maps section keys to their schema models for hints (the suite's by
+    default); ``unknown_fields_first`` reports a misspelt key before the "missing" error
+    the same typo causes.
+    """
     problems = exc.errors()
+    if unknown_fields_first:
+        problems = sorted(problems, key=lambda error: error["type"] != "extra_forbidden")
     first = problems[0]
     missing = first["type"] == "missing"
     loc = _data_loc(data, tuple(first["loc"]), keep_last=missing)
@@ -113,7 +117,7 @@ def validation_error(
     hint = None
     field_loc = loc
     if first["type"] == "extra_forbidden" and loc:
-        known = _field_names(_model_for_loc(loc, root))
+        known = _field_names(_model_for_loc(loc, root, SUITE_MODELS if models is None else models))
         close = difflib.get_close_matches(str(loc[-1]), known, n=1)
         message = f"unknown field {loc[-1]!r}"
         hint = f"did you mean {close[0]!r}?" if close else f"allowed fields: {', '.join(sorted(known))}"
@@ -127,6 +131,35 @@ def validation_error(
 
 
 _CASE_FIELDS = frozenset(_field_names(CaseConfig))
+
+SUITE_MODELS.update(
+    {
+        "judge": schema.JudgeConfig,
+        "rubrics": schema.RubricConfig,
+        "cases": schema.CaseConfig,
+        "cases_file": schema.CasesFileConfig,
+        "outputs": schema.OutputsConfig,
+        "aggregate": schema.AggregateConfig,
+        "recorded": schema.RecordedScore,
+    }
+)
+
+
+def read_records(
+    path: Path, where: Mapping[str, Any], extra_fields: str, known_fields: frozenset[str]
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """JSONL records that match ``where``, with unknown keys moved into ``metadata``
+    when ``extra_fields == "metadata"`` (a JSONL export often carries more than a case)."""
+    for number, record in iter_jsonl(path):
+        if any(record.get(key) != value for key, value in where.items()):
+            continue
+        if extra_fields == "metadata":
+            own_metadata = record.get("metadata", {})
+            if not isinstance(own_metadata, dict):
+                raise SuiteError("metadata must be an object", path=path, line=number, field="metadata")
+            extra = {key: record.pop(key) for key in list(record) if key not in known_fields}
+            record["metadata"] = {**extra, **own_metadata}
+        yield number, record
 
 
 def _cases_files(config: SuiteConfig) -> list[CasesFileConfig]:
@@ -228,15 +261,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 field=_loc_text(at),
                 hint="cases_file is resolved relative to the suite file",
             )
-        for number, record in iter_jsonl(cases_path):
-            if any(record.get(key) != value for key, value in entry.where.items()):
-                continue
-            if entry.extra_fields == "metadata":
-                own_metadata = record.get("metadata", {})
-                if not isinstance(own_metadata, dict):
-                    raise SuiteError("metadata must be an object", path=cases_path, line=number, field="metadata")
-                extra = {key: record.pop(key) for key in list(record) if key not in _CASE_FIELDS}
-                record["metadata"] = {**extra, **own_metadata}
+        for number, record in read_records(cases_path, entry.where, entry.extra_fields, _CASE_FIELDS):
             try:
                 case_sources.append((CaseConfig.model_validate(record), cases_path, number, None))
             except ValidationError as exc:
