@@ -52,7 +52,13 @@ _ENTRY_POINT_GROUP = "pytest_llmjudge"
 
 # Feature plugins: each is a light module with its own pytest hooks (options, collection,
 # reporting), registered together with this plugin. Each must stay inert without --llmjudge.
-FEATURE_PLUGINS: tuple[str, ...] = ("pytest_llmjudge.report.plugin", "pytest_llmjudge.calibration.plugin", "pytest_llmjudge.regression.plugin", "pytest_llmjudge.execution.batch_plugin", "pytest_llmjudge.pairwise.plugin")
+FEATURE_PLUGINS: tuple[str, ...] = (
+    "pytest_llmjudge.report.plugin",
+    "pytest_llmjudge.calibration.plugin",
+    "pytest_llmjudge.regression.plugin",
+    "pytest_llmjudge.execution.batch_plugin",
+    "pytest_llmjudge.pairwise.plugin",
+)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -121,9 +127,32 @@ def settings_from_config(config: pytest.Config) -> Settings:
         raise pytest.UsageError(f"pytest-llmjudge: {exc}") from None
 
 
+def _skip_final_collection() -> None:
+    """At interpreter exit, exclude the heap from the collector's last full passes.
+
+    A judged run holds a large, long-lived heap (the SDKs' pydantic models, every item);
+    the passes Python makes over it while shutting down cost about 0.3 s (measured:
+    ``import openai`` then exit, 0.46 s vs 0.17 s frozen) and free nothing the operating
+    system doesn't reclaim anyway. Registered at exit only, so in-process runs
+    (``pytest.main``, pytester) keep a normal collector.
+    """
+    import gc
+
+    gc.freeze()
+
+
+_exit_hook_registered = False
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    global _exit_hook_registered
     if not is_enabled(config):
         return
+    if not _exit_hook_registered:
+        import atexit
+
+        atexit.register(_skip_final_collection)
+        _exit_hook_registered = True
     settings = settings_from_config(config)
     from pytest_llmjudge.execution.scoreboard import ScoreBoard
     from pytest_llmjudge.registry import Registry

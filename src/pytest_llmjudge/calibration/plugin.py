@@ -22,6 +22,7 @@ judge score only for suites that set ``judge.correction: true``.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,8 +34,9 @@ from pytest_llmjudge.plugin import has_top_level_key, is_enabled, results_key, s
 if TYPE_CHECKING:
     from pytest_llmjudge.calibration.judge import CalibratedJudge
     from pytest_llmjudge.calibration.nodes import CalibrationFile
+    from pytest_llmjudge.execution.scoreboard import Score
     from pytest_llmjudge.judge import Judge
-
+    from pytest_llmjudge.suite.model import Case, Suite
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -48,12 +50,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if not is_enabled(config):
         return
-    from pytest_llmjudge.calibration.nodes import get_store
-
     board = config.stash.get(scoreboard_key, None)
-    if board is not None:
-        store = get_store(config)
-        board.score_adjusters.append(store.adjust)
+    if board is None:
+        return
+
+    def adjust(suite: Suite, case: Case, score: Score) -> Score:
+        # The calibration machinery (numpy, scipy) loads only for suites that correct scores.
+        if not suite.judge.correction or suite.judge.calibration is None:
+            return score
+        from pytest_llmjudge.calibration.nodes import get_store
+
+        return get_store(config).adjust(suite, case, score)
+
+    board.score_adjusters.append(adjust)
+
+
+_NODES_MODULE = "pytest_llmjudge.calibration.nodes"
+
+
+def _calibrated_suite(item: pytest.Item) -> Suite | None:
+    """The suite of a suite item whose judge names a calibration set, else None."""
+    suite = getattr(item, "suite", None)
+    judge = getattr(suite, "judge", None)
+    return suite if getattr(judge, "calibration", None) is not None else None
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CalibrationFile | None:
@@ -68,6 +87,9 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Calibratio
 def pytest_collection_finish(session: pytest.Session) -> None:
     if not is_enabled(session.config):
         return
+    calibrated_suites = any(_calibrated_suite(item) is not None for item in session.items)
+    if not calibrated_suites and _NODES_MODULE not in sys.modules:
+        return  # no calibration file was collected and no suite names one: nothing to plan
     from pytest_llmjudge.calibration.nodes import (
         ConsistencyItem,
         GateItem,
@@ -95,7 +117,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_call(item: pytest.Item) -> None:
-    if not is_enabled(item.config):
+    if not is_enabled(item.config) or _calibrated_suite(item) is None:
         return
     from pytest_llmjudge.calibration.nodes import guard_suite_item
 

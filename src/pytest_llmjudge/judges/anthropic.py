@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_llmjudge.errors import MissingDependencyError
 from pytest_llmjudge.judges.base import (
     RETRYABLE_STATUS,
     ProviderCallError,
     ProviderReply,
     ProviderRequest,
     Usage,
+    import_sdk,
     parse_retry_after,
     provider_error_text,
     sdk_response_class,
@@ -36,10 +36,7 @@ class AnthropicProvider:
         timeout: float = 60.0,
         name: str = "anthropic",
     ) -> None:
-        try:
-            import anthropic
-        except ImportError as exc:  # pragma: no cover - anthropic is a core dependency
-            raise MissingDependencyError("anthropic", "anthropic", "The Anthropic judge") from exc
+        anthropic = import_sdk("anthropic", "The Anthropic judge")
         self.name = name
         self._anthropic = anthropic
         self._response_class = sdk_response_class()

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_llmjudge.errors import MissingDependencyError
 from pytest_llmjudge.judges.base import (
     RETRYABLE_STATUS,
     ProviderCallError,
     ProviderReply,
     ProviderRequest,
     Usage,
+    import_sdk,
     parse_retry_after,
     provider_error_text,
     sdk_response_class,
@@ -40,10 +40,7 @@ class OpenAIProvider:
         timeout: float = 60.0,
         name: str = "openai",
     ) -> None:
-        try:
-            import openai
-        except ImportError as exc:  # pragma: no cover - openai is a core dependency
-            raise MissingDependencyError("openai", "openai", "The OpenAI judge") from exc
+        openai = import_sdk("openai", "The OpenAI judge")
         self.name = name
         self._openai = openai
         self._official = base_url is None

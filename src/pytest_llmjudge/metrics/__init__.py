@@ -40,19 +40,24 @@ import difflib
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_llmjudge.errors import MetricError
 from pytest_llmjudge.metrics.base import Metric, MetricInput, MetricValue
 from pytest_llmjudge.metrics.bleu import Bleu
 from pytest_llmjudge.metrics.chrf import ChrF
 from pytest_llmjudge.metrics.citations import DEFAULT_K, CitationMetric
-from pytest_llmjudge.metrics.embedders import Embedder
 from pytest_llmjudge.metrics.langid import LanguageId, matches
-from pytest_llmjudge.metrics.lrm2qas import DEFAULT_ETA, LRM2QAS
 from pytest_llmjudge.metrics.numeric_fidelity import NumericFidelity
 from pytest_llmjudge.metrics.rouge_l import RougeL
-from pytest_llmjudge.metrics.translation import Translator
+
+if TYPE_CHECKING:
+    from pytest_llmjudge.metrics.embedders import Embedder
+    from pytest_llmjudge.metrics.lrm2qas import LRM2QAS
+    from pytest_llmjudge.metrics.translation import Translator
+
+# The LRM2QAS family (numpy, embedders) is imported by its factories, when a suite uses it:
+# the plugin imports this package for every --llmjudge run, most of which never need it.
 
 __all__ = [
     "BUILTIN_METRICS",
@@ -90,19 +95,31 @@ def _numeric_fidelity(*, decimal_comma: bool = False, ignore_citations: bool = T
     return NumericFidelity(decimal_comma=decimal_comma, ignore_citations=ignore_citations)
 
 
+def _lrm2qas_class() -> type[LRM2QAS]:
+    from pytest_llmjudge.metrics.lrm2qas import LRM2QAS
+
+    return LRM2QAS
+
+
+def _default_eta() -> float:
+    from pytest_llmjudge.metrics.lrm2qas import DEFAULT_ETA
+
+    return DEFAULT_ETA
+
+
 def _lrm2qas(
     *,
     lambdas: str | Mapping[str, Any] | None = None,
-    eta: float = DEFAULT_ETA,
+    eta: float | None = None,
     embedder: str | Embedder = "hashing",
     translator: Translator | None = None,
     kc_answer_units: _AnswerUnits = "clauses",
     min_clause_tokens: int = 3,
     decimal_comma: bool = False,
 ) -> Metric:
-    return LRM2QAS(
+    return _lrm2qas_class()(
         lambdas=lambdas,
-        eta=eta,
+        eta=_default_eta() if eta is None else eta,
         embedder=embedder,
         translator=translator,
         kc_answer_units=kc_answer_units,
@@ -112,20 +129,20 @@ def _lrm2qas(
 
 
 def _lrm2qas_bert(*, embedder: str | Embedder = "hashing", translator: Translator | None = None) -> Metric:
-    return LRM2QAS(component="bert", embedder=embedder, translator=translator)
+    return _lrm2qas_class()(component="bert", embedder=embedder, translator=translator)
 
 
 def _lrm2qas_kc(
     *,
-    eta: float = DEFAULT_ETA,
+    eta: float | None = None,
     embedder: str | Embedder = "hashing",
     translator: Translator | None = None,
     kc_answer_units: _AnswerUnits = "clauses",
     min_clause_tokens: int = 3,
 ) -> Metric:
-    return LRM2QAS(
+    return _lrm2qas_class()(
         component="kc",
-        eta=eta,
+        eta=_default_eta() if eta is None else eta,
         embedder=embedder,
         translator=translator,
         kc_answer_units=kc_answer_units,
@@ -134,11 +151,11 @@ def _lrm2qas_kc(
 
 
 def _lrm2qas_num(*, translator: Translator | None = None, decimal_comma: bool = False) -> Metric:
-    return LRM2QAS(component="num", translator=translator, decimal_comma=decimal_comma)
+    return _lrm2qas_class()(component="num", translator=translator, decimal_comma=decimal_comma)
 
 
 def _lrm2qas_ef(*, embedder: str | Embedder = "hashing", translator: Translator | None = None) -> Metric:
-    return LRM2QAS(component="ef", embedder=embedder, translator=translator)
+    return _lrm2qas_class()(component="ef", embedder=embedder, translator=translator)
 
 
 def _citation_recall(*, k: int = DEFAULT_K, pattern: str | None = None, numeric_ids: bool = False) -> Metric:

@@ -54,6 +54,7 @@ __all__ = ["LanguageId", "language_family", "matches"]
 UNDETERMINED = "und"
 _DIGITS = re.compile(r"\d+")
 
+
 def matches(expected: str, value: str | float) -> bool:
     """Whether a detected language ``value`` satisfies the ``expected`` language tag."""
     if not isinstance(value, str) or base_language(value) == UNDETERMINED:

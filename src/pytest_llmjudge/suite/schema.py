@@ -169,16 +169,25 @@ class RegressionConfig(_Strict):
     """Release gating against a stored baseline (``docs/baselines.md``)."""
 
     baseline: str | None = Field(
-        None, description="Baseline to compare with: a name in the baseline directory, or a .json path relative to the suite."
+        None,
+        description="Baseline to compare with: a name in the baseline directory, or a .json path relative to the suite.",
     )
-    baseline_suite: str | None = Field(None, description="Suite name to look up in the baseline (default: this suite's).")
-    metrics: list[str] | None = Field(None, description="Metrics to gate (default: all the baseline has for this suite).")
+    baseline_suite: str | None = Field(
+        None, description="Suite name to look up in the baseline (default: this suite's)."
+    )
+    metrics: list[str] | None = Field(
+        None, description="Metrics to gate (default: all the baseline has for this suite)."
+    )
     margin: float = Field(0.0, ge=0.0, description="Tolerated drop in score units; a larger, significant drop fails.")
     per_metric: dict[str, float] = Field(default_factory=dict, description="Margin per metric.")
-    per_language: dict[str, float] = Field(default_factory=dict, description="Margin per language (wins over per_metric).")
+    per_language: dict[str, float] = Field(
+        default_factory=dict, description="Margin per language (wins over per_metric)."
+    )
     alpha: float = Field(0.05, gt=0.0, lt=1.0, description="Significance level of the one-sided test for a drop.")
     confidence: float = Field(0.95, gt=0.0, lt=1.0, description="Level of the reported confidence interval.")
-    method: Literal["bootstrap", "permutation"] = Field("bootstrap", description="Paired bootstrap or permutation test.")
+    method: Literal["bootstrap", "permutation"] = Field(
+        "bootstrap", description="Paired bootstrap or permutation test."
+    )
     resamples: int | None = Field(None, ge=1, description="Resamples (default 2000 bootstrap, 10000 permutation).")
     seed: int = 0
     max_unscored_rate: float = Field(0.0, ge=0.0, le=1.0, description="Share of unscored candidate cases tolerated.")
