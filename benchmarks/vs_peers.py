@@ -37,6 +37,10 @@ those installs. The versions used are printed.
 
     python benchmarks/vs_peers.py [--cases 500] [--latency 0.2] [--concurrency 32] [--repeat 3] [--no-extras]
 
+It also times the floor under any tool built on the openai SDK (``sdk_floor.py``: a bare
+script that imports the SDK and sends the same requests, nothing else), so the part of
+``ours_over_ideal`` that start-up and the server impose is visible.
+
 The last line is ``deepeval_over_ours=<x> promptfoo_over_ours=<y> ours_over_ideal=<z>``:
 deepeval's pytest integration over ours, promptfoo at the same concurrency over ours (cold
 runs, whole-process wall times), and our wall time over the ideal.
@@ -55,6 +59,8 @@ import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from sdk_floor import measure_floor
 
 from pytest_llmjudge.testing import LoopbackServer, ReceivedRequest, ScriptedJudge
 
@@ -362,6 +368,9 @@ def main() -> None:
             colds.append(measure(f"ours cold (run {run + 1})", command, ours_suite.parent, ours_env, server))
             warms.append(measure(f"ours cached re-run (run {run + 1})", command, ours_suite.parent, ours_env, server))
         ours, ours_cached = median(colds), median(warms)
+        server.reset()
+        floor = measure_floor(base_url, n, c)
+        print(f"  {'floor: bare openai-SDK script, same requests':<44} wall {floor:7.2f}s", flush=True)
 
         print("deepeval (deepeval test run, G-Eval):", flush=True)
         deepeval_bin = PEERS / "venv" / "bin" / "deepeval"
@@ -470,6 +479,10 @@ def main() -> None:
     print(
         f"ours: wall {ours.wall:.2f}s over ideal {ideal:.2f}s = {ours.wall / ideal:.3f}; "
         f"judge traffic span {ours.span or 0:.2f}s = {(ours.span or 0) / ideal:.3f} of ideal"
+    )
+    print(
+        f"floor (sdk_floor.py: start Python, import openai, send the {n} requests with {c} in flight, exit):"
+        f" {floor:.2f}s = {floor / ideal:.3f} x ideal; ours over the floor {ours.wall / floor:.3f}"
     )
     if failed:
         print("FAILED runs: " + "; ".join(failed))

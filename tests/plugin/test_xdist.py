@@ -132,3 +132,52 @@ def test_xdist_run_matches_a_single_process_run_and_reports_every_item_once(
         return [line for line in lines[start:end] if line.startswith("    ") or line.startswith("  ")]
 
     assert table(single.outlines) == table(parallel.outlines)
+
+
+NONDETERMINISTIC_TARGET = """\
+import os, uuid
+from pathlib import Path
+
+
+def answer(case):
+    # Not deterministic: a different text on every call, as a sampling model would give.
+    Path("calls").mkdir(exist_ok=True)
+    (Path("calls") / f"{case.id}.{os.getpid()}.{uuid.uuid4().hex}").write_text("", encoding="utf-8")
+    if case.id == "c05":
+        raise RuntimeError("model server refused c05")
+    return f"answer {case.id[1:]} {uuid.uuid4().hex}"
+"""
+
+
+def test_xdist_workers_share_outputs_of_a_target(pytester: pytest.Pytester) -> None:
+    """Each case's output is produced once per run, and every worker judges that same text."""
+    judged: list[str] = []
+
+    def remember(query: JudgeQuery) -> int:
+        judged.append(query.output)
+        return 2
+
+    with LoopbackServer(responder=ScriptedJudge(remember)) as server:
+        cases = "\n".join(f"  - {{id: c{i:02d}, language: hi, input: 'q {i}'}}" for i in range(12))
+        pytester.makepyfile(model=NONDETERMINISTIC_TARGET)
+        pytester.makefile(
+            ".yaml",
+            suite=f"""\
+suite: shared-outputs
+judge: {{model: loopback-judge, base_url: "{server.openai_base_url}"}}
+outputs: {{target: "model:answer"}}
+cases:
+{cases}
+assert:
+  - linguistic_acceptability >= 1
+aggregate:
+  - mean(linguistic_acceptability) >= 1
+""",
+        )
+        result = pytester.runpytest_subprocess("--llmjudge", "-p", "no:cacheprovider", "-n", "2", timeout=120)
+    # 11 case items pass; c05 fails with the target's error, and so do both aggregates (one unscored case).
+    result.assert_outcomes(passed=11, failed=3)
+    result.stdout.fnmatch_lines(["*output target failed: RuntimeError: model server refused c05*"])
+    calls = Counter(path.name.split(".")[0] for path in (pytester.path / "calls").iterdir())
+    assert calls == {f"c{i:02d}": 1 for i in range(12)}, "the target ran more than once for some case"
+    assert len(judged) == 11 == len(set(judged)), "each produced output judged once, c05 never"

@@ -104,6 +104,23 @@ class RunnerStats:
     """Provider answers 429/529 (each shrinks the provider's adaptive window; see ratelimit.py)."""
 
 
+@dataclass
+class _Asked:
+    """Accounting of one call's asks (:meth:`JudgeRunner._ask`), filled in as they happen."""
+
+    model: str
+    cached: bool = True
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    problem: str | None = None
+    """What was still wrong with the last reply, if anything."""
+
+    @property
+    def usage(self) -> Usage:
+        return Usage(self.input_tokens, self.output_tokens)
+
+
 def redact(text: str, secrets: Iterable[str]) -> str:
     """``text`` with every secret (length >= 4) replaced by ``***``."""
     # Longest first, so a secret that extends another is hidden whole.
@@ -277,6 +294,59 @@ class JudgeRunner:
 
     # -- execution (runner loop) ---------------------------------------------------------
 
+    async def _ask(
+        self,
+        provider: JudgeProvider,
+        request: ProviderRequest,
+        interpret: Callable[[ProviderReply], str | None],
+        max_reasks: int,
+        owner_elsewhere: bool,
+        asked: _Asked,
+    ) -> None:
+        """The loop every judge call runs: cache or provider, then re-asks while unusable.
+
+        ``interpret`` folds one reply into the caller's result and returns what is still
+        wrong with it (None when usable). ``asked`` accumulates the accounting as it goes,
+        so a :class:`ProviderError` (raised after the last retry) leaves it complete.
+        """
+        current = request
+        for reask in range(max_reasks + 1):
+            payload = current.cache_payload()
+            key = cache_key(payload)
+            found, shared = await self._find_reply(key, owner_elsewhere)
+            if found is not None:
+                reply = found
+                if shared:
+                    asked.cached = False
+                    with self._lock:
+                        self.stats.shared_hits += 1
+                elif asked.cached:
+                    with self._lock:
+                        self.stats.cache_hits += 1
+            else:
+                asked.cached = False
+                try:
+                    reply = await self._call_with_retries(provider, current)
+                except ProviderError as exc:
+                    if self.share is not None:
+                        self.share.mark_failed(self.cache, key, str(exc))
+                    raise
+                asked.calls += 1
+                asked.input_tokens += reply.usage.input_tokens
+                asked.output_tokens += reply.usage.output_tokens
+                await self._store(key, payload, reply)
+            asked.model = reply.model or asked.model
+            asked.problem = interpret(reply)
+            if asked.problem is None or reask == max_reasks:
+                return
+            current = replace(
+                request,
+                user=request.user
+                + f"\n\n## Note\nReply {reask + 1} to this request could not be used ("
+                + asked.problem
+                + "). Reply again with only the JSON object described above.",
+            )
+
     async def _call(
         self,
         provider: JudgeProvider,
@@ -285,76 +355,35 @@ class JudgeRunner:
         max_reasks: int,
         owner_elsewhere: bool,
     ) -> CallResult[T]:
-        """:meth:`submit_call`'s work: the loop of :meth:`_judge` with a caller's parser."""
-        all_cached = True
-        calls = input_tokens = output_tokens = 0
-        model = request.model
-        current = request
+        """:meth:`submit_call`'s work: :meth:`_ask` with a caller's parser."""
+        asked = _Asked(model=request.model)
         value: T | None = None
-        problem: str | None = None
         raw: str | None = None
+
+        def interpret(reply: ProviderReply) -> str | None:
+            nonlocal value, raw
+            raw = reply.text
+            try:
+                value = parse(reply.text)
+            except UnscoredError as exc:
+                return str(exc)
+            return None
+
         try:
-            for reask in range(max_reasks + 1):
-                payload = current.cache_payload()
-                key = cache_key(payload)
-                found, shared = await self._find_reply(key, owner_elsewhere)
-                if found is not None:
-                    reply = found
-                    if shared:
-                        all_cached = False
-                        with self._lock:
-                            self.stats.shared_hits += 1
-                    elif all_cached:
-                        with self._lock:
-                            self.stats.cache_hits += 1
-                else:
-                    all_cached = False
-                    try:
-                        reply = await self._call_with_retries(provider, current)
-                    except ProviderError as exc:
-                        if self.share is not None:
-                            self.share.mark_failed(self.cache, key, str(exc))
-                        raise
-                    calls += 1
-                    input_tokens += reply.usage.input_tokens
-                    output_tokens += reply.usage.output_tokens
-                    await self._store(key, payload, reply)
-                model = reply.model or model
-                raw = reply.text
-                try:
-                    value = parse(reply.text)
-                    problem = None
-                    break
-                except UnscoredError as exc:
-                    problem = str(exc)
-                if reask == max_reasks:
-                    break
-                current = replace(
-                    request,
-                    user=request.user
-                    + f"\n\n## Note\nReply {reask + 1} to this request could not be used ("
-                    + str(problem)
-                    + "). Reply again with only the JSON object described above.",
-                )
-            result: CallResult[T] = CallResult(
-                value=value,
-                error=problem,
-                cached=all_cached,
-                provider_calls=calls,
-                usage=Usage(input_tokens, output_tokens),
-                model=model,
-                raw_reply=raw,
-            )
+            await self._ask(provider, request, interpret, max_reasks, owner_elsewhere, asked)
+            error = asked.problem
+            cached = asked.cached
         except ProviderError as exc:
-            result = CallResult(
-                value=None,
-                error=f"provider failed: {exc}",
-                cached=False,
-                provider_calls=calls,
-                usage=Usage(input_tokens, output_tokens),
-                model=model,
-                raw_reply=raw,
-            )
+            value, error, cached = None, f"provider failed: {exc}", False
+        result: CallResult[T] = CallResult(
+            value=value if error is None else None,
+            error=error,
+            cached=cached,
+            provider_calls=asked.calls,
+            usage=asked.usage,
+            model=asked.model,
+            raw_reply=raw,
+        )
         with self._lock:
             self.stats.finished += 1
             self.stats.input_tokens += result.usage.input_tokens
@@ -374,64 +403,33 @@ class JudgeRunner:
         max_reasks: int,
         owner_elsewhere: bool = False,
     ) -> CallOutcome:
+        """:meth:`submit_judgment`'s work: :meth:`_ask` keeping every valid verdict seen."""
+        asked = _Asked(model=request.model)
         results: dict[str, Verdict | UnscoredError] = {}
-        all_cached = True
-        calls = 0
-        input_tokens = output_tokens = 0
-        model = request.model
-        current = request
         try:
-            for reask in range(max_reasks + 1):
-                payload = current.cache_payload()
-                key = cache_key(payload)
-                found, shared = await self._find_reply(key, owner_elsewhere)
-                if found is not None:
-                    reply = found
-                    if shared:
-                        all_cached = False
-                        with self._lock:
-                            self.stats.shared_hits += 1
-                    elif all_cached:
-                        with self._lock:
-                            self.stats.cache_hits += 1
-                else:
-                    all_cached = False
-                    try:
-                        reply = await self._call_with_retries(provider, current)
-                    except ProviderError as exc:
-                        if self.share is not None:
-                            self.share.mark_failed(self.cache, key, str(exc))
-                        raise
-                    calls += 1
-                    input_tokens += reply.usage.input_tokens
-                    output_tokens += reply.usage.output_tokens
-                    await self._store(key, payload, reply)
-                model = reply.model or model
-                problem = self._merge(results, reply, rubrics)
-                if problem is None or reask == max_reasks:
-                    break
-                current = replace(
-                    request,
-                    user=request.user
-                    + f"\n\n## Note\nReply {reask + 1} to this request could not be used ("
-                    + problem
-                    + "). Reply again with only the JSON object described above.",
-                )
+            await self._ask(
+                provider,
+                request,
+                lambda reply: self._merge(results, reply, rubrics),
+                max_reasks,
+                owner_elsewhere,
+                asked,
+            )
             outcome = CallOutcome(
                 results=results,
-                cached=all_cached,
-                provider_calls=calls,
-                usage=Usage(input_tokens, output_tokens),
-                model=model,
+                cached=asked.cached,
+                provider_calls=asked.calls,
+                usage=asked.usage,
+                model=asked.model,
             )
         except ProviderError as exc:
             outcome = CallOutcome(
                 results={r.name: UnscoredError(f"provider failed: {exc}") for r in rubrics},
                 error=str(exc),
                 cached=False,
-                provider_calls=calls,
-                usage=Usage(input_tokens, output_tokens),
-                model=model,
+                provider_calls=asked.calls,
+                usage=asked.usage,
+                model=asked.model,
             )
         with self._lock:
             self.stats.finished += 1

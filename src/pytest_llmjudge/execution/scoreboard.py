@@ -26,7 +26,7 @@ import math
 import statistics
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -74,6 +74,21 @@ class Score:
         return max(self.samples) - min(self.samples) if len(self.samples) > 1 else None
 
 
+class _PublishedTargetError(Exception):
+    """An output target's failure as the worker that ran it published it."""
+
+
+def describe_target_error(exc: BaseException) -> str:
+    """How an output target's failure reads in reports, the same in every xdist worker."""
+    if isinstance(exc, _PublishedTargetError):
+        return str(exc)
+    return f"{exc.__class__.__name__}: {exc}"
+
+
+def _output_identity(case: Case) -> str:
+    return repr(("output", case.key))
+
+
 def _unscored(metric: str, source: ScoreSource, error: str, **extra: Any) -> Score:
     return Score(metric=metric, value=None, source=source, error=error, **extra)
 
@@ -108,6 +123,7 @@ class ScoreBoard:
         self._providers: dict[tuple[str, str | None, str | None], JudgeProvider] = {}
         self._calls: dict[tuple[str, tuple[str, ...], int], concurrent.futures.Future[CallOutcome]] = {}
         self._outputs: dict[str, concurrent.futures.Future[str]] = {}
+        self._target_semaphore: asyncio.Semaphore | None = None
         self._metrics: dict[tuple[str, str], Metric] = {}
         self.score_adjusters: list[Callable[[Suite, Case, Score], Score]] = []
         """Applied in order to every live judge score (e.g. the calibration's score correction)."""
@@ -219,7 +235,16 @@ class ScoreBoard:
         return build_request(group, text, self.judge_settings(suite), task=suite.task, sample=sample)
 
     def plan(self, needs: Iterable[tuple[Suite, Case, str]]) -> int:
-        """Submit every judge call the needs require; returns how many were submitted."""
+        """Submit every judge call the needs require; returns how many were submitted.
+
+        Outputs that come from a target start too (the ones this worker owns under xdist),
+        so the model under test runs concurrently up front, also for metric-only suites.
+        """
+        needs = list(needs)
+        for suite, case, metric in needs:
+            if case.output is None and suite.output_target is not None and metric not in case.recorded:
+                if self.owns_output(case):
+                    self.output_future(suite, case)
         submitted = 0
         for suite, case, group, sample in self.planned_calls(needs):
             submitted += self._submit(suite, case, group, sample, eager=True)
@@ -275,21 +300,55 @@ class ScoreBoard:
                 return failed
 
             async def produce() -> str:
-                if inspect.iscoroutinefunction(target):
-                    value = await target(case)
-                else:
-                    value = await asyncio.to_thread(target, case)
-                    if inspect.isawaitable(value):
-                        value = await value
+                async with self._target_slots():
+                    if inspect.iscoroutinefunction(target):
+                        value = await target(case)
+                    else:
+                        value = await asyncio.to_thread(target, case)
+                        if inspect.isawaitable(value):
+                            value = await value
                 if not isinstance(value, str):
                     raise TypeError(
                         f"output target {suite.output_target} returned {type(value).__name__}, expected str"
                     )
                 return value
 
-            future = self.runner.submit(produce)
+            share = self.share if self._cache.root is not None else None
+            if share is None:
+                future = self.runner.submit(produce)
+            else:
+                future = self.runner.submit(lambda: self._shared_output(share, case, produce))
             self._outputs[case.key] = future
             return future
+
+    def _target_slots(self) -> asyncio.Semaphore:
+        """At most ``concurrency`` output-target calls at once (on the runner's loop)."""
+        if self._target_semaphore is None:
+            self._target_semaphore = asyncio.Semaphore(self.settings.concurrency)
+        return self._target_semaphore
+
+    def owns_output(self, case: Case) -> bool:
+        """Whether this process produces the case's output (always, unless another xdist worker does)."""
+        return self.share is None or self._cache.root is None or self.share.owns(_output_identity(case))
+
+    async def _shared_output(self, share: WorkerShare, case: Case, produce: Callable[[], Awaitable[str]]) -> str:
+        """The case's output, produced here by its owner worker or awaited from it."""
+        identity = _output_identity(case)
+        if not share.owns(identity):
+            published = await share.wait_for_output(self._cache, identity)
+            if published is not None:
+                text, error = published
+                if text is not None:
+                    return text
+                raise _PublishedTargetError(error or "no output")
+            # The owner never published (it crashed): produce here rather than fail the case.
+        try:
+            text = await produce()
+        except Exception as exc:
+            share.publish_output(self._cache, identity, text=None, error=describe_target_error(exc))
+            raise
+        share.publish_output(self._cache, identity, text=text, error=None)
+        return text
 
     def output(self, suite: Suite, case: Case) -> str:
         """The output text; raises :class:`UnscoredError` when the target failed."""
@@ -298,7 +357,7 @@ class ScoreBoard:
         try:
             return future.result()
         except Exception as exc:
-            raise UnscoredError(f"output target failed: {exc.__class__.__name__}: {exc}") from None
+            raise UnscoredError(f"output target failed: {describe_target_error(exc)}") from None
 
     # -- scores ------------------------------------------------------------------------
 

@@ -9,17 +9,26 @@ needs a call it doesn't own, it waits for the owner's reply to appear in the cac
 each cache key of the call, re-asks included). An owner that gives up on a call (provider
 failure after its retries) leaves a failure marker for this run
 (``<cache>/v1/failures/<run id>/<key>``), so the others report the same error instead of
-waiting. Output targets are not shared: a worker that needs an output produces it.
+waiting.
+
+Outputs of a suite's output target (the model under test) are shared the same way: the
+worker that owns ``("output", case key)`` produces the case's output once and publishes it
+(or the target's error) under ``<cache>/v1/outputs/<run id>/``; the others wait for it. So
+every worker judges the same text even when the target is not deterministic, and the model
+is called once per case.
 
 Degenerate cases: with the cache off there is nothing to share through, so every worker
-calls for itself (correct, but duplicated); a worker that waits longer than
-``wait_seconds`` (the owner crashed) stops waiting and calls for itself.
+calls (and produces outputs) for itself: correct, but duplicated, and a non-deterministic
+target may then give the workers different outputs. A worker that waits longer than
+``wait_seconds`` (the owner crashed) stops waiting and calls or produces for itself.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,4 +74,38 @@ class WorkerShare:
                 return failure.read_text(encoding="utf-8")
             await asyncio.sleep(delay)
             delay = min(delay * 1.5, 0.25)
+        return None
+
+    def _output_path(self, cache: JudgeCache, identity: str) -> Path | None:
+        if cache.root is None:
+            return None
+        digest = hashlib.sha256(identity.encode("utf-8")).hexdigest()
+        return cache.root / "outputs" / self.run_id / f"{digest}.json"
+
+    def publish_output(self, cache: JudgeCache, identity: str, *, text: str | None, error: str | None) -> None:
+        """Make an owned output (or its target's error) visible to the other workers."""
+        path = self._output_path(cache, identity)
+        if path is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        temporary.write_text(json.dumps({"output": text, "error": error}, ensure_ascii=False), encoding="utf-8")
+        temporary.replace(path)
+
+    async def wait_for_output(self, cache: JudgeCache, identity: str) -> tuple[str | None, str | None] | None:
+        """``(output, error)`` as the owner published it, or None after ``wait_seconds``."""
+        path = self._output_path(cache, identity)
+        if path is None:
+            return None
+        deadline = time.monotonic() + self.wait_seconds
+        delay = 0.02
+        while time.monotonic() < deadline:
+            try:
+                record = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                await asyncio.sleep(delay)
+                delay = min(delay * 1.5, 0.25)
+                continue
+            output, error = record.get("output"), record.get("error")
+            return (output if isinstance(output, str) else None), (str(error) if error is not None else None)
         return None

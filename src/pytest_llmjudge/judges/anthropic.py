@@ -13,14 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_llmjudge.judges.base import (
-    RETRYABLE_STATUS,
     ProviderCallError,
     ProviderReply,
     ProviderRequest,
     Usage,
     import_sdk,
-    parse_retry_after,
-    provider_error_text,
+    post_through_sdk,
     sdk_response_class,
 )
 
@@ -65,30 +63,9 @@ class AnthropicProvider:
         return kwargs
 
     async def complete(self, request: ProviderRequest) -> ProviderReply:
-        anthropic = self._anthropic
-        kwargs = self.request_body(request)
-        try:
-            # The client's own POST without the typed wrapper (see judges/openai.py for why).
-            raw = await self._client.post("/v1/messages", body=kwargs, cast_to=self._response_class)
-            body = raw.json()
-        except anthropic.APIStatusError as exc:
-            raise ProviderCallError(
-                f"HTTP {exc.status_code}: {provider_error_text(exc)}",
-                retryable=exc.status_code in RETRYABLE_STATUS,
-                status=exc.status_code,
-                retry_after=parse_retry_after(dict(exc.response.headers)),
-            ) from None
-        except anthropic.APITimeoutError:
-            raise ProviderCallError("request timed out", retryable=True) from None
-        except anthropic.APIConnectionError as exc:
-            raise ProviderCallError(f"connection failed: {exc.__class__.__name__}", retryable=True) from None
-        except anthropic.APIResponseValidationError as exc:
-            raise ProviderCallError(f"malformed response: {exc.message}", retryable=True) from None
-        except ValueError as exc:
-            # The SDKs let a 200 whose body isn't JSON escape as a bare JSONDecodeError.
-            raise ProviderCallError(f"malformed response body: {exc.__class__.__name__}", retryable=True) from None
-        except anthropic.APIError as exc:
-            raise ProviderCallError(f"provider error: {exc.message}", retryable=True) from None
+        body = await post_through_sdk(
+            self._anthropic, self._client, "/v1/messages", self.request_body(request), self._response_class
+        )
         return self.parse_body(body, request)
 
     @staticmethod

@@ -17,14 +17,12 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_llmjudge.judges.base import (
-    RETRYABLE_STATUS,
     ProviderCallError,
     ProviderReply,
     ProviderRequest,
     Usage,
     import_sdk,
-    parse_retry_after,
-    provider_error_text,
+    post_through_sdk,
     sdk_response_class,
 )
 
@@ -81,33 +79,9 @@ class OpenAIProvider:
         return kwargs
 
     async def complete(self, request: ProviderRequest) -> ProviderReply:
-        openai = self._openai
-        kwargs = self.request_body(request)
-        try:
-            # The client's own POST (auth, base URL, timeouts, status errors) without the typed
-            # wrapper: that wrapper's parameter transform and response models cost about 1.5 ms
-            # of CPU per call, the largest client cost when hundreds of calls are in flight.
-            raw = await self._client.post("/chat/completions", body=kwargs, cast_to=self._response_class)
-            body = raw.json()
-        except openai.APIStatusError as exc:
-            raise ProviderCallError(
-                f"HTTP {exc.status_code}: {provider_error_text(exc)}",
-                retryable=exc.status_code in RETRYABLE_STATUS,
-                status=exc.status_code,
-                retry_after=parse_retry_after(dict(exc.response.headers)),
-            ) from None
-        except openai.APITimeoutError:
-            raise ProviderCallError("request timed out", retryable=True) from None
-        except openai.APIConnectionError as exc:
-            raise ProviderCallError(f"connection failed: {exc.__class__.__name__}", retryable=True) from None
-        except openai.APIResponseValidationError as exc:
-            raise ProviderCallError(f"malformed response: {exc.message}", retryable=True) from None
-        except ValueError as exc:
-            # The SDKs let a 200 whose body isn't JSON escape as a bare JSONDecodeError.
-            raise ProviderCallError(f"malformed response body: {exc.__class__.__name__}", retryable=True) from None
-        except openai.APIError as exc:
-            # A 200 whose body isn't valid JSON lands here in some SDK versions.
-            raise ProviderCallError(f"provider error: {exc.message}", retryable=True) from None
+        body = await post_through_sdk(
+            self._openai, self._client, "/chat/completions", self.request_body(request), self._response_class
+        )
         return self.parse_body(body, request)
 
     @staticmethod
