@@ -6,10 +6,12 @@ the *real* ``openai`` and ``anthropic`` SDKs -- their HTTP stack, retry and
 timeout logic included -- can be exercised offline, deterministically and
 fast.  It runs an ``asyncio`` server in a background daemon thread, speaks
 HTTP/1.1 with keep-alive and ``Content-Length`` (chunked request bodies and
-``Expect: 100-continue`` are tolerated), and injects latency with
-``asyncio.sleep``: N requests at concurrency C take about
-``ceil(N / C) * latency`` and cost the server ~0.4 ms of CPU each (hundreds
-of simultaneous connections and thousands of requests are fine).  Note that
+``Expect: 100-continue`` are tolerated), and answers each request ``latency``
+seconds after it arrived (its own parsing and the responder run inside that
+time, so the latency is fixed, not latency plus the server's work): N requests
+at concurrency C take about ``ceil(N / C) * latency`` and cost the server
+~0.4 ms of CPU each (hundreds of simultaneous connections and thousands of
+requests are fine).  Note that
 the SDKs themselves (openai 3.x / anthropic 2.x on httpx2) spend ~3-5 ms of
 client CPU per call, which in-process benchmarks add on top of the latency.
 
@@ -260,7 +262,7 @@ class Reply:
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     latency: float | None = None
-    """Seconds before answering; ``None`` means the server's ``latency``."""
+    """Seconds from the request's arrival to the answer; ``None`` means the server's ``latency``."""
     fault: Fault | None = None
     usage: tuple[int, int] | None = None
     """``(input_tokens, output_tokens)`` to report instead of the estimate."""
@@ -1006,10 +1008,13 @@ class LoopbackServer:
             provider = "anthropic"
         is_completion = path in (OPENAI_CHAT_PATH, ANTHROPIC_MESSAGES_PATH)
 
+        arrived = asyncio.get_running_loop().time()
         index, entry = self._begin(route_label(path), provider, is_completion)
         outcome = _Outcome(status=0, close=True)
         try:
-            outcome = await self._answer(method, path, provider, index, entry, headers, body, reader, keep_alive)
+            outcome = await self._answer(
+                method, path, provider, index, entry, headers, body, reader, keep_alive, arrived
+            )
         finally:
             # Book-keeping happens before the bytes leave, so a client that
             # has its answer always sees counters that include it.
@@ -1040,6 +1045,7 @@ class LoopbackServer:
         body: bytes,
         reader: asyncio.StreamReader,
         keep_alive: bool,
+        arrived: float,
     ) -> _Outcome:
         request_id = f"req_loopback{index:08d}"
         id_header = "request-id" if provider == "anthropic" else "x-request-id"
@@ -1115,8 +1121,9 @@ class LoopbackServer:
             return _Outcome(status=0, close=True)
 
         latency = self.latency if reply.latency is None else reply.latency
-        if latency > 0:
-            await asyncio.sleep(latency)
+        remaining = latency - (asyncio.get_running_loop().time() - arrived)
+        if remaining > 0:
+            await asyncio.sleep(remaining)
 
         extra = {**base_headers, **reply.headers}
         if fault is Fault.CONNECTION_RESET:
