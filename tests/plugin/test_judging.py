@@ -353,7 +353,9 @@ def test_rude(llmjudge_judge):
     assert "French" in loopback.requests[0].system
 
 
-def test_rubric_alias_is_judged_live(pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge) -> None:
+def test_rubric_alias_is_judged_live(
+    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
+) -> None:
     scripted_judge.scores = lambda q: 2 if q.metric == "la" else 0
     pytester.makefile(
         ".yaml",

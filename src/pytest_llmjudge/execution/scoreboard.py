@@ -313,7 +313,7 @@ class ScoreBoard:
                     )
                 return value
 
-            share = self.share if self._cache.root is not None else None
+            share = self.share if self._shares_outputs else None
             if share is None:
                 future = self.runner.submit(produce)
             else:
@@ -327,9 +327,14 @@ class ScoreBoard:
             self._target_semaphore = asyncio.Semaphore(self.settings.concurrency)
         return self._target_semaphore
 
+    @property
+    def _shares_outputs(self) -> bool:
+        """Outputs travel between xdist workers through the cache directory; not with the cache off."""
+        return self.share is not None and self._cache.mode != "off" and self._cache.root is not None
+
     def owns_output(self, case: Case) -> bool:
         """Whether this process produces the case's output (always, unless another xdist worker does)."""
-        return self.share is None or self._cache.root is None or self.share.owns(_output_identity(case))
+        return self.share is None or not self._shares_outputs or self.share.owns(_output_identity(case))
 
     async def _shared_output(self, share: WorkerShare, case: Case, produce: Callable[[], Awaitable[str]]) -> str:
         """The case's output, produced here by its owner worker or awaited from it."""
