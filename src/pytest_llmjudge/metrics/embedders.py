@@ -135,7 +135,10 @@ class SentenceTransformerEmbedder:
                 "and pass that path). The plugin never downloads models during a run."
             ) from exc
         self._model: Any = model
-        self._special_ids = frozenset(int(i) for i in model.tokenizer.all_special_ids)
+        # Structural tokens ([CLS], [SEP], padding, ...) are dropped from token vectors, but
+        # [UNK] stands for a real word of the text (as in BERTScore) and is kept.
+        unknown = model.tokenizer.unk_token_id
+        self._special_ids = frozenset(int(i) for i in model.tokenizer.all_special_ids if i != unknown)
 
     def embed_tokens(self, text: str) -> tuple[list[str], FloatMatrix]:
         model = self._model
