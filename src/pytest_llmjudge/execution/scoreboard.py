@@ -124,6 +124,8 @@ class ScoreBoard:
         self._calls: dict[tuple[str, tuple[str, ...], int], concurrent.futures.Future[CallOutcome]] = {}
         self._outputs: dict[str, concurrent.futures.Future[str]] = {}
         self._target_semaphore: asyncio.Semaphore | None = None
+        if share is not None:
+            share.prune_stale(self._cache)
         self._metrics: dict[tuple[str, str], Metric] = {}
         self.score_adjusters: list[Callable[[Suite, Case, Score], Score]] = []
         """Applied in order to every live judge score (e.g. the calibration's score correction)."""

@@ -17,6 +17,10 @@ worker that owns ``("output", case key)`` produces the case's output once and pu
 every worker judges the same text even when the target is not deterministic, and the model
 is called once per case.
 
+These per-run directories (failure markers and outputs) are only useful during their run;
+worker 0 of each run removes those of runs that ended more than a day ago
+(:meth:`WorkerShare.prune_stale`), so a cache directory kept between CI jobs doesn't grow.
+
 Degenerate cases: with the cache off there is nothing to share through, so every worker
 calls (and produces outputs) for itself: correct, but duplicated, and a non-deterministic
 target may then give the workers different outputs. A worker that waits longer than
@@ -29,6 +33,7 @@ import asyncio
 import hashlib
 import json
 import os
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +80,32 @@ class WorkerShare:
             await asyncio.sleep(delay)
             delay = min(delay * 1.5, 0.25)
         return None
+
+    def prune_stale(self, cache: JudgeCache, max_age_seconds: float = 86400.0) -> int:
+        """Remove other runs' failure and output directories untouched for ``max_age_seconds``.
+
+        Only worker 0 prunes (the workers of one run never race each other), and only
+        directories old enough that no run can still be using them. Returns how many went.
+        """
+        if self.index != 0 or cache.root is None:
+            return 0
+        removed = 0
+        cutoff = time.time() - max_age_seconds
+        for kind in ("failures", "outputs"):
+            parent = cache.root / kind
+            try:
+                runs = list(parent.iterdir())
+            except OSError:
+                continue
+            for run in runs:
+                try:
+                    stale = run.name != self.run_id and run.stat().st_mtime < cutoff
+                except OSError:
+                    continue
+                if stale:
+                    shutil.rmtree(run, ignore_errors=True)
+                    removed += 1
+        return removed
 
     def _output_path(self, cache: JudgeCache, identity: str) -> Path | None:
         if cache.root is None:
