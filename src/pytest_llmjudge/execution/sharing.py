@@ -35,10 +35,14 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from pytest_llmjudge.execution.cache import CachedReply, JudgeCache
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -59,27 +63,34 @@ class WorkerShare:
 
     def mark_failed(self, cache: JudgeCache, key: str, message: str) -> None:
         path = self._failure_path(cache, key)
-        if path is None:
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(".tmp")
-        temporary.write_text(message, encoding="utf-8")
-        temporary.replace(path)
+        if path is not None:
+            _write_atomically(path, message)
+
+    async def _poll(self, look: Callable[[], T | None]) -> T | None:
+        """``look()``'s first answer other than None, polling with back-off; None after ``wait_seconds``."""
+        deadline = time.monotonic() + self.wait_seconds
+        delay = 0.02
+        while time.monotonic() < deadline:
+            found = look()
+            if found is not None:
+                return found
+            await asyncio.sleep(delay)
+            delay = min(delay * 1.5, 0.25)
+        return None
 
     async def wait_for_owner(self, cache: JudgeCache, key: str) -> CachedReply | str | None:
         """The owner's cached reply, its failure message, or None after ``wait_seconds``."""
-        deadline = time.monotonic() + self.wait_seconds
         failure = self._failure_path(cache, key)
-        delay = 0.02
-        while time.monotonic() < deadline:
+
+        def look() -> CachedReply | str | None:
             hit = cache.get(key)
             if hit is not None:
                 return hit
             if failure is not None and failure.exists():
                 return failure.read_text(encoding="utf-8")
-            await asyncio.sleep(delay)
-            delay = min(delay * 1.5, 0.25)
-        return None
+            return None
+
+        return await self._poll(look)
 
     def prune_stale(self, cache: JudgeCache, max_age_seconds: float = 86400.0) -> int:
         """Remove other runs' failure and output directories untouched for ``max_age_seconds``.
@@ -116,27 +127,29 @@ class WorkerShare:
     def publish_output(self, cache: JudgeCache, identity: str, *, text: str | None, error: str | None) -> None:
         """Make an owned output (or its target's error) visible to the other workers."""
         path = self._output_path(cache, identity)
-        if path is None:
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temporary.write_text(json.dumps({"output": text, "error": error}, ensure_ascii=False), encoding="utf-8")
-        temporary.replace(path)
+        if path is not None:
+            _write_atomically(path, json.dumps({"output": text, "error": error}, ensure_ascii=False))
 
     async def wait_for_output(self, cache: JudgeCache, identity: str) -> tuple[str | None, str | None] | None:
         """``(output, error)`` as the owner published it, or None after ``wait_seconds``."""
         path = self._output_path(cache, identity)
         if path is None:
             return None
-        deadline = time.monotonic() + self.wait_seconds
-        delay = 0.02
-        while time.monotonic() < deadline:
+
+        def look() -> tuple[str | None, str | None] | None:
             try:
                 record = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError):
-                await asyncio.sleep(delay)
-                delay = min(delay * 1.5, 0.25)
-                continue
+                return None
             output, error = record.get("output"), record.get("error")
             return (output if isinstance(output, str) else None), (str(error) if error is not None else None)
-        return None
+
+        return await self._poll(look)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that readers see the whole file or none of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    temporary.replace(path)
