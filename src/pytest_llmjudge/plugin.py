@@ -141,18 +141,14 @@ def _skip_final_collection() -> None:
     gc.freeze()
 
 
-_exit_hook_registered = False
-
-
 def pytest_configure(config: pytest.Config) -> None:
-    global _exit_hook_registered
     if not is_enabled(config):
         return
-    if not _exit_hook_registered:
-        import atexit
+    import atexit
 
-        atexit.register(_skip_final_collection)
-        _exit_hook_registered = True
+    # Once per process however many sessions configure (pytester runs several).
+    atexit.unregister(_skip_final_collection)
+    atexit.register(_skip_final_collection)
     settings = settings_from_config(config)
     from pytest_llmjudge.execution.scoreboard import ScoreBoard
     from pytest_llmjudge.registry import Registry

@@ -22,7 +22,6 @@ judge score only for suites that set ``judge.correction: true``.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -68,6 +67,11 @@ def pytest_configure(config: pytest.Config) -> None:
 _NODES_MODULE = "pytest_llmjudge.calibration.nodes"
 
 
+def _is_calibration_item(item: pytest.Item) -> bool:
+    """Whether ``item`` came from a calibration file (told apart without importing its module)."""
+    return type(item).__module__ == _NODES_MODULE
+
+
 def _calibrated_suite(item: pytest.Item) -> Suite | None:
     """The suite of a suite item whose judge names a calibration set, else None."""
     suite = getattr(item, "suite", None)
@@ -87,9 +91,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Calibratio
 def pytest_collection_finish(session: pytest.Session) -> None:
     if not is_enabled(session.config):
         return
-    calibrated_suites = any(_calibrated_suite(item) is not None for item in session.items)
-    if not calibrated_suites and _NODES_MODULE not in sys.modules:
-        return  # no calibration file was collected and no suite names one: nothing to plan
+    if not any(_calibrated_suite(item) is not None or _is_calibration_item(item) for item in session.items):
+        return  # no calibration item selected and no suite names a calibration: nothing to plan
     from pytest_llmjudge.calibration.nodes import (
         ConsistencyItem,
         GateItem,
