@@ -167,6 +167,23 @@ class _CalibrationItem(pytest.Item):
             if value is not None:
                 self.user_properties.append((name, value if not isinstance(value, float) else round(value, 6)))
 
+    def _keep_result(self, kind: str, judge: str, passed: bool, result: dict[str, Any], **extra: Any) -> None:
+        """The structured result of a sanity-check item (consistency, sensitivity) for the reports."""
+        cal = self.calibration
+        self.llmjudge_result = json_safe(
+            {
+                "kind": kind,
+                "calibration": cal.name,
+                "calibration_path": str(cal.path),
+                "judge": judge,
+                "language": self.language,
+                "metric": self.metric,
+                "passed": passed,
+                "result": result,
+                **extra,
+            }
+        )
+
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, (GateFailure, GateError)):
             return str(excinfo.value)
@@ -247,18 +264,7 @@ class ConsistencyItem(_CalibrationItem):
             n=result.n_items,
             repeats=result.repeats,
         )
-        self.llmjudge_result = json_safe(
-            {
-                "kind": "consistency",
-                "calibration": cal.name,
-                "calibration_path": str(cal.path),
-                "judge": judge,
-                "language": self.language,
-                "metric": self.metric,
-                "passed": result.passed,
-                "result": result.to_dict(),
-            }
-        )
+        self._keep_result("consistency", judge, result.passed, result.to_dict())
         if result.passed:
             return
         spread = [
@@ -297,29 +303,23 @@ class SensitivityItem(_CalibrationItem):
             n=result.eligible + result.n_unscored,
             worse=result.n_worse,
         )
-        self.llmjudge_result = json_safe(
-            {
-                "kind": "sensitivity",
-                "calibration": cal.name,
-                "calibration_path": str(cal.path),
-                "judge": judge,
-                "language": self.language,
-                "metric": self.metric,
-                "passed": result.passed,
-                "result": result.to_dict(),
-                "perturbations": [
-                    None
-                    if p is None
-                    else {
-                        "id": case_id,
-                        "seed": p.seed,
-                        "unit": p.unit,
-                        "n_units": p.n_units,
-                        "positions": list(p.positions),
-                    }
-                    for case_id, p in run.perturbations
-                ],
-            }
+        self._keep_result(
+            "sensitivity",
+            judge,
+            result.passed,
+            result.to_dict(),
+            perturbations=[
+                None
+                if p is None
+                else {
+                    "id": case_id,
+                    "seed": p.seed,
+                    "unit": p.unit,
+                    "n_units": p.n_units,
+                    "positions": list(p.positions),
+                }
+                for case_id, p in run.perturbations
+            ],
         )
         if result.passed:
             return
