@@ -32,7 +32,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from sdk_floor import measure_floor
+from sdk_floor import clean_env, measure_floor
 
 from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
 
@@ -76,11 +76,7 @@ def write_plain(directory: Path, cases: int) -> Path:
 
 
 def timed(command: list[str], cwd: Path) -> tuple[float, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.endswith("_API_KEY") and key != "PYTHONDONTWRITEBYTECODE"
-    }
+    env = clean_env()
     start = time.perf_counter()
     completed = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env, check=False)
     elapsed = time.perf_counter() - start

@@ -9,7 +9,8 @@ ours to close is visible.
 
     python benchmarks/sdk_floor.py --base-url http://127.0.0.1:PORT/v1 [--cases 1000] [--concurrency 32]
 
-Imported by ``judge_throughput.py`` and ``vs_peers.py`` (:func:`measure_floor`).
+Imported by ``judge_throughput.py`` and ``vs_peers.py`` (:func:`measure_floor`, and
+:func:`clean_env` for every child process they time).
 """
 
 from __future__ import annotations
@@ -23,9 +24,21 @@ import time
 from pathlib import Path
 
 
+def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The benchmarks' child environment: no API keys, no LLMJUDGE_* settings, and bytecode
+    caching as in a normal environment (``PYTHONDONTWRITEBYTECODE`` removed)."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.endswith("_API_KEY") and not key.startswith("LLMJUDGE_") and key != "PYTHONDONTWRITEBYTECODE"
+    }
+    env.update(extra or {})
+    return env
+
+
 def measure_floor(base_url: str, cases: int, concurrency: int) -> float:
     """Whole-process wall time of this script against ``base_url``, in seconds."""
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    env = clean_env()
     command = [
         sys.executable,
         str(Path(__file__).resolve()),

@@ -51,7 +51,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import shutil
 import subprocess
 import sys
@@ -60,7 +59,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sdk_floor import measure_floor
+from sdk_floor import clean_env, measure_floor
 
 from pytest_llmjudge.testing import LoopbackServer, ReceivedRequest, ScriptedJudge
 
@@ -274,18 +273,6 @@ def write_promptfoo(work: Path, cases: int, base_url: str) -> Path:
 
 
 # --------------------------------------------------------------------------- measuring
-
-
-def clean_env(extra: dict[str, str]) -> dict[str, str]:
-    """No API keys, no LLMJUDGE_* settings, and bytecode caching as in a normal environment."""
-    skip = ("PYTHONDONTWRITEBYTECODE",)
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.endswith("_API_KEY") and not k.startswith("LLMJUDGE_") and k not in skip
-    }
-    env.update(extra)
-    return env
 
 
 def measure(label: str, command: list[str], cwd: Path, env: dict[str, str], server: LoopbackServer) -> Measured:
