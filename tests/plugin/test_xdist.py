@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_llmjudge.execution.scoreboard import _output_identity
+from pytest_llmjudge.execution.sharing import WorkerShare
+from pytest_llmjudge.suite.model import Case
 from pytest_llmjudge.testing import JudgeQuery, LoopbackServer, ScriptedJudge
 
 LANGUAGES = ("hi", "ta", "sw")
@@ -138,19 +141,35 @@ NONDETERMINISTIC_TARGET = """\
 import os, uuid
 from pathlib import Path
 
+REFUSED = __REFUSED__
 
 def answer(case):
     # Not deterministic: a different text on every call, as a sampling model would give.
     Path("calls").mkdir(exist_ok=True)
     (Path("calls") / f"{case.id}.{os.getpid()}.{uuid.uuid4().hex}").write_text("", encoding="utf-8")
-    if case.id == "c05":
-        raise RuntimeError("model server refused c05")
+    if case.id in REFUSED:
+        raise RuntimeError(f"model server refused {case.id}")
     return f"answer {case.id[1:]} {uuid.uuid4().hex}"
 """
 
 
+REFUSED = ("c01", "c02", "c05", "c08")
+
+
 def test_xdist_workers_share_outputs_of_a_target(pytester: pytest.Pytester) -> None:
-    """Each case's output is produced once per run, and every worker judges that same text."""
+    """Each case's output is produced once per run, and every worker judges that same text.
+
+    ``--dist loadfile`` runs every item in one worker, so the cases whose output the other
+    worker owns take the published path; the refused cases include owners on both sides,
+    and each must report the target's error in the same words.
+    """
+    owners = {
+        WorkerShare(0, 2, "run").owns(
+            _output_identity(Case(suite="shared-outputs", id=case, language="hi", output=None))
+        )
+        for case in REFUSED
+    }
+    assert owners == {True, False}, "the refused cases should have output owners on both workers"
     judged: list[str] = []
 
     def remember(query: JudgeQuery) -> int:
@@ -159,7 +178,7 @@ def test_xdist_workers_share_outputs_of_a_target(pytester: pytest.Pytester) -> N
 
     with LoopbackServer(responder=ScriptedJudge(remember)) as server:
         cases = "\n".join(f"  - {{id: c{i:02d}, language: hi, input: 'q {i}'}}" for i in range(12))
-        pytester.makepyfile(model=NONDETERMINISTIC_TARGET)
+        pytester.makepyfile(model=NONDETERMINISTIC_TARGET.replace("__REFUSED__", repr(set(REFUSED))))
         pytester.makefile(
             ".yaml",
             suite=f"""\
@@ -174,10 +193,15 @@ aggregate:
   - mean(linguistic_acceptability) >= 1
 """,
         )
-        result = pytester.runpytest_subprocess("--llmjudge", "-p", "no:cacheprovider", "-n", "2", timeout=120)
-    # 11 case items pass; c05 fails with the target's error, and so do both aggregates (one unscored case).
-    result.assert_outcomes(passed=11, failed=3)
-    result.stdout.fnmatch_lines(["*output target failed: RuntimeError: model server refused c05*"])
+        result = pytester.runpytest_subprocess(
+            "--llmjudge", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile", timeout=120
+        )
+    # 8 case items pass; the 4 refused cases fail with the target's error, and so do both
+    # aggregates (4 unscored cases).
+    result.assert_outcomes(passed=8, failed=6)
+    for case in REFUSED:
+        result.stdout.fnmatch_lines([f"*reason:*output target failed: RuntimeError: model server refused {case}"])
+    assert "_PublishedTargetError" not in result.stdout.str()
     calls = Counter(path.name.split(".")[0] for path in (pytester.path / "calls").iterdir())
     assert calls == {f"c{i:02d}": 1 for i in range(12)}, "the target ran more than once for some case"
-    assert len(judged) == 11 == len(set(judged)), "each produced output judged once, c05 never"
+    assert len(judged) == 8 == len(set(judged)), "each produced output judged once, the refused ones never"

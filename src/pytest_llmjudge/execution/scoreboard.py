@@ -78,10 +78,14 @@ class _PublishedTargetError(Exception):
     """An output target's failure as the worker that ran it published it."""
 
 
-def describe_target_error(exc: BaseException) -> str:
+def target_failure(exc: BaseException) -> str:
     """How an output target's failure reads in reports, the same in every xdist worker."""
     if isinstance(exc, _PublishedTargetError):
-        return str(exc)
+        return f"output target failed: {exc}"
+    return f"output target failed: {_describe(exc)}"
+
+
+def _describe(exc: BaseException) -> str:
     return f"{exc.__class__.__name__}: {exc}"
 
 
@@ -352,7 +356,7 @@ class ScoreBoard:
         try:
             text = await produce()
         except Exception as exc:
-            share.publish_output(self._cache, identity, text=None, error=describe_target_error(exc))
+            share.publish_output(self._cache, identity, text=None, error=_describe(exc))
             raise
         share.publish_output(self._cache, identity, text=text, error=None)
         return text
@@ -364,7 +368,7 @@ class ScoreBoard:
         try:
             return future.result()
         except Exception as exc:
-            raise UnscoredError(f"output target failed: {describe_target_error(exc)}") from None
+            raise UnscoredError(target_failure(exc)) from None
 
     # -- scores ------------------------------------------------------------------------
 
@@ -431,7 +435,7 @@ class ScoreBoard:
             except UnscoredError as exc:
                 return _unscored(metric, "judge", str(exc), judge=label, higher_is_better=rubric.higher_is_better)
             except Exception as exc:
-                return _unscored(metric, "judge", f"output target failed: {exc.__class__.__name__}: {exc}", judge=label)
+                return _unscored(metric, "judge", target_failure(exc), judge=label)
             all_cached = all_cached and outcome.cached
             result = outcome.results.get(metric)
             if not isinstance(result, Verdict):
@@ -493,5 +497,17 @@ class ScoreBoard:
         )
 
     def close(self) -> None:
-        if self._runner is not None:
-            self._runner.close()
+        """Stop the runner; under xdist, first finish the work other workers may be waiting for.
+
+        A worker whose own items are done can still own judge calls and outputs that
+        another worker's items wait on (with ``--dist loadfile`` a worker may have no items
+        at all); cancelling them would leave that worker waiting for ``wait_seconds``.
+        """
+        if self._runner is None:
+            return
+        if self.share is not None:
+            with self._lock:
+                owned: list[concurrent.futures.Future[Any]] = [*self._calls.values(), *self._outputs.values()]
+            pending = [future for future in owned if not future.done()]
+            concurrent.futures.wait(pending, timeout=self.share.wait_seconds)
+        self._runner.close()
