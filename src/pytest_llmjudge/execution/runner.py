@@ -13,7 +13,8 @@ Per call:
    failures (429, 5xx, timeouts, dropped connections) with exponential back-off and full
    jitter, or exactly the server's ``Retry-After`` when it sends one; the sleep happens
    outside the concurrency slot so other calls proceed;
-2. store the reply in the cache *before* parsing it (paid-for work survives a crash);
+2. store the reply in the cache *before* giving back its concurrency slot and before
+   parsing it (paid-for work survives a crash, and a kill loses at most one round);
 3. parse; if the reply is unusable, re-ask with a note naming the problem (a changed
    prompt, hence its own cache entry) up to ``max_reasks`` times, keeping every valid
    verdict seen; rubrics still without one are unscored with the parser's reason.
@@ -326,7 +327,7 @@ class JudgeRunner:
             else:
                 asked.cached = False
                 try:
-                    reply = await self._call_with_retries(provider, current)
+                    reply = await self._call_with_retries(provider, current, key, payload)
                 except ProviderError as exc:
                     if self.share is not None:
                         self.share.mark_failed(self.cache, key, str(exc))
@@ -334,7 +335,6 @@ class JudgeRunner:
                 asked.calls += 1
                 asked.input_tokens += reply.usage.input_tokens
                 asked.output_tokens += reply.usage.output_tokens
-                await self._store(key, payload, reply)
             asked.model = reply.model or asked.model
             asked.problem = interpret(reply)
             if asked.problem is None or reask == max_reasks:
@@ -479,7 +479,15 @@ class JudgeRunner:
                 return hit.reply, True
         return (hit.reply if hit is not None else None), False
 
-    async def _call_with_retries(self, provider: JudgeProvider, request: ProviderRequest) -> ProviderReply:
+    async def _call_with_retries(
+        self, provider: JudgeProvider, request: ProviderRequest, key: str, payload: Mapping[str, Any]
+    ) -> ProviderReply:
+        """One provider call with retries; the reply is in the cache (under ``key``) when it returns.
+
+        The reply is stored before its concurrency slot is given back, so at any moment at
+        most ``concurrency`` paid-for replies are not yet on disk: a killed run loses at
+        most one round of calls.
+        """
         if self._semaphore is None:
             self._semaphore = asyncio.Semaphore(self.concurrency)
         budget = self.budgets.get(provider.name, request.base_url)
@@ -497,13 +505,15 @@ class JudgeRunner:
                     try:
                         reply = await provider.complete(request)
                         usage = reply.usage
-                        return reply
                     except ProviderCallError as exc:
                         failure = exc
                     except Exception as exc:  # a provider bug: report it on the case, don't crash the run
                         raise ProviderError(
                             redact(f"{provider.name} raised {exc.__class__.__name__}: {exc}", self.secrets)
                         ) from None
+                    else:
+                        await self._store(key, payload, reply)
+                        return reply
             finally:
                 budget.release(
                     ticket,
