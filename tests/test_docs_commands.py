@@ -275,7 +275,14 @@ FILES = [p for p in DOCS if any(b.path == p for b in ALL_BLOCKS)]
 
 @pytest.fixture(scope="module")
 def doc_runs(request: pytest.FixtureRequest) -> dict[Path, FileRun]:
-    """The selected files' commands; files run side by side (blocks of one file stay in order)."""
+    """The selected files' commands; files run side by side (blocks of one file stay in order).
+
+    Under pytest-xdist every worker collects every item, so running the selection here
+    would run each file in every worker at once, racing on the files' fixed ports and
+    paths; there each test runs its own file instead (:func:`test_doc_commands_run`).
+    """
+    if hasattr(request.config, "workerinput"):
+        return {}
     selected = [
         item.callspec.params["path"]
         for item in request.session.items
@@ -291,7 +298,7 @@ def doc_runs(request: pytest.FixtureRequest) -> dict[Path, FileRun]:
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_doc_commands_run(path: Path, doc_runs: dict[Path, FileRun]) -> None:
-    outcome = doc_runs[path]
+    outcome = doc_runs[path] if path in doc_runs else run_file(path)
     if outcome.skipped:
         print("not run:\n  " + "\n  ".join(outcome.skipped))
     assert not outcome.failures, "\n\n".join(outcome.failures)
