@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -164,34 +165,56 @@ def test_each_optional_section_appears_only_when_given(overrides: dict[str, Any]
 # --------------------------------------------------------------------------- rubric text
 
 
-def test_detailed_instructions_describe_every_score() -> None:
-    entry = metrics_section(build_request([LA], text(), SETTINGS))[0]
+def _forms(rubric: Rubric) -> tuple[dict[str, Any], dict[str, Any], ProviderRequest, ProviderRequest]:
+    simple_settings = JudgeSettings(
+        provider="openai", model="loopback-judge", base_url=SETTINGS.base_url, instructions="simple"
+    )
+    simple_request = build_request([rubric], text(), simple_settings)
+    detailed_request = build_request([rubric], text(), SETTINGS)
+    return metrics_section(simple_request)[0], metrics_section(detailed_request)[0], simple_request, detailed_request
 
-    assert entry["name"] == "linguistic_acceptability"
-    assert entry["description"] == LA.description
-    assert entry["scoring"] == {str(score): description for score, description in LA.score_descriptions.items()}
+
+@pytest.mark.parametrize("rubric", list(BUILTIN_RUBRICS.values()), ids=list(BUILTIN_RUBRICS))
+def test_builtin_forms_differ_as_metal_describes(rubric: Rubric) -> None:
+    # METAL sec. 4.3: simple = a rudimentary description and the scoring schema; detailed = a
+    # thorough description and a case-by-case breakdown of the scale, with reasons per score.
+    simple, detailed, simple_request, detailed_request = _forms(rubric)
+
+    assert isinstance(simple["scoring"], str)
+    assert [int(part.split(":")[0]) for part in simple["scoring"].split("; ")] == list(rubric.scale)
+    assert detailed["description"] != simple["description"]
+    assert len(detailed["description"]) > 3 * len(simple["description"])
+    assert sorted(detailed["scoring"]) == [str(score) for score in rubric.scale]
+    for score in rubric.scale:
+        breakdown = detailed["scoring"][str(score)]
+        assert breakdown["meaning"]
+        assert len(breakdown["typical reasons"]) >= 2
+        for reason in breakdown["typical reasons"]:
+            assert reason not in simple_request.user
+    # Same scale, same reply schema, same system prompt: only the instructions differ.
+    assert simple_request.json_schema == detailed_request.json_schema
+    assert simple_request.system == detailed_request.system
+    assert simple_request.user.split("## Metrics")[0] == detailed_request.user.split("## Metrics")[0]
+    assert simple_request.user.split("## Reply format")[1] == detailed_request.user.split("## Reply format")[1]
 
 
 def test_simple_instructions_give_a_one_line_scale() -> None:
-    settings = JudgeSettings(provider="openai", model="m", base_url="http://x", instructions="simple")
-    entry = metrics_section(build_request([LA], text(), settings))[0]
+    simple, _, _, _ = _forms(LA)
 
-    assert entry["scoring"] == "0: Not acceptable; 1: Acceptable with flaws; 2: Fully acceptable"
-    assert entry["description"] == LA.description
+    assert simple == {
+        "name": "linguistic_acceptability",
+        "description": LA.description,
+        "scoring": "0: unacceptable to a native speaker; 1: understandable but with odd spots; "
+        "2: natural, no problems found",
+    }
 
 
-def test_simple_and_detailed_prompts_differ_only_in_scoring() -> None:
-    detailed = build_request([LA], text(), SETTINGS)
-    simple = build_request(
-        [LA],
-        text(),
-        JudgeSettings(provider="openai", model="loopback-judge", base_url=SETTINGS.base_url, instructions="simple"),
-    )
-    assert detailed.user != simple.user
-    assert "Much of the text reads as unnatural" in detailed.user
-    assert "Much of the text reads as unnatural" not in simple.user
-    assert detailed.system == simple.system
-    assert detailed.json_schema == simple.json_schema
+def test_a_custom_rubric_keeps_its_description_and_lists_its_score_texts_when_detailed() -> None:
+    simple, detailed, _, _ = _forms(POLITENESS)
+
+    assert simple["description"] == detailed["description"] == POLITENESS.description
+    assert simple["scoring"] == "1: rude; 2: neutral; 3: polite"
+    assert detailed["scoring"] == {"1": "Rude.", "2": "Neutral.", "3": "Polite."}
 
 
 def test_a_rubric_without_score_texts_uses_its_scoring_line_in_both_forms() -> None:
@@ -365,3 +388,13 @@ def test_an_explicit_structured_output_is_kept(explicit: str) -> None:
 
 def test_settings_label() -> None:
     assert SETTINGS.label == "openai:loopback-judge"
+
+
+def test_the_docs_show_both_forms_exactly_as_the_code_builds_them() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "judges.md").read_text(encoding="utf-8")
+    section = docs.split("### The two forms of a built-in rubric", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```console\n\$ [^\n]*LA\.prompt_entry\('(\w+)', 'hi'\)[^\n]*\n(.*?)\n```", section, re.S)
+
+    assert [form for form, _ in blocks] == ["simple", "detailed"]
+    for form, shown in blocks:
+        assert json.loads(shown) == LA.prompt_entry(form, "hi")  # type: ignore[arg-type]
