@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, fields
@@ -192,16 +191,14 @@ def has_top_level_key(file_path: Path, config: pytest.Config, key: str) -> bool:
     """Whether ``file_path`` is a YAML file (under ``--llmjudge``) with a top-level ``key:``.
 
     That key is how each kind of file (``suite:``, ``calibration:``, ``ranking:``) is told
-    apart from other YAML in a repository; only the first 64 KiB are read.
+    apart from other YAML in a repository, in any Unicode encoding and anywhere in the file
+    (``suite/sniff.py``); a file meant as a suite without the key counts as a suite.
     """
     if not is_enabled(config) or file_path.suffix not in (".yaml", ".yml"):
         return False
-    try:
-        with file_path.open(encoding="utf-8", errors="replace") as handle:
-            head = handle.read(65536)
-    except OSError:
-        return False
-    return re.search(rf"^{re.escape(key)}\s*:", head, re.MULTILINE) is not None
+    from pytest_llmjudge.suite.sniff import is_kind
+
+    return is_kind(file_path, key)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile | None:

@@ -228,7 +228,7 @@ def test_non_utf8_file(tmp_path: Path) -> None:
     with pytest.raises(SuiteError, match="not valid UTF-8") as excinfo:
         load_yaml(path)
     assert excinfo.value.path == path
-    assert str(excinfo.value).startswith(f"{path}: not valid UTF-8")
+    assert str(excinfo.value).startswith(f"{path}:1: not valid UTF-8")
 
 
 def test_utf8_text_is_kept(tmp_path: Path) -> None:

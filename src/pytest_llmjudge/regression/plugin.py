@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from pytest_llmjudge.regression.compare import RegressionResult, RegressionSettings
     from pytest_llmjudge.suite.model import Case, Suite
 
-_SUITE_MARKER = re.compile(r"^suite\s*:", re.MULTILINE)
 _REGRESSION_MARKER = re.compile(r"^regression\s*:", re.MULTILINE)
 _EXCERPT = 5
 
@@ -148,13 +147,15 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Regression
     state = config.stash.get(state_key, None)
     if state is None:
         return None
+    from pytest_llmjudge.errors import SuiteError
+    from pytest_llmjudge.suite.sniff import read_text, sniff_kind
+
+    if sniff_kind(file_path) != "suite":
+        return None
     try:
-        with file_path.open(encoding="utf-8", errors="replace") as handle:
-            head = handle.read()
-    except OSError:
-        return None
-    if not _SUITE_MARKER.search(head[:65536]):
-        return None
+        head = read_text(file_path)
+    except SuiteError:
+        return None  # the suite's own item reports the file
     if state.cli_baseline is None and not _REGRESSION_MARKER.search(head):
         return None
     collector: RegressionFile = RegressionFile.from_parent(parent, path=file_path)
