@@ -5,6 +5,9 @@ Statistics: ``mean``, ``median``, ``min``, ``max`` over the *scored* cases, and
 as not passing). The mean comes with a 95% confidence interval from Student's t
 (mean +- t_{0.975, n-1} * s / sqrt(n)); with one scored case the interval is the point.
 
+A NaN or infinite score (which the loaders reject, but a metric plugin could return) makes
+its row an error rather than an infinite mean or a crash in ``statistics.stdev``.
+
 Unscored cases never disappear silently: every row reports ``n_scored`` and
 ``n_unscored``, and a row fails when fewer than ``min_cases`` cases are scored or when the
 unscored share exceeds ``max_unscored_rate`` (default 0: any unscored case fails the row).
@@ -49,8 +52,13 @@ class AggregateRow:
 
 
 def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
-    """Student-t interval for the mean; the point itself when n == 1 or all values agree."""
+    """Student-t interval for the mean; the point itself when n == 1 or all values agree.
+
+    NaN for both ends when a value is NaN or infinite (``statistics.stdev`` raises on them).
+    """
     n = len(values)
+    if not all(math.isfinite(value) for value in values):
+        return math.nan, math.nan
     mean = statistics.fmean(values)
     if n < 2:
         return mean, mean
@@ -84,6 +92,9 @@ def compute_row(
             value = passing / len(values)
     elif len(numbers) != len(scored):
         problem = f"{spec.stat}() needs numeric scores; {spec.metric} is categorical"
+    elif not all(math.isfinite(number) for number in numbers):
+        bad = sum(1 for number in numbers if not math.isfinite(number))
+        problem = f"{bad} score(s) of {spec.metric} in {language} are not finite numbers (NaN or infinite)"
     elif numbers:
         if spec.stat == "mean":
             value = statistics.fmean(numbers)

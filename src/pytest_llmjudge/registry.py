@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pytest_llmjudge.errors import ConfigError, MetricError
@@ -152,25 +153,46 @@ class Registry:
         module_name, sep, attr = spec.partition(":")
         if not sep or not module_name or not attr:
             raise ConfigError(f"output target {spec!r} is neither a registered target nor 'module:function'")
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name.split(".")[0] or not search_paths:
-                raise ConfigError(f"can't import output target module {module_name!r}: {exc}") from exc
+        module = _import(module_name, missing_ok=bool(search_paths))
+        if module is None:
             for directory in search_paths:
                 if str(directory) not in sys.path:
                     sys.path.insert(0, str(directory))
-            try:
-                module = importlib.import_module(module_name)
-            except ImportError as retry_exc:
-                raise ConfigError(f"can't import output target module {module_name!r}: {retry_exc}") from retry_exc
-        except ImportError as exc:
-            raise ConfigError(f"can't import output target module {module_name!r}: {exc}") from exc
-        function = module
+            module = _import(module_name, missing_ok=False)
+        function: Any = module
         for part in attr.split("."):
-            function = getattr(function, part, None)  # type: ignore[assignment]
+            try:
+                function = getattr(function, part, None)
+            except Exception as exc:  # a module __getattr__ or property is user code too
+                raise ConfigError(
+                    f"module {module_name!r}: reading {attr!r} raised {type(exc).__name__}: {exc}"
+                ) from exc
             if function is None:
                 raise ConfigError(f"module {module_name!r} has no attribute {attr!r}")
         if not callable(function):
             raise ConfigError(f"output target {spec!r} is not callable")
-        return function
+        target: Callable[..., Any] = function
+        return target
+
+
+def _import_error(module_name: str, exc: BaseException) -> ConfigError:
+    detail = f"{type(exc).__name__}: {exc}" if not isinstance(exc, ImportError) else str(exc)
+    return ConfigError(f"can't import output target module {module_name!r}: {detail}")
+
+
+def _import(module_name: str, *, missing_ok: bool) -> ModuleType | None:
+    """Import a target module; whatever it raises (SystemExit too) becomes a ConfigError.
+
+    A target module is user code run at collection: a SyntaxError, a RuntimeError or a
+    ``sys.exit()`` in it must fail its suite, not the session. KeyboardInterrupt still stops
+    the run. With ``missing_ok``, a module that doesn't exist at all gives None (the caller
+    then retries with the suite's directory on ``sys.path``).
+    """
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if missing_ok and exc.name == module_name.split(".")[0]:
+            return None
+        raise _import_error(module_name, exc) from exc
+    except (Exception, SystemExit) as exc:
+        raise _import_error(module_name, exc) from exc

@@ -290,3 +290,19 @@ def test_render_table_columns_line_up() -> None:
     rows = compute_rows({}, parse_aggregate("mean(la) >= 1"), MIXED, max_unscored_rate=0.5)
     lines = render_table(rows, highlight="all").splitlines()
     assert len({len(line.rstrip()) - len(line.rstrip().split()[-1]) for line in lines[1:]}) == 1
+
+
+# --------------------------------------------------------------------------- non-finite scores
+
+
+@pytest.mark.parametrize("bad", [math.inf, -math.inf, math.nan])
+@pytest.mark.parametrize("stat", ["mean", "median", "min", "max"])
+def test_a_non_finite_score_is_a_row_error_not_a_crash_or_a_pass(stat: str, bad: float) -> None:
+    row = compute_row("hi", parse_aggregate(f"{stat}(chrf) <= 1000"), scored("hi", 1.0, bad))
+    assert row.passed is False
+    assert row.problem == "1 score(s) of chrf in hi are not finite numbers (NaN or infinite)"
+
+
+def test_mean_ci_of_a_non_finite_value_is_nan() -> None:
+    low, high = mean_ci([1.0, math.inf, 2.0])
+    assert math.isnan(low) and math.isnan(high)

@@ -8,7 +8,8 @@ Two small grammars, parsed with regular expressions (no ``eval``):
 * aggregate assertion: ``STAT(INNER) OP NUMBER`` with STAT in ``mean median min max`` over a
   metric name, or ``pass_rate(...)`` over a case assertion (``pass_rate(chrf >= 45) >= 0.8``).
 
-Degenerate cases: comparing a categorical value with ``>=`` is rejected when parsed; NaN
+Degenerate cases: comparing a categorical value with ``>=`` is rejected when parsed; so is a
+NaN or infinite threshold (``1e999`` parses as infinity, which ``<=`` always meets); NaN
 never satisfies any comparison, so an undefined score can't pass.
 """
 
@@ -126,8 +127,8 @@ def _parse_value(text: str) -> float | str:
         raise ExpressionError(
             f"expected a number, a quoted string or case.language after the operator, got {text!r}"
         ) from None
-    if math.isnan(number):
-        raise ExpressionError("a threshold can't be NaN")
+    if not math.isfinite(number):
+        raise ExpressionError(f"a threshold must be a finite number (not NaN or infinite), got {text!r}")
     return number
 
 
@@ -177,8 +178,10 @@ def parse_override(text: str | float | int, default_op: Op) -> tuple[Op, float]:
     if isinstance(text, bool):
         raise ExpressionError("a per-language threshold must be a number or 'OP NUMBER'")
     if isinstance(text, (int, float)):
-        if math.isnan(text):
-            raise ExpressionError("a threshold can't be NaN")
+        if not math.isfinite(text):
+            raise ExpressionError(
+                f"a per-language threshold must be a finite number (not NaN or infinite), got {text!r}"
+            )
         return default_op, float(text)
     match = _OVERRIDE_RE.match(text)
     if match is None:

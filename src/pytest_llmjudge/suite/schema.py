@@ -5,20 +5,33 @@ suite from other YAML files. ``docs/suite-format.md`` documents every field with
 example, and ``src/pytest_llmjudge/schema/suite.schema.json`` is generated from these models
 (``python -m pytest_llmjudge.suite.jsonschema``) so editors can validate suites.
 
-Degenerate cases: a suite with neither ``cases`` nor ``cases_file`` is an error (it would
+Degenerate cases: NaN and infinite numbers are rejected everywhere, and a boolean where a
+score belongs; a suite with neither ``cases`` nor ``cases_file`` is an error (it would
 collect nothing and silently pass); a case without an output needs ``outputs`` to supply
 one; a rubric scale needs at least two distinct values.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+
+def _not_bool(value: Any) -> Any:
+    # pydantic reads true as 1.0; a boolean where a score belongs is a mistake, not a 1.
+    if isinstance(value, bool):
+        raise ValueError("expected a number, got a boolean")
+    return value
+
+
+Number = Annotated[float, BeforeValidator(_not_bool)]
+"""A finite number that is not a boolean (every float field is finite: ``allow_inf_nan=False``)."""
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # NaN/infinity are never meant: `.inf` or 1e999 as a score or rate would pass or crash later.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
 
 class JudgeConfig(_Strict):
@@ -99,7 +112,7 @@ class RubricConfig(_Strict):
 class RecordedScore(_Strict):
     """A score produced outside this run (a provider batch job, a released dataset)."""
 
-    score: float | None
+    score: Number | None
     justification: str | None = None
     judge: str | None = Field(None, description="Who produced it, e.g. 'gpt-4 (PARIKSHA release)'.")
 
@@ -114,7 +127,7 @@ class CaseConfig(_Strict):
     reference: str | None = None
     context: list[str] | str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
-    recorded: dict[str, RecordedScore | float] = Field(default_factory=dict)
+    recorded: dict[str, RecordedScore | Number] = Field(default_factory=dict)
     assert_: list[str] = Field(default_factory=list, alias="assert")
 
     @field_validator("id")
@@ -158,7 +171,7 @@ class AggregateConfig(_Strict):
     """A suite-level threshold with optional per-language overrides."""
 
     expr: str = Field(..., description="e.g. 'mean(linguistic_acceptability) >= 1.6'")
-    per_language: dict[str, str | float] = Field(default_factory=dict)
+    per_language: dict[str, str | Number] = Field(default_factory=dict)
     min_cases: int = Field(1, ge=1, description="Fewer scored cases in a language is an error, not a pass.")
     max_unscored_rate: float = Field(
         0.0, ge=0.0, le=1.0, description="Share of unscored cases tolerated before the aggregate fails (default 0)."
