@@ -14,9 +14,8 @@ from pytest_llmjudge.judges.prompts import JudgeSettings
 from pytest_llmjudge.pairwise.bootstrap import bootstrap_leaderboard
 from pytest_llmjudge.pairwise.judge import Battle, Presentation, combine, is_swapped, position_bias, presentations_of
 from pytest_llmjudge.pairwise.prompts import PairwiseText, build_pairwise_request, parse_pairwise_reply
+from pytest_llmjudge.pairwise.cases import RankedCase
 from pytest_llmjudge.pairwise.ranking import (
-    RankedCase,
-    Ranking,
     annotator_agreement,
     fit_leaderboard,
     majority_verdict,
@@ -187,37 +186,76 @@ def test_text_features() -> None:
     assert trigram_f1("abc", None) is None
 
 
-def test_surrogate_learns_a_feature_that_tracks_quality(tmp_path: Path) -> None:
-    """Longer answers win here, so a length-based surrogate ranks held-out cases like the judge."""
-    quality = {"s1": 2.0, "s2": 1.0, "s3": 0.0, "s4": -1.0, "s5": -2.0}
+QUALITY = {"s1": 2.0, "s2": 1.0, "s3": 0.0, "s4": -1.0, "s5": -2.0, "s6": -2.5}
+
+
+def _length_cases(quality: dict[str, float] = QUALITY, n: int = 40) -> tuple[RankedCase, ...]:
+    """Longer answers are better here: the answer length tracks the system's strength."""
     rng = random.Random(5)
-    cases = tuple(
+    return tuple(
         RankedCase(
             id=f"q{i}",
             language="hi",
             outputs={s: "शब्द " * int(30 + 10 * q + rng.randint(0, 6)) for s, q in quality.items()},
         )
-        for i in range(40)
+        for i in range(n)
     )
-    ranking = Ranking(
-        name="r",
-        path=tmp_path / "r.yaml",
-        cases=cases,
-        battles=(),
-        sources=("judge",),
-        recorded_sources=(),
-        majority_sources=frozenset(),
-        primary="judge",
-        assertions=(),
-        bootstrap=BootstrapConfig(),
-        pairwise=PairwiseConfig(),
-        languages=("hi",),
+
+
+def test_surrogate_learns_a_feature_that_tracks_quality_on_held_out_cases() -> None:
+    result = run_surrogate(
+        _length_cases(),
+        "hi",
+        _tournament(4, QUALITY, 40),
+        SurrogateConfig(features=["length", "script_share"]),
+        source="judge",
+        prior=0.1,
     )
-    by_case = _tournament(4, quality, 40)
-    result = run_surrogate(ranking, "hi", by_case, SurrogateConfig(features=["length", "script_share"]))
-    assert result.error is None and result.n_holdout_cases == 20 and result.n_systems == 5
+    assert result.error is None and result.n_holdout_cases == 20 and result.n_systems == 6
     assert result.kendall_tau == pytest.approx(1.0)
     assert result.weights["length"] > 0 and "script_share" not in result.weights, "constant features are dropped"
+
+
+# A forest predicts within the range of strengths it was trained on: the strongest and the
+# weakest system, each left out in its turn, are pulled inside that range, so its tau is lower.
+@pytest.mark.parametrize(("model", "tau"), [("ridge", 1.0), ("random_forest", 0.7)])
+def test_leave_one_system_out_ranks_every_system_from_its_features(model: str, tau: float) -> None:
+    config = SurrogateConfig(
+        features=["length", "script_share"], hold_out="systems", model=model, tournaments=10, trees=20
+    )
+    result = run_surrogate(_length_cases(), "hi", _tournament(4, QUALITY, 40), config, source="judge", prior=0.1)
+
+    assert result.error is None and result.hold_out == "systems" and result.model == model
+    assert sorted(result.predicted) == sorted(QUALITY), "every system is predicted once, by the fold that left it out"
+    assert result.kendall_tau is not None and result.kendall_tau >= tau - 1e-9
+    assert result.tournaments == 10 * len(QUALITY)
+    assert list(result.weights) == ["length"]
+
+
+def test_a_left_out_systems_own_verdicts_never_reach_its_prediction() -> None:
+    # s1 is the first fold (sorted), so both runs draw the same tournaments for it: only
+    # s1's verdicts differ between them, and they must not move s1's prediction.
+    by_case = _tournament(4, QUALITY, 40)
+    flipped = {
+        case: [(a, b, {"A": "B", "B": "A"}.get(o, o) if "s1" in (a, b) else o) for a, b, o in games]
+        for case, games in by_case.items()
+    }
+    config = SurrogateConfig(features=["length"], hold_out="systems", tournaments=10)
+    honest = run_surrogate(_length_cases(), "hi", by_case, config, source="judge", prior=0.1)
+    reversed_s1 = run_surrogate(_length_cases(), "hi", flipped, config, source="judge", prior=0.1)
+
+    assert honest.predicted["s1"] == pytest.approx(reversed_s1.predicted["s1"])
+    assert honest.judged["s1"] > 0 > reversed_s1.judged["s1"], "the judge's own ranking of s1 did change"
+
+
+def test_random_forest_without_scikit_learn_is_an_error_naming_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "sklearn.ensemble", None)
+    config = SurrogateConfig(features=["length"], model="random_forest", tournaments=3)
+    result = run_surrogate(_length_cases(), "hi", _tournament(4, QUALITY, 40), config, source="judge", prior=0.1)
+    assert result.kendall_tau is None
+    assert result.error == "model random_forest needs scikit-learn: pip install 'pytest-llmjudge[surrogate]'"
 
 
 def test_submit_call_through_the_sdk_is_cached_and_reasks(tmp_path: Path) -> None:

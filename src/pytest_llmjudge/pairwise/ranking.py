@@ -52,6 +52,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from pytest_llmjudge.errors import SuiteError
+from pytest_llmjudge.pairwise.cases import Matchup, RankedCase
 from pytest_llmjudge.pairwise.judge import Battle, BattleResult, OrderMode, Outcome, PositionBias, position_bias
 from pytest_llmjudge.pairwise.schema import (
     LIVE_SOURCE,
@@ -92,19 +93,6 @@ _PATTERNS: tuple[tuple[CheckKind, re.Pattern[str]], ...] = (
 
 
 # -- the loaded file ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RankedCase:
-    """A query with the outputs of the systems that answered it."""
-
-    id: str
-    language: str
-    outputs: Mapping[str, str]
-    input: str | None = None
-    reference: str | None = None
-    context: tuple[str, ...] = ()
-    features: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -606,8 +594,6 @@ class Leaderboard:
         }
 
 
-Matchup = tuple[str, str, Outcome]
-
 
 def fit_leaderboard(
     source: str,
@@ -815,7 +801,13 @@ class RankingEvaluator:
             assert self.ranking.surrogate is not None
             source = self.ranking.surrogate.source or self.ranking.primary
             self._surrogates[language] = run_surrogate(
-                self.ranking, language, self.matchups(source, language), self.ranking.surrogate
+                self.ranking.cases,
+                language,
+                self.matchups(source, language),
+                self.ranking.surrogate,
+                source=source,
+                prior=self.ranking.prior,
+                systems=self.ranking.systems,
             )
         return self._surrogates[language]
 

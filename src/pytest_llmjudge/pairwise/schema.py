@@ -24,7 +24,8 @@ LIVE_SOURCE = "judge"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # As in suites: a NaN or infinite threshold, prior or feature is never meant.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
 
 class RankingCaseConfig(_Strict):
@@ -147,6 +148,15 @@ class SurrogateConfig(_Strict):
     tournaments: int = Field(30, ge=1, le=2000, description="Bootstrap tournaments of the training cases.")
     ridge: float = Field(1.0, ge=0.0, description="L2 penalty of the standardised linear model.")
     seed: int = 0
+    hold_out: Literal["cases", "systems"] = Field(
+        "cases",
+        description="cases: hold out a share of the cases (prompts); systems: leave each system out in turn and "
+        "predict it from its features alone (MIRAGE-BENCH's held-out models).",
+    )
+    model: Literal["ridge", "random_forest"] = Field(
+        "ridge", description="ridge (numpy) or random_forest (MIRAGE-BENCH's model; needs the surrogate extra)."
+    )
+    trees: int = Field(100, ge=1, le=2000, description="Trees of the random forest.")
 
 
 class RankingConfig(_Strict):

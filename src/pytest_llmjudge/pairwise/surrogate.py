@@ -1,30 +1,42 @@
 """A cheap surrogate judge: heuristic features of the outputs -> Bradley-Terry strengths.
 
-What it is (MIRAGE-BENCH, Thakur et al., sec. 4.3, Algorithm 1, and sec. 6.2)
+What it is (MIRAGE-BENCH, Thakur et al., sec. 4.3, Algorithm 1, sec. 6.2 and 6.3)
     Pairwise judging of every pair of systems costs ``k(k-1)/2`` judge calls per query.
-    MIRAGE-BENCH trains a regression model ("learning to rank" surrogate) from cheap
+    MIRAGE-BENCH trains a regression model (a random forest, "learning to rank") from cheap
     heuristic features of each system's answers to the Bradley-Terry strengths an LLM judge
-    gave the systems, and reports how well the surrogate's ranking agrees with the judge's
-    (Kendall tau, 0.909 on average over 18 languages). This module does the same per
-    language, on held-out *cases* so the number says whether the surrogate could replace the
-    judge on queries it has not seen:
+    gave the systems, so that a *new* system can be ranked from its features alone, without
+    judge calls. It reports the Kendall tau between the surrogate's ranking and the judge's
+    (0.909 on average over 18 languages, training on 17 models and holding 2 out; Table 3
+    compares regressors on held-out models, where the random forest does best and linear
+    regression over-fits). This module does the same per language, under one of two
+    protocols (``hold_out``):
 
-    1. The language's cases are split (seeded) into training cases and ``holdout`` share of
-       held-out cases.
-    2. ``tournaments`` times (Algorithm 1's TOURNAMENT): resample the training cases with
-       replacement, fit Bradley-Terry on their verdicts (target ``y``, one value per
-       system) and average each system's features over the same cases (``X``); stack the
-       rows of all tournaments. A resample whose comparison graph is disconnected is skipped
-       and counted.
-    3. Fit a ridge regression on the standardised features,
-       ``beta = (Z'Z + lambda I)^-1 Z'(y - mean(y))`` (closed form, numpy; the paper's
-       random forest needs scikit-learn, which is only a development dependency here, and its
-       Table 3 shows tree ensembles over-fitting with few systems; a linear model with an L2
-       penalty is the small, transparent choice). Standardised coefficients are reported as
-       the features' weights (the counterpart of the paper's feature importance, fig. 5).
-    4. On the held-out cases: predict each system's strength from its mean features there,
-       fit Bradley-Terry on the held-out verdicts (the judge's ranking on those cases) and
-       report Kendall's tau-b between the two over the systems present in both, plus R^2.
+    ``systems`` (MIRAGE-BENCH's protocol)
+        Leave each system ``s`` out in turn. ``tournaments`` times (Algorithm 1's
+        TOURNAMENT): resample the cases with replacement, fit Bradley-Terry on the verdicts
+        of those cases *between the other systems only* (no verdict involving ``s`` is used),
+        centre the strengths on their mean (strengths are defined up to a shift), and pair
+        each system's strength with its mean features over the same cases; stack the rows of
+        all tournaments and fit the model. Predict ``s``'s strength from its mean features
+        over all its cases. After every system had its turn, compare the held-out
+        predictions with the judge's Bradley-Terry fit on all verdicts: Kendall's tau-b over
+        all systems, and R^2 against the centred judge strengths.
+    ``cases`` (this project's earlier protocol: can the surrogate rank on prompts it has not seen?)
+        Split the cases (seeded) into training cases and a ``holdout`` share of held-out
+        cases. Train as above on tournaments of the training cases with every system;
+        predict each system's strength from its mean features on the held-out cases, and
+        compare with the judge's Bradley-Terry fit on the held-out verdicts.
+
+    Two models (``model``):
+
+    * ``ridge`` (default, numpy only): ``beta = (Z'Z + lambda I)^-1 Z'(y - mean(y))`` on the
+      standardised features; the standardised coefficients are the reported weights.
+    * ``random_forest`` (the paper's model): scikit-learn's ``RandomForestRegressor`` with
+      ``trees`` trees and ``seed``; the impurity importances are the reported weights (the
+      paper's fig. 5). Needs the ``surrogate`` extra; without scikit-learn the result is an
+      error naming it.
+
+    With ``hold_out: systems`` the weights are averaged over the folds.
 
 Features (per output; averaged per system over a set of cases), after MIRAGE-BENCH sec. 4.1
 and appendix A, restricted to what needs no model download:
@@ -42,8 +54,9 @@ and appendix A, restricted to what needs no model download:
 Degenerate cases (``SurrogateResult.error``): fewer than two training or one held-out case
 with verdicts; no tournament with a connected comparison graph; fewer than three systems
 with features and held-out strengths (a rank correlation of two points is meaningless);
-constant predictions. A feature a system lacks in some case is averaged over the cases
-where it exists; a feature with zero variance in training is dropped.
+constant predictions; scikit-learn missing for ``random_forest``. A feature a system lacks
+in some case is averaged over the cases where it exists (missing values in training are
+filled with the column mean); a feature with zero variance in training is dropped.
 """
 
 from __future__ import annotations
@@ -52,16 +65,16 @@ import math
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from pytest_llmjudge.pairwise.ranking import Matchup, RankedCase, Ranking
-    from pytest_llmjudge.pairwise.schema import SurrogateConfig
+from pytest_llmjudge.pairwise.cases import Matchup, RankedCase
+from pytest_llmjudge.pairwise.schema import SurrogateConfig
 
-MetricFeature = Callable[[str, "RankedCase", str], float | None]
+MetricFeature = Callable[[str, RankedCase, str], float | None]
+Vector = np.ndarray[Any, np.dtype[np.float64]]
 
 _SCRIPTS: dict[str, tuple[str, ...]] = {
     "hi": ("DEVANAGARI",),
@@ -168,6 +181,8 @@ class SurrogateResult:
     language: str
     source: str
     features: tuple[str, ...]
+    hold_out: str = "cases"
+    model: str = "ridge"
     kendall_tau: float | None = None
     kendall_p: float | None = None
     r2: float | None = None
@@ -186,6 +201,8 @@ class SurrogateResult:
             "language": self.language,
             "source": self.source,
             "features": list(self.features),
+            "hold_out": self.hold_out,
+            "model": self.model,
             "kendall_tau": self.kendall_tau,
             "kendall_p": self.kendall_p,
             "r2": self.r2,
@@ -203,11 +220,11 @@ class SurrogateResult:
 
 def _mean_features(
     rows: Mapping[tuple[str, str], Mapping[str, float]], cases: Sequence[str], names: Sequence[str]
-) -> dict[str, np.ndarray[Any, np.dtype[np.float64]]]:
+) -> dict[str, Vector]:
     """Per system, the mean of each feature over ``cases`` (NaN where it never occurs)."""
-    sums: dict[str, np.ndarray[Any, np.dtype[np.float64]]] = {}
-    counts: dict[str, np.ndarray[Any, np.dtype[np.float64]]] = {}
-    by_case: dict[str, list[tuple[str, np.ndarray[Any, np.dtype[np.float64]]]]] = {}
+    sums: dict[str, Vector] = {}
+    counts: dict[str, Vector] = {}
+    by_case: dict[str, list[tuple[str, Vector]]] = {}
     for (case_id, system), values in rows.items():
         by_case.setdefault(case_id, []).append((system, np.array([values.get(n, np.nan) for n in names])))
     for case in cases:
@@ -244,94 +261,216 @@ def _fit_strengths(matchups: Sequence[Matchup], prior: float) -> dict[str, float
     return {s: float(theta[0, i]) for s, i in index.items()}
 
 
-def run_surrogate(
-    ranking: Ranking,
-    language: str,
-    by_case: Mapping[str, Sequence[Matchup]],
-    config: SurrogateConfig,
-    metric_feature: MetricFeature | None = None,
-) -> SurrogateResult:
-    """Train on bootstrap tournaments of the training cases, report tau on held-out cases."""
-    names = tuple(config.features)
-    source = config.source or ranking.primary
-    result = SurrogateResult(language=language, source=source, features=names)
-    cases = {case.id: case for case in ranking.cases if case.language == language}
-    rows: dict[tuple[str, str], dict[str, float]] = {}
-    for case in cases.values():
-        for system in case.outputs:
-            if ranking.systems is None or system in ranking.systems:
-                rows[(case.id, system)] = features_of(case, system, names, metric_feature)
-    judged_cases = sorted(c for c, m in by_case.items() if m and c in cases)
-    rng = np.random.default_rng(config.seed)
-    shuffled = [judged_cases[i] for i in rng.permutation(len(judged_cases))]
-    n_holdout = int(round(config.holdout * len(shuffled)))
-    holdout, train = sorted(shuffled[:n_holdout]), sorted(shuffled[n_holdout:])
-    fields: dict[str, Any] = {"n_train_cases": len(train), "n_holdout_cases": len(holdout)}
-    if len(train) < 2 or not holdout:
-        return _with(
-            result, error="needs at least two training and one held-out case with verdicts and outputs", **fields
-        )
+def _centred(strengths: Mapping[str, float]) -> dict[str, float]:
+    """Strengths minus their mean: Bradley-Terry strengths are defined up to a shift."""
+    mean = sum(strengths.values()) / len(strengths)
+    return {system: value - mean for system, value in strengths.items()}
 
-    xs: list[np.ndarray[Any, np.dtype[np.float64]]] = []
-    ys: list[float] = []
-    skipped = 0
-    for _ in range(config.tournaments):
-        drawn = [train[i] for i in rng.integers(0, len(train), size=len(train))]
-        strengths = _fit_strengths([m for c in drawn for m in by_case[c]], ranking.prior)
-        if strengths is None:
-            skipped += 1
-            continue
-        means = _mean_features(rows, drawn, names)
-        for system, value in strengths.items():
-            if system in means:
-                xs.append(means[system])
-                ys.append(value)
-    fields.update(tournaments=config.tournaments - skipped, skipped_tournaments=skipped)
-    if not xs:
-        return _with(result, error="no training tournament had a connected comparison graph and features", **fields)
-    x = np.vstack(xs)
-    y = np.array(ys)
+
+@dataclass(frozen=True)
+class _Model:
+    """A fitted regressor on standardised features, and what it reports as feature weights."""
+
+    column_mean: Vector
+    scale: Vector
+    usable: Vector
+    predict_z: Callable[[Vector], Vector]
+    weights: dict[str, float]
+
+    def predict(self, vector: Vector) -> float:
+        filled = np.where(np.isnan(vector), self.column_mean, vector)
+        z = (filled[self.usable] - self.column_mean[self.usable]) / self.scale[self.usable]
+        return float(self.predict_z(z[None, :])[0])
+
+
+def _fit_model(x: Vector, y: Vector, names: Sequence[str], config: SurrogateConfig) -> _Model | str:
+    """Fit ``config.model`` on rows ``x`` (NaN = missing) and targets ``y``; a string is the reason it can't."""
     column_mean = np.nanmean(x, axis=0)
     x = np.where(np.isnan(x), column_mean, x)
     scale = x.std(axis=0)
     usable = np.isfinite(column_mean) & (scale > 1e-12)
     if not usable.any():
-        return _with(result, error="every feature is constant (or missing) in training", **fields)
+        return "every feature is constant (or missing) in training"
     z = (x[:, usable] - column_mean[usable]) / scale[usable]
-    beta = np.linalg.solve(z.T @ z + config.ridge * np.eye(z.shape[1]), z.T @ (y - y.mean()))
-    weights = {str(name): float(w) for name, w in zip(np.array(names)[usable], beta, strict=True)}
+    kept = [str(name) for name in np.array(names)[usable]]
+    if config.model == "random_forest":
+        try:
+            from sklearn.ensemble import RandomForestRegressor  # type: ignore[import-untyped]
+        except ImportError:
+            return "model random_forest needs scikit-learn: pip install 'pytest-llmjudge[surrogate]'"
+        forest = RandomForestRegressor(n_estimators=config.trees, random_state=config.seed)
+        forest.fit(z, y)
+        importances = forest.feature_importances_
+        return _Model(
+            column_mean,
+            scale,
+            usable,
+            lambda rows: np.asarray(forest.predict(rows), dtype=float),
+            {name: float(w) for name, w in zip(kept, importances, strict=True)},
+        )
+    offset = float(y.mean())
+    beta = np.linalg.solve(z.T @ z + config.ridge * np.eye(z.shape[1]), z.T @ (y - offset))
+    return _Model(
+        column_mean,
+        scale,
+        usable,
+        lambda rows: offset + rows @ beta,
+        {name: float(w) for name, w in zip(kept, beta, strict=True)},
+    )
 
-    judged = _fit_strengths([m for c in holdout for m in by_case[c]], ranking.prior) or {}
-    held_means = _mean_features(rows, holdout, names)
-    predicted: dict[str, float] = {}
-    for system, vector in held_means.items():
-        if system not in judged:
+
+def _tournament_rows(
+    rows: Mapping[tuple[str, str], Mapping[str, float]],
+    by_case: Mapping[str, Sequence[Matchup]],
+    cases: Sequence[str],
+    names: Sequence[str],
+    config: SurrogateConfig,
+    prior: float,
+    rng: np.random.Generator,
+    exclude: str | None = None,
+) -> tuple[Vector | None, Vector | None, int]:
+    """Algorithm 1's tournaments over ``cases`` (without ``exclude``'s battles): stacked features,
+    centred strengths, and the number of tournaments skipped for a disconnected graph."""
+    xs: list[Vector] = []
+    ys: list[float] = []
+    skipped = 0
+    for _ in range(config.tournaments):
+        drawn = [cases[i] for i in rng.integers(0, len(cases), size=len(cases))]
+        matchups = [m for c in drawn for m in by_case[c] if exclude not in (m[0], m[1])]
+        strengths = _fit_strengths(matchups, prior)
+        if strengths is None:
+            skipped += 1
             continue
-        filled = np.where(np.isnan(vector), column_mean, vector)
-        predicted[system] = float(y.mean() + ((filled[usable] - column_mean[usable]) / scale[usable]) @ beta)
-    common = sorted(predicted)
-    fields.update(weights=weights, predicted=predicted, judged={s: judged[s] for s in common}, n_systems=len(common))
-    if len(common) < 3:
-        return _with(result, error=f"only {len(common)} systems have held-out features and verdicts (need 3)", **fields)
+        means = _mean_features(rows, drawn, names)
+        for system, value in _centred(strengths).items():
+            if system in means:
+                xs.append(means[system])
+                ys.append(value)
+    if not xs:
+        return None, None, skipped
+    return np.vstack(xs), np.array(ys), skipped
+
+
+def run_surrogate(
+    cases: Sequence[RankedCase],
+    language: str,
+    by_case: Mapping[str, Sequence[Matchup]],
+    config: SurrogateConfig,
+    *,
+    source: str,
+    prior: float,
+    systems: Sequence[str] | None = None,
+    metric_feature: MetricFeature | None = None,
+) -> SurrogateResult:
+    """Train the surrogate of ``source``'s verdicts in ``language`` and evaluate it (module docstring)."""
+    names = tuple(config.features)
+    result = SurrogateResult(
+        language=language, source=source, features=names, hold_out=config.hold_out, model=config.model
+    )
+    mine = {case.id: case for case in cases if case.language == language}
+    rows: dict[tuple[str, str], dict[str, float]] = {}
+    for case in mine.values():
+        for system in case.outputs:
+            if systems is None or system in systems:
+                rows[(case.id, system)] = features_of(case, system, names, metric_feature)
+    judged_cases = sorted(c for c, m in by_case.items() if m and c in mine)
+    rng = np.random.default_rng(config.seed)
+    if config.hold_out == "systems":
+        return _leave_systems_out(result, rows, by_case, judged_cases, names, config, prior, rng)
+    shuffled = [judged_cases[i] for i in rng.permutation(len(judged_cases))]
+    n_holdout = int(round(config.holdout * len(shuffled)))
+    holdout, train = sorted(shuffled[:n_holdout]), sorted(shuffled[n_holdout:])
+    fields: dict[str, Any] = {"n_train_cases": len(train), "n_holdout_cases": len(holdout)}
+    if len(train) < 2 or not holdout:
+        return replace(
+            result, error="needs at least two training and one held-out case with verdicts and outputs", **fields
+        )
+    x, y, skipped = _tournament_rows(rows, by_case, train, names, config, prior, rng)
+    fields.update(tournaments=config.tournaments - skipped, skipped_tournaments=skipped)
+    if x is None or y is None:
+        return replace(result, error="no training tournament had a connected comparison graph and features", **fields)
+    model = _fit_model(x, y, names, config)
+    if isinstance(model, str):
+        return replace(result, error=model, **fields)
+    judged = _fit_strengths([m for c in holdout for m in by_case[c]], prior) or {}
+    held_means = _mean_features(rows, holdout, names)
+    predicted = {system: model.predict(vector) for system, vector in held_means.items() if system in judged}
+    fields["weights"] = model.weights
+    return _scored(result, predicted, judged, fields)
+
+
+def _leave_systems_out(
+    result: SurrogateResult,
+    rows: Mapping[tuple[str, str], Mapping[str, float]],
+    by_case: Mapping[str, Sequence[Matchup]],
+    cases: Sequence[str],
+    names: Sequence[str],
+    config: SurrogateConfig,
+    prior: float,
+    rng: np.random.Generator,
+) -> SurrogateResult:
+    """MIRAGE-BENCH's protocol: each system predicted by a model that never saw its verdicts."""
+    fields: dict[str, Any] = {"n_train_cases": len(cases), "n_holdout_cases": len(cases)}
+    if len(cases) < 2:
+        return replace(result, error="needs at least two cases with verdicts and outputs", **fields)
+    judged = _fit_strengths([m for c in cases for m in by_case[c]], prior)
+    if judged is None:
+        return replace(result, error="the judge's comparison graph is disconnected", **fields)
+    all_means = _mean_features(rows, cases, names)
+    candidates = sorted(s for s in judged if s in all_means)
+    predicted: dict[str, float] = {}
+    weight_sums: dict[str, float] = {}
+    folds = tournaments = skipped = 0
+    problems: list[str] = []
+    for system in candidates:
+        x, y, fold_skipped = _tournament_rows(rows, by_case, cases, names, config, prior, rng, exclude=system)
+        tournaments += config.tournaments - fold_skipped
+        skipped += fold_skipped
+        if x is None or y is None:
+            problems.append(f"{system}: no tournament without it had a connected comparison graph")
+            continue
+        model = _fit_model(x, y, names, config)
+        if isinstance(model, str):
+            problems.append(model)
+            continue
+        predicted[system] = model.predict(all_means[system])
+        folds += 1
+        for name, weight in model.weights.items():
+            weight_sums[name] = weight_sums.get(name, 0.0) + weight
+    fields.update(
+        tournaments=tournaments,
+        skipped_tournaments=skipped,
+        weights={name: total / folds for name, total in weight_sums.items()} if folds else {},
+    )
+    if not predicted and problems:
+        return replace(result, error=problems[0], **fields)
+    return _scored(result, predicted, _centred(judged), fields)
+
+
+def _scored(
+    result: SurrogateResult, predicted: Mapping[str, float], judged: Mapping[str, float], fields: dict[str, Any]
+) -> SurrogateResult:
+    """Kendall tau-b and R^2 of ``predicted`` against ``judged`` over the systems both have."""
     from pytest_llmjudge.stats.correlation import correlations
 
+    common = sorted(s for s in predicted if s in judged)
+    fields.update(
+        predicted={s: predicted[s] for s in common}, judged={s: judged[s] for s in common}, n_systems=len(common)
+    )
+    if len(common) < 3:
+        problem = f"only {len(common)} systems have predictions and judge strengths (need 3)"
+        return replace(result, error=problem, **fields)
     pred = np.array([predicted[s] for s in common])
     truth = np.array([judged[s] for s in common])
     corr = correlations(pred, truth)
     if not corr.defined:
-        return _with(result, error=f"Kendall tau undefined: {corr.reason}", **fields)
+        return replace(result, error=f"Kendall tau undefined: {corr.reason}", **fields)
     residual = float(np.sum((truth - pred) ** 2))
     total = float(np.sum((truth - truth.mean()) ** 2))
-    return _with(
+    return replace(
         result,
         kendall_tau=corr.kendall,
         kendall_p=corr.kendall_p,
         r2=1 - residual / total if total > 0 else None,
         **fields,
     )
-
-
-def _with(result: SurrogateResult, **changes: Any) -> SurrogateResult:
-    from dataclasses import replace
-
-    return replace(result, **changes)
