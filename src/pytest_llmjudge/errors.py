@@ -10,6 +10,7 @@ caller can catch them all at once::
     ├── MissingDependencyError     an optional package is not installed (names the extra)
     ├── ProviderError              a judge provider failed after all retries
     ├── UnscoredError              a judge reply could not be turned into a valid score
+    ├── TargetTimeoutError         an output target call ran past its timeout
     ├── MetricError                a reference metric could not be computed
     └── StatisticsError            a statistic is undefined for the data (too few items, ...)
 
@@ -74,6 +75,10 @@ class MissingDependencyError(LLMJudgeError):
         self.package = package
         self.extra = extra
         super().__init__(f"{purpose} needs the '{package}' package: pip install \"pytest-llmjudge[{extra}]\"")
+
+
+class TargetTimeoutError(LLMJudgeError):
+    """An output target call ran past its timeout, or was not started because earlier calls still hang."""
 
 
 class ProviderError(LLMJudgeError):

@@ -93,7 +93,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Collect YAML evaluation suites (files with a top-level 'suite:' key) and run them.",
     )
     for option in OPTIONS:
-        if isinstance(option.default, bool):
+        if option.is_switch:
             group.addoption(
                 option.flag,
                 action="store_true",
@@ -113,12 +113,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="llmjudge_no_cache",
         help="Don't read or write the judge cache (same as --llmjudge-cache=off).",
     )
+    group.addoption(
+        "--llmjudge-allow-no-judge",
+        action="store_true",
+        default=False,
+        dest="llmjudge_allow_no_judge",
+        help="Skip, never fail, judge items whose judge can't be called, also in CI (require_judge false).",
+    )
 
 
 def settings_from_config(config: pytest.Config) -> Settings:
     """Command line, environment and ini resolved into :class:`Settings` (a usage error if bad)."""
     cli = {option.name: config.getoption(f"llmjudge_{option.name}") for option in OPTIONS}
     cli["no_cache"] = config.getoption("llmjudge_no_cache")
+    cli["allow_no_judge"] = config.getoption("llmjudge_allow_no_judge")
     ini = {option.name: config.getini(option.ini) for option in OPTIONS}
     try:
         return resolve_settings(cli, ini, os.environ, Path(config.rootpath))

@@ -14,7 +14,8 @@ command line           environment                      ini (pytest.ini/pyprojec
 --llmjudge-provider    LLMJUDGE_PROVIDER                llmjudge_provider           (suite's)
 --llmjudge-model       LLMJUDGE_MODEL                   llmjudge_model              (suite's)
 --llmjudge-base-url    LLMJUDGE_BASE_URL                llmjudge_base_url           (suite's)
---llmjudge-require-judge  LLMJUDGE_REQUIRE_JUDGE        llmjudge_require_judge      false
+--llmjudge-require-judge  LLMJUDGE_REQUIRE_JUDGE        llmjudge_require_judge      (follows CI)
+--llmjudge-target-timeout LLMJUDGE_TARGET_TIMEOUT       llmjudge_target_timeout     300 (seconds)
 --llmjudge-tpm         LLMJUDGE_TPM                     llmjudge_tpm                (no limit)
 --llmjudge-rate-limits LLMJUDGE_RATE_LIMITS             llmjudge_rate_limits        (none)
 --llmjudge-batch       LLMJUDGE_BATCH                   llmjudge_batch              false
@@ -28,7 +29,18 @@ everything and overwrite) or ``off``; ``--llmjudge-no-cache`` is short for ``off
 relative cache directory is taken from pytest's rootdir. ``--llmjudge-rpm`` and
 ``--llmjudge-tpm`` are budgets of each provider endpoint; ``--llmjudge-rate-limits`` sets
 them per provider name (``openai:rpm=500:tpm=200000,anthropic:rpm=50``), falling back to the
-two for what an entry doesn't say (docs/scale.md). Bad values raise
+two for what an entry doesn't say (docs/scale.md).
+
+``require_judge`` has three states: true (an item whose judge can't be called fails),
+false (it is skipped), and unset, which follows the ``CI`` environment variable (set and not
+``0``/``false``/``no``/``off``: GitHub Actions, GitLab and most CI services set ``CI=true``),
+so a release gate that judged nothing fails in CI without anyone remembering a flag.
+``--llmjudge-allow-no-judge`` is the command-line way to say false. The decision itself is
+:func:`pytest_llmjudge.judge_policy.judge_required`.
+
+``target_timeout`` bounds one call of a suite's output target (the model under test); a
+suite's ``outputs.timeout`` wins over it. The default, 300 s, is far above one generation of
+a slow or cold self-hosted model, and still ends a run whose target hangs. Bad values raise
 :class:`~pytest_llmjudge.errors.ConfigError`, which the plugin turns into a usage error
 before anything runs.
 """
@@ -56,7 +68,9 @@ class Settings:
     provider: str | None = None
     model: str | None = None
     base_url: str | None = None
-    require_judge: bool = False
+    require_judge: bool | None = None
+    """True: fail judge items that can't run; False: skip them; None: fail only in CI (:attr:`ci`)."""
+    target_timeout: float = 300.0
     tokens_per_minute: float | None = None
     rate_limits: tuple[tuple[str, float | None, float | None], ...] = ()
     """``(provider, rpm, tpm)`` entries of ``--llmjudge-rate-limits``."""
@@ -64,6 +78,8 @@ class Settings:
     batch_poll: float = 30.0
     batch_wait: float | None = None
     retry_backoff: float = 0.5
+    ci: bool = False
+    """Whether the run is in CI (the ``CI`` environment variable); not an option of its own."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +89,12 @@ class Option:
     env: str
     help: str
     default: Any
+    switch: bool = False
+    """A command-line flag without a value (also every option whose default is a bool)."""
+
+    @property
+    def is_switch(self) -> bool:
+        return self.switch or isinstance(self.default, bool)
 
     @property
     def ini(self) -> str:
@@ -136,8 +158,17 @@ OPTIONS: tuple[Option, ...] = (
         "require_judge",
         "--llmjudge-require-judge",
         "LLMJUDGE_REQUIRE_JUDGE",
-        "Fail instead of skip when a suite needs a judge without credentials.",
-        False,
+        "Fail (true) or skip (false) judge items whose judge can't be called; unset: fail in CI (env CI), "
+        "skip elsewhere.",
+        None,
+        switch=True,
+    ),
+    Option(
+        "target_timeout",
+        "--llmjudge-target-timeout",
+        "LLMJUDGE_TARGET_TIMEOUT",
+        "Seconds one call of an output target may take before its case is unscored (default 300).",
+        300.0,
     ),
     Option(
         "tokens_per_minute",
@@ -242,6 +273,12 @@ def _cache_mode(name: str, raw: Any) -> CacheMode:
     return text  # type: ignore[return-value]
 
 
+def ci_detected(environ: Mapping[str, str]) -> bool:
+    """Whether ``CI`` is set to something other than a false word (``CI=true`` on GitHub and GitLab)."""
+    value = environ.get("CI", "").strip().lower()
+    return value not in ("", "0", "false", "no", "off")
+
+
 def resolve_settings(
     cli: Mapping[str, Any],
     ini: Mapping[str, Any],
@@ -269,6 +306,7 @@ def resolve_settings(
         "timeout": _positive_float,
         "cache_mode": _cache_mode,
         "require_judge": _boolean,
+        "target_timeout": _positive_float,
         "tokens_per_minute": _positive_float,
         "rate_limits": _rate_limits,
         "batch": _boolean,
@@ -287,6 +325,11 @@ def resolve_settings(
             parsed[option.name] = str(raw)
     if cli.get("no_cache"):
         parsed["cache_mode"] = "off"
+    if cli.get("allow_no_judge"):
+        if cli.get("require_judge"):
+            raise ConfigError("--llmjudge-require-judge and --llmjudge-allow-no-judge contradict each other")
+        parsed["require_judge"] = False
+    parsed["ci"] = ci_detected(environ)
     cache_dir = Path(parsed["cache_dir"]).expanduser()
     if not cache_dir.is_absolute():
         cache_dir = rootdir / cache_dir

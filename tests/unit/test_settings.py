@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from pytest_llmjudge.errors import ConfigError
-from pytest_llmjudge.settings import OPTIONS, Settings, resolve_settings
+from pytest_llmjudge.settings import OPTIONS, Settings, ci_detected, resolve_settings
 
 ROOT = Path("/project/root")
 
@@ -30,11 +30,13 @@ def test_defaults() -> None:
         60.0,
     )
     assert (settings.cache_mode, settings.provider, settings.model, settings.base_url) == ("use", None, None, None)
-    assert settings.require_judge is False
+    assert settings.require_judge is None, "unset: follows CI"
+    assert (settings.target_timeout, settings.ci) == (300.0, False)
 
 
 def test_options_table_matches_the_settings_fields() -> None:
-    assert [option.name for option in OPTIONS] == list(Settings.__dataclass_fields__)
+    # ``ci`` is read from the CI variable, not an option of its own.
+    assert [option.name for option in OPTIONS] == [name for name in Settings.__dataclass_fields__ if name != "ci"]
     for option in OPTIONS:
         assert option.flag == "--llmjudge-" + {
             "requests_per_minute": "rpm",
@@ -65,7 +67,8 @@ PRECEDENCE = [
         "http://env/v1",
         "http://ini/v1",
     ),
-    ("require_judge", True, "false", "true", False, True, False, True),
+    ("require_judge", True, "false", "true", None, True, False, True),
+    ("target_timeout", "0.5", "2", "30", 300.0, 0.5, 2.0, 30.0),
 ]
 
 
@@ -103,7 +106,7 @@ def test_an_unset_flag_falls_through(unset: Any) -> None:
     # argparse leaves unset options as None (store_true flags default to None or False).
     settings = resolve({"concurrency": unset, "require_judge": unset}, env={"LLMJUDGE_CONCURRENCY": "4"})
     assert settings.concurrency == 4
-    assert settings.require_judge is False
+    assert settings.require_judge is None
 
 
 @pytest.mark.parametrize("empty", ["", None, []])
@@ -149,6 +152,31 @@ def test_booleans(raw: str, expected: bool) -> None:
     assert resolve(env={"LLMJUDGE_REQUIRE_JUDGE": raw}).require_judge is expected
 
 
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("true", True), ("1", True), ("yes", True), ("anything", True), ("", False), ("0", False), ("false", False)],
+)
+def test_ci_is_any_value_of_the_ci_variable_but_a_false_word(value: str, expected: bool) -> None:
+    assert ci_detected({"CI": value}) is expected
+    assert resolve(env={"CI": value}).ci is expected
+    assert ci_detected({}) is False
+
+
+def test_require_judge_is_three_valued() -> None:
+    assert resolve().require_judge is None
+    assert resolve({"require_judge": True}).require_judge is True
+    assert resolve(ini={"require_judge": "false"}).require_judge is False
+    # --llmjudge-allow-no-judge says false, and as a command-line flag wins over the environment and ini.
+    overridden = resolve({"allow_no_judge": True}, {"require_judge": "true"}, {"LLMJUDGE_REQUIRE_JUDGE": "1"})
+    assert overridden.require_judge is False
+    assert resolve({"allow_no_judge": False}, env={"LLMJUDGE_REQUIRE_JUDGE": "1"}).require_judge is True
+
+
+def test_require_and_allow_no_judge_together_are_an_error() -> None:
+    with pytest.raises(ConfigError, match="contradict"):
+        resolve({"require_judge": True, "allow_no_judge": True})
+
+
 @pytest.mark.parametrize("mode", ["use", "refresh", "off"])
 def test_no_cache_forces_off(mode: str) -> None:
     assert resolve({"no_cache": True, "cache_mode": mode}).cache_mode == "off"
@@ -190,6 +218,8 @@ BAD_VALUES = [
     ("timeout", "soon", "must be a number"),
     ("cache_mode", "sometimes", "must be one of use, refresh, off"),
     ("require_judge", "maybe", "must be true or false"),
+    ("target_timeout", "0", "must be positive"),
+    ("target_timeout", "forever", "must be a number"),
 ]
 
 

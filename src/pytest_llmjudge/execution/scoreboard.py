@@ -11,26 +11,34 @@ selected, so ``-k`` never changes a compound prompt (and so never invalidates th
 
 Degenerate cases, all reported as an unscored :class:`Score` with ``error`` set (never a
 pass): a recorded score of ``null``; a rubric that needs the input or reference the case
-lacks; an output target that raises or returns a non-string; a provider that fails after
+lacks; an output target that raises, returns a non-string or runs past its timeout; a
+provider that fails after
 its retries; a reply that stays unparseable after its re-asks; a metric that is undefined
 for the case. With ``repeats: k`` every sample must be scored; the score is their mean
 (or majority, ties broken toward the lower score) and ``samples`` keeps them all.
+
+Output targets run at most ``concurrency`` at once, each bounded by the suite's
+``outputs.timeout`` or the run's ``target_timeout``. Sync targets run in daemon threads
+(:class:`TargetThreads`), not in asyncio's default executor, whose threads the interpreter
+joins at exit: one hung target call used to keep a finished or interrupted run alive.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import inspect
 import math
 import statistics
 import threading
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pytest_llmjudge.errors import LLMJudgeError, MetricError, UnscoredError
+from pytest_llmjudge.errors import LLMJudgeError, MetricError, TargetTimeoutError, UnscoredError
 from pytest_llmjudge.execution.cache import JudgeCache
 from pytest_llmjudge.execution.ratelimit import Budget
 from pytest_llmjudge.execution.runner import CallOutcome, JudgeRunner
@@ -89,6 +97,86 @@ def _describe(exc: BaseException) -> str:
     return f"{exc.__class__.__name__}: {exc}"
 
 
+class TargetThreads:
+    """Runs sync output-target calls in daemon threads, so a call that hangs can't keep the process alive.
+
+    A call that runs past its timeout is abandoned: its case is unscored at once, its thread
+    runs on (Python can't stop a thread) and ends with the process. Once ``limit`` abandoned
+    calls are still running, new calls are refused rather than started: a target that hangs
+    on every case would otherwise leave one stuck thread per case.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.abandoned = 0
+        """Calls that timed out and whose thread still runs."""
+        self._lock = threading.Lock()
+
+    async def call(self, function: Callable[[Case], Any], case: Case, timeout: float, name: str, source: str) -> Any:
+        """``function(case)`` in a daemon thread; :class:`TargetTimeoutError` after ``timeout`` seconds.
+
+        ``name`` (the target) and ``source`` (where the timeout was set) go into the error.
+        """
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self.abandoned >= self.limit:
+                raise TargetTimeoutError(
+                    f"{name} not started: {self.abandoned} earlier calls ran past the {timeout:g} s timeout "
+                    f"({source}) and still hang"
+                )
+        future: asyncio.Future[Any] = loop.create_future()
+        state = {"finished": False, "abandoned": False}
+        context = contextvars.copy_context()
+
+        def settle(value: Any, error: BaseException | None) -> None:
+            if future.done():
+                return
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(value)
+
+        def work() -> None:
+            value: Any = None
+            error: BaseException | None = None
+            try:
+                value = context.run(function, case)
+            except BaseException as exc:  # handed to the waiting coroutine, like any executor
+                error = exc
+            with self._lock:
+                state["finished"] = True
+                if state["abandoned"]:
+                    self.abandoned -= 1
+                    return
+            try:
+                loop.call_soon_threadsafe(settle, value, error)
+            except RuntimeError:  # the runner's loop is closed: the run ended while this call ran
+                pass
+
+        threading.Thread(target=work, name="llmjudge-target", daemon=True).start()
+        done, _ = await asyncio.wait({future}, timeout=timeout)
+        if not done:
+            with self._lock:
+                if not state["finished"]:
+                    state["abandoned"] = True
+                    self.abandoned += 1
+                    raise TargetTimeoutError(f"{name} did not return within {timeout:g} s ({source})")
+        return await future
+
+
+async def _within(awaitable: Awaitable[Any], timeout: float, name: str, source: str) -> Any:
+    """``awaitable``'s result, or :class:`TargetTimeoutError` once ``timeout`` seconds have passed."""
+    task = asyncio.ensure_future(awaitable)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+    finally:
+        if not task.done():
+            task.cancel()
+    if not done:
+        raise TargetTimeoutError(f"{name} did not return within {timeout:g} s ({source})")
+    return task.result()
+
+
 def _output_identity(case: Case) -> str:
     return repr(("output", case.key))
 
@@ -128,6 +216,7 @@ class ScoreBoard:
         self._calls: dict[tuple[str, tuple[str, ...], int], concurrent.futures.Future[CallOutcome]] = {}
         self._outputs: dict[str, concurrent.futures.Future[str]] = {}
         self._target_semaphore: asyncio.Semaphore | None = None
+        self.target_threads = TargetThreads(settings.concurrency)
         if share is not None:
             share.prune_stale(self._cache)
         self._metrics: dict[tuple[str, str], Metric] = {}
@@ -305,14 +394,20 @@ class ScoreBoard:
                 self._outputs[case.key] = failed
                 return failed
 
+            timeout = suite.target_timeout or self.settings.target_timeout
+            source = "the suite's outputs.timeout" if suite.target_timeout else "llmjudge_target_timeout"
+            name = suite.output_target
+
             async def produce() -> str:
                 async with self._target_slots():
+                    started = time.monotonic()
                     if inspect.iscoroutinefunction(target):
-                        value = await target(case)
+                        value = await _within(target(case), timeout, name, source)
                     else:
-                        value = await asyncio.to_thread(target, case)
+                        value = await self.target_threads.call(target, case, timeout, name, source)
                         if inspect.isawaitable(value):
-                            value = await value
+                            left = max(timeout - (time.monotonic() - started), 0.0)
+                            value = await _within(value, left, name, source)
                 if not isinstance(value, str):
                     raise TypeError(
                         f"output target {suite.output_target} returned {type(value).__name__}, expected str"

@@ -444,5 +444,6 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         task=config.task,
         description=config.description,
         output_target=target,
+        target_timeout=config.outputs.timeout if config.outputs is not None else None,
         regression=config.regression,
     )

@@ -82,6 +82,8 @@ class Suite:
     task: str | None = None
     description: str | None = None
     output_target: str | None = None
+    target_timeout: float | None = None
+    """Seconds one call of the output target may take (``outputs.timeout``); None: the run's setting."""
     regression: RegressionConfig | None = None
     """The suite's ``regression:`` section (baseline comparison), if any."""
 

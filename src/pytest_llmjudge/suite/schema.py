@@ -74,6 +74,11 @@ class JudgeConfig(_Strict):
         "fail", description="What judge-scored items do in a language where the judge failed its calibration."
     )
     correction: bool = Field(False, description="Apply the calibration set's per-language score correction.")
+    required: bool | None = Field(
+        None,
+        description="Whether items fail (true) or are skipped (false) when this judge can't be called; "
+        "default: fail in CI (env CI), skip elsewhere. --llmjudge-require-judge/--llmjudge-allow-no-judge win.",
+    )
 
     @model_validator(mode="after")
     def _correction_needs_calibration(self) -> JudgeConfig:
@@ -147,11 +152,18 @@ class OutputsConfig(_Strict):
     target: str | None = Field(
         None, description="'module:function' (sync or async) called with each case, or a registered target name."
     )
+    timeout: float | None = Field(
+        None,
+        gt=0,
+        description="Seconds one target call may take before its case is unscored (default: llmjudge_target_timeout).",
+    )
 
     @model_validator(mode="after")
     def _exactly_one(self) -> OutputsConfig:
         if (self.file is None) == (self.target is None):
             raise ValueError("outputs needs exactly one of 'file' or 'target'")
+        if self.timeout is not None and self.target is None:
+            raise ValueError("outputs.timeout bounds a target call: it needs 'target'")
         return self
 
 
