@@ -29,7 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from pytest_llmjudge.stats.annotators import AggregationRule
-from pytest_llmjudge.suite.schema import JudgeConfig, RecordedScore, RubricConfig
+from pytest_llmjudge.suite.schema import JudgeConfig, Number, RecordedScore, RubricConfig
 
 __all__ = [
     "CalibrationConfig",
@@ -44,7 +44,8 @@ __all__ = [
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # As in suites: a NaN or infinite threshold, rate or score is never meant.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
 
 Labels = dict[str | int, int]
@@ -64,7 +65,7 @@ class CalibrationItemConfig(_Strict):
     human: dict[str, Labels] = Field(
         default_factory=dict, description="metric -> annotator id -> label (several metrics per item)."
     )
-    recorded: dict[str, RecordedScore | float] = Field(
+    recorded: dict[str, RecordedScore | Number] = Field(
         default_factory=dict, description="Judge scores made elsewhere, per metric."
     )
     metadata: dict[str, Any] = Field(default_factory=dict)

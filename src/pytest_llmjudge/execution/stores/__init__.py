@@ -1,0 +1,50 @@
+"""Cache stores behind the judge reply cache, and ``open_store`` to pick one by URL.
+
+URLs (docs/remote-cache.md):
+
+- ``sqlite:///path/cache.db`` (relative path; ``sqlite:////abs/cache.db`` for absolute):
+  :class:`SQLiteStore`, built in;
+- ``redis://host:port/db?prefix=...`` (``rediss://`` for TLS): :class:`RedisStore`, the
+  ``redis`` extra;
+- ``s3://bucket/prefix?endpoint_url=...&region=...``: :class:`S3Store`, the ``s3`` extra;
+- a plain path or ``file://``: the directory store, which belongs to the cache layer and
+  is not available through this factory yet (``NotImplementedError``).
+
+Degenerate cases: an unknown scheme or an empty SQLite path is a ``ConfigError``; a
+missing client library is a ``MissingDependencyError`` naming the extra to install.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from pytest_llmjudge.errors import ConfigError
+from pytest_llmjudge.execution.stores.base import CacheStore
+from pytest_llmjudge.execution.stores.migrate import migrate_directory
+from pytest_llmjudge.execution.stores.sqlite_store import SQLiteStore
+
+__all__ = ["CacheStore", "SQLiteStore", "migrate_directory", "open_store"]
+
+
+def open_store(url: str) -> CacheStore:
+    """The store a cache URL names."""
+    scheme = urlsplit(url).scheme.lower()
+    if scheme == "sqlite":
+        path = url.split(":///", 1)[1] if ":///" in url else ""
+        if not path:
+            raise ConfigError(f"SQLite cache URL {url!r} has no path (sqlite:///relative.db or sqlite:////abs.db)")
+        return SQLiteStore(path)
+    if scheme in ("redis", "rediss", "unix"):
+        from pytest_llmjudge.execution.stores.redis_store import RedisStore
+
+        return RedisStore.from_url(url)
+    if scheme == "s3":
+        from pytest_llmjudge.execution.stores.s3_store import S3Store
+
+        return S3Store.from_url(url)
+    if scheme in ("", "file") or len(scheme) == 1:  # a one-letter scheme is a Windows drive (C:\...)
+        raise NotImplementedError(
+            f"cache URL {url!r} names a directory: the directory store is the cache layer's "
+            "(pytest_llmjudge.execution.cache) and is not yet available through open_store"
+        )
+    raise ConfigError(f"unknown cache URL scheme {scheme!r} in {url!r}: use sqlite://, redis://, s3:// or a path")
