@@ -269,10 +269,18 @@ def _fail(path: Path, message: str) -> BaselineError:
 
 def load_baseline(path: Path) -> Baseline:
     """Read and validate a baseline file."""
+    from pytest_llmjudge.errors import SuiteError
+    from pytest_llmjudge.suite.sniff import decode
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        # A byte-order mark (an editor on Windows) picks the encoding as for suite files.
+        data = json.loads(decode(path.read_bytes(), path))
     except FileNotFoundError:
         raise BaselineError(f"baseline file not found: {path}") from None
+    except SuiteError as exc:
+        raise BaselineError(str(exc)) from None
+    except RecursionError:
+        raise _fail(path, "not a readable JSON file (nested too deeply)") from None
     except (OSError, ValueError) as exc:
         raise _fail(path, f"not a readable JSON file ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
