@@ -240,25 +240,98 @@ def _mean_features(
 def _fit_strengths(matchups: Sequence[Matchup], prior: float) -> dict[str, float] | None:
     """Bradley-Terry strengths of the systems in ``matchups`` (Newton, ``pairwise.bootstrap``);
     None when fewer than two systems or the comparison graph is disconnected."""
-    from pytest_llmjudge.pairwise.bootstrap import _disconnected, newton_refit
     from pytest_llmjudge.stats.bradley_terry import PairwiseOutcomes
 
-    systems = sorted({s for m in matchups for s in m[:2]})
+    systems = tuple(sorted({s for m in matchups for s in m[:2]}))
     if len(systems) < 2:
         return None
     index = {s: i for i, s in enumerate(systems)}
     points = PairwiseOutcomes.from_matchups([(index[a], index[b], o) for a, b, o in matchups]).score_matrix(
         len(systems)
     )
-    games = points + points.T
-    if _disconnected(games[None])[0]:
-        return None
-    played = games > 0
-    points, games = points + 0.5 * prior * played, games + prior * played
-    if prior == 0 and (points.sum(axis=1) == 0).any():
-        return None
-    theta, _ = newton_refit(points[None], games[None], np.zeros((1, len(systems))))
-    return {s: float(theta[0, i]) for s, i in index.items()}
+    return _fit_points(points[None], systems, prior)[0]
+
+
+def _fit_points(points: Vector, systems: Sequence[str], prior: float) -> list[dict[str, float] | None]:
+    """Strengths from a batch of ``(k, k)`` points matrices over ``systems``: per matrix, of the
+    systems that played, or None (fewer than two, or a disconnected graph). Matrices whose
+    players are the same are refitted in one batched Newton call."""
+    from pytest_llmjudge.pairwise.bootstrap import _disconnected, newton_refit
+
+    results: list[dict[str, float] | None] = [None] * len(points)
+    played_any = (points + np.swapaxes(points, 1, 2)).sum(axis=2) > 0
+    groups: dict[bytes, list[int]] = {}
+    for position, mask in enumerate(played_any):
+        if mask.sum() >= 2:
+            groups.setdefault(mask.tobytes(), []).append(position)
+    for positions in groups.values():
+        mask = played_any[positions[0]]
+        names = [s for s, keep in zip(systems, mask, strict=True) if keep]
+        sub = points[np.ix_(positions, mask, mask)]
+        games = sub + np.swapaxes(sub, 1, 2)
+        played = games > 0
+        sub, games = sub + 0.5 * prior * played, games + prior * played
+        usable = ~_disconnected(games)
+        if prior == 0:
+            usable &= ~(sub.sum(axis=2) == 0).any(axis=1)
+        if not usable.any():
+            continue
+        theta, _ = newton_refit(sub[usable], games[usable], np.zeros((int(usable.sum()), len(names))))
+        for row, position in zip(theta, np.array(positions)[usable], strict=True):
+            results[int(position)] = {name: float(value) for name, value in zip(names, row, strict=True)}
+    return results
+
+
+@dataclass(frozen=True)
+class _Arena:
+    """One language's verdicts and features as arrays over fixed case and system indices, so
+    that a tournament is a weighted sum over cases (built once per run)."""
+
+    cases: tuple[str, ...]
+    systems: tuple[str, ...]
+    points: Vector
+    """``(cases, k, k)``: points system ``i`` earned against ``j`` on each case."""
+    features: Vector
+    """``(cases, k, features)``, NaN where a system has no output (or no value) on a case."""
+
+    @classmethod
+    def build(
+        cls,
+        by_case: Mapping[str, Sequence[Matchup]],
+        cases: Sequence[str],
+        rows: Mapping[tuple[str, str], Mapping[str, float]],
+        names: Sequence[str],
+    ) -> _Arena:
+        from pytest_llmjudge.stats.bradley_terry import PairwiseOutcomes
+
+        systems = tuple(sorted({s for c in cases for m in by_case[c] for s in m[:2]}))
+        index = {s: i for i, s in enumerate(systems)}
+        points = np.zeros((len(cases), len(systems), len(systems)))
+        features = np.full((len(cases), len(systems), len(names)), np.nan)
+        for row, case in enumerate(cases):
+            games = [(index[a], index[b], o) for a, b, o in by_case[case]]
+            points[row] = PairwiseOutcomes.from_matchups(games).score_matrix(len(systems))
+            for system, column in index.items():
+                values = rows.get((case, system))
+                if values is not None:
+                    features[row, column] = [values.get(name, np.nan) for name in names]
+        return cls(tuple(cases), systems, points, features)
+
+    def weights(self, drawn: Sequence[str]) -> Vector:
+        """How often each case occurs in ``drawn`` (a resample with repetition)."""
+        position = {case: i for i, case in enumerate(self.cases)}
+        counts = np.zeros(len(self.cases))
+        for case in drawn:
+            counts[position[case]] += 1
+        return counts
+
+    def mean_features(self, weights: Vector) -> Vector:
+        """``(k, features)``: each system's weighted mean over the cases, NaN where it never occurs."""
+        present = ~np.isnan(self.features)
+        sums = np.einsum("c,csf->sf", weights, np.where(present, self.features, 0.0))
+        counts = np.einsum("c,csf->sf", weights, present.astype(float))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(counts > 0, sums / np.maximum(counts, 1e-300), np.nan)
 
 
 def _centred(strengths: Mapping[str, float]) -> dict[str, float]:
@@ -320,10 +393,8 @@ def _fit_model(x: Vector, y: Vector, names: Sequence[str], config: SurrogateConf
 
 
 def _tournament_rows(
-    rows: Mapping[tuple[str, str], Mapping[str, float]],
-    by_case: Mapping[str, Sequence[Matchup]],
+    arena: _Arena,
     cases: Sequence[str],
-    names: Sequence[str],
     config: SurrogateConfig,
     prior: float,
     rng: np.random.Generator,
@@ -331,20 +402,25 @@ def _tournament_rows(
 ) -> tuple[Vector | None, Vector | None, int]:
     """Algorithm 1's tournaments over ``cases`` (without ``exclude``'s battles): stacked features,
     centred strengths, and the number of tournaments skipped for a disconnected graph."""
+    draws = [[cases[i] for i in rng.integers(0, len(cases), size=len(cases))] for _ in range(config.tournaments)]
+    weights = np.stack([arena.weights(drawn) for drawn in draws])
+    points = np.einsum("tc,cij->tij", weights, arena.points)
+    if exclude is not None:
+        gone = arena.systems.index(exclude)
+        points[:, gone, :] = 0.0
+        points[:, :, gone] = 0.0
     xs: list[Vector] = []
     ys: list[float] = []
     skipped = 0
-    for _ in range(config.tournaments):
-        drawn = [cases[i] for i in rng.integers(0, len(cases), size=len(cases))]
-        matchups = [m for c in drawn for m in by_case[c] if exclude not in (m[0], m[1])]
-        strengths = _fit_strengths(matchups, prior)
+    position = {system: i for i, system in enumerate(arena.systems)}
+    for tournament, strengths in enumerate(_fit_points(points, arena.systems, prior)):
         if strengths is None:
             skipped += 1
             continue
-        means = _mean_features(rows, drawn, names)
+        means = arena.mean_features(weights[tournament])
         for system, value in _centred(strengths).items():
-            if system in means:
-                xs.append(means[system])
+            if not np.isnan(means[position[system]]).all():  # no output in the drawn cases: no row
+                xs.append(means[position[system]])
                 ys.append(value)
     if not xs:
         return None, None, skipped
@@ -385,7 +461,7 @@ def run_surrogate(
         return replace(
             result, error="needs at least two training and one held-out case with verdicts and outputs", **fields
         )
-    x, y, skipped = _tournament_rows(rows, by_case, train, names, config, prior, rng)
+    x, y, skipped = _tournament_rows(_Arena.build(by_case, train, rows, names), train, config, prior, rng)
     fields.update(tournaments=config.tournaments - skipped, skipped_tournaments=skipped)
     if x is None or y is None:
         return replace(result, error="no training tournament had a connected comparison graph and features", **fields)
@@ -416,14 +492,15 @@ def _leave_systems_out(
     judged = _fit_strengths([m for c in cases for m in by_case[c]], prior)
     if judged is None:
         return replace(result, error="the judge's comparison graph is disconnected", **fields)
-    all_means = _mean_features(rows, cases, names)
-    candidates = sorted(s for s in judged if s in all_means)
+    arena = _Arena.build(by_case, cases, rows, names)
+    all_means = dict(zip(arena.systems, arena.mean_features(np.ones(len(arena.cases))), strict=True))
+    candidates = sorted(s for s in judged if s in all_means and not np.isnan(all_means[s]).all())
     predicted: dict[str, float] = {}
     weight_sums: dict[str, float] = {}
     folds = tournaments = skipped = 0
     problems: list[str] = []
     for system in candidates:
-        x, y, fold_skipped = _tournament_rows(rows, by_case, cases, names, config, prior, rng, exclude=system)
+        x, y, fold_skipped = _tournament_rows(arena, cases, config, prior, rng, exclude=system)
         tournaments += config.tournaments - fold_skipped
         skipped += fold_skipped
         if x is None or y is None:
