@@ -70,6 +70,7 @@ def redis_url() -> Iterator[str]:
 class S3Server:
     endpoint: str
     client: Any
+    bucket: str = BUCKET
 
 
 @pytest.fixture(scope="session")

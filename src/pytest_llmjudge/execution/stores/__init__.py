@@ -7,8 +7,9 @@ URLs (docs/remote-cache.md):
 - ``redis://host:port/db?prefix=...`` (``rediss://`` for TLS): :class:`RedisStore`, the
   ``redis`` extra;
 - ``s3://bucket/prefix?endpoint_url=...&region=...``: :class:`S3Store`, the ``s3`` extra;
-- a plain path or ``file://``: the directory store, which belongs to the cache layer and
-  is not available through this factory yet (``NotImplementedError``).
+- a plain path or ``file:///path``: the cache layer's directory store
+  (``execution/cache_directory.py``) on ``<path>/v1``, the layout ``--llmjudge-cache-dir``
+  uses, so the same path names the same entries either way.
 
 Degenerate cases: an unknown scheme or an empty SQLite path is a ``ConfigError``; a
 missing client library is a ``MissingDependencyError`` naming the extra to install.
@@ -16,11 +17,12 @@ missing client library is a ``MissingDependencyError`` naming the extra to insta
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from pytest_llmjudge.errors import ConfigError
 from pytest_llmjudge.execution.stores.base import CacheStore
-from pytest_llmjudge.execution.stores.migrate import migrate_directory
+from pytest_llmjudge.execution.stores.migrate import DIRECTORY_LAYOUT, migrate_directory
 from pytest_llmjudge.execution.stores.sqlite_store import SQLiteStore
 
 __all__ = ["CacheStore", "SQLiteStore", "migrate_directory", "open_store"]
@@ -43,8 +45,8 @@ def open_store(url: str) -> CacheStore:
 
         return S3Store.from_url(url)
     if scheme in ("", "file") or len(scheme) == 1:  # a one-letter scheme is a Windows drive (C:\...)
-        raise NotImplementedError(
-            f"cache URL {url!r} names a directory: the directory store is the cache layer's "
-            "(pytest_llmjudge.execution.cache) and is not yet available through open_store"
-        )
+        from pytest_llmjudge.execution.cache_directory import DirectoryStore
+
+        root = Path(url[len("file://") :] if scheme == "file" else url)
+        return DirectoryStore(root / DIRECTORY_LAYOUT)
     raise ConfigError(f"unknown cache URL scheme {scheme!r} in {url!r}: use sqlite://, redis://, s3:// or a path")

@@ -18,14 +18,15 @@ from pathlib import Path
 
 from pytest_llmjudge.execution.stores.base import CacheStore
 
-_LAYOUT_VERSION = "v1"
+DIRECTORY_LAYOUT = "v1"
+"""The directory cache's layout version: its entries live under ``<cache root>/v1``."""
 
 
 def migrate_directory(src_dir: Path | str, store: CacheStore, *, threads: int = 8) -> int:
     """Copy every entry of the directory cache at ``src_dir`` into ``store``; the count copied."""
     root = Path(src_dir)
-    if (root / _LAYOUT_VERSION).is_dir():
-        root = root / _LAYOUT_VERSION
+    if (root / DIRECTORY_LAYOUT).is_dir():
+        root = root / DIRECTORY_LAYOUT
     files = [path for path in sorted(root.glob("*/*.json")) if not path.name.startswith(".")]
 
     def copy(path: Path) -> None:
