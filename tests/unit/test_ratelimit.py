@@ -1,13 +1,13 @@
 """Rate budgets (``execution/ratelimit.py``): rpm spacing, tpm estimates and corrections, 429 back-off.
 
-Unit tests drive :class:`ProviderBudget` on an event loop with short intervals; the last
-tests run the real runner and SDK against the loopback server answering 429s.
+Unit tests drive :class:`ProviderBudget` on an event loop with a fake clock and sleep, so
+they check the schedule exactly and can't fail on a loaded machine; the last tests run the
+real runner and SDK against the loopback server answering 429s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -15,12 +15,20 @@ from typing import Any, TypeVar
 import pytest
 
 from pytest_llmjudge.execution.cache import JudgeCache
-from pytest_llmjudge.execution.ratelimit import Budget, Budgets, ProviderBudget, Ticket, parse_rate_limits
+from pytest_llmjudge.execution.ratelimit import (
+    DEFAULT_PAUSE,
+    Budget,
+    Budgets,
+    ProviderBudget,
+    Ticket,
+    parse_rate_limits,
+)
 from pytest_llmjudge.execution.runner import JudgeRunner
 from pytest_llmjudge.judges.base import ProviderRequest, Usage
 from pytest_llmjudge.judges.openai import OpenAIProvider
 from pytest_llmjudge.judges.prompts import JudgedText, JudgeSettings, build_request
 from pytest_llmjudge.judges.rubrics import BUILTIN_RUBRICS
+from pytest_llmjudge.plugin import scoreboard_key
 from pytest_llmjudge.testing import Fault, LoopbackServer, ScriptedJudge
 
 T = TypeVar("T")
@@ -98,87 +106,146 @@ def test_budgets_must_be_positive() -> None:
 # --------------------------------------------------------------------------- schedules
 
 
+class FakeClock:
+    """A monotonic clock that moves only when the budget sleeps on it: schedules are exact."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+        await asyncio.sleep(0)  # still a suspension point, as a real sleep is
+
+
+def budget_on(clock: FakeClock, budget: Budget | None = None, **kwargs: Any) -> ProviderBudget:
+    return ProviderBudget(budget or Budget(), clock=clock, sleep=clock.sleep, **kwargs)
+
+
 def test_no_limit_admits_at_once() -> None:
-    async def go() -> float:
-        budget = ProviderBudget(max_window=64)
-        start = time.monotonic()
+    clock = FakeClock()
+
+    async def go() -> None:
+        budget = budget_on(clock, max_window=64)
         tickets = [await budget.acquire(request()) for _ in range(50)]
         for ticket in tickets:
             budget.release(ticket, succeeded=True)
-        return time.monotonic() - start
+        assert budget.stats.admitted == 50 and budget.stats.waited_seconds == 0.0
 
-    assert run(go) < 0.05
+    run(go)
+    assert clock.sleeps == [] and clock.now == 100.0
 
 
 def test_requests_per_minute_space_requests_evenly() -> None:
+    clock = FakeClock()
+
     async def go() -> list[float]:
-        budget = ProviderBudget(Budget(requests_per_minute=1200.0))  # one per 50 ms
+        budget = budget_on(clock, Budget(requests_per_minute=1200.0))  # one per 50 ms
         starts = []
         for _ in range(5):
             ticket = await budget.acquire(request())
-            starts.append(time.monotonic())
+            starts.append(clock())
             budget.release(ticket, succeeded=True)
         return starts
 
-    starts = run(go)
-    gaps = [b - a for a, b in zip(starts, starts[1:])]
-    assert all(gap >= 0.045 for gap in gaps), gaps
+    assert run(go) == pytest.approx([100.0, 100.05, 100.1, 100.15, 100.2])
+
+
+def test_requests_per_minute_do_not_wait_when_the_caller_is_slower() -> None:
+    clock = FakeClock()
+
+    async def go() -> None:
+        budget = budget_on(clock, Budget(requests_per_minute=1200.0))
+        budget.release(await budget.acquire(request()), succeeded=True)
+        clock.now += 0.2  # the caller took longer than the interval: no debt, no burst owed
+        budget.release(await budget.acquire(request()), succeeded=True)
+        budget.release(await budget.acquire(request()), succeeded=True)
+
+    run(go)
+    assert clock.sleeps == pytest.approx([0.05])
 
 
 def test_tokens_per_minute_charge_the_estimate() -> None:
-    async def go() -> float:
-        # 60,000 tpm = 1,000 tokens/s; each request is estimated at 108 + 1 tokens = ~0.11 s.
-        budget = ProviderBudget(Budget(tokens_per_minute=60000.0), burst_seconds=0.0)
-        start = time.monotonic()
+    clock = FakeClock()
+
+    async def go() -> None:
+        # 60,000 tpm = 1,000 tokens/s; each request is estimated at 108 + 1 tokens = 0.109 s.
+        budget = budget_on(clock, Budget(tokens_per_minute=60000.0), burst_seconds=0.0)
         for _ in range(5):
             ticket = await budget.acquire(request())
             assert ticket.tokens == pytest.approx(109.0)
             budget.release(ticket, succeeded=True)
-        return time.monotonic() - start
 
-    assert 0.4 <= run(go) < 1.0
+    run(go)
+    assert clock.sleeps == pytest.approx([0.109] * 4)
+
+
+def test_the_burst_allowance_lets_a_tenth_of_the_minute_go_at_once() -> None:
+    clock = FakeClock()
+
+    async def go() -> None:
+        # 6 s of burst at 1,000 tokens/s: 6,000 tokens, so 56 requests of 109 go at once, the 57th waits.
+        budget = budget_on(clock, Budget(tokens_per_minute=60000.0), burst_seconds=6.0)
+        for _ in range(57):
+            budget.release(await budget.acquire(request()), succeeded=True)
+
+    run(go)
+    assert len(clock.sleeps) == 1 and clock.now == pytest.approx(100.0 + 56 * 0.109 - 6.0)
 
 
 def test_reported_usage_corrects_the_charge_and_the_estimates() -> None:
-    async def go() -> tuple[float, float, float]:
-        budget = ProviderBudget(Budget(tokens_per_minute=60000.0), burst_seconds=0.0)
+    clock = FakeClock()
+
+    async def go() -> tuple[float, float]:
+        budget = budget_on(clock, Budget(tokens_per_minute=60000.0), burst_seconds=0.0)
         ticket = await budget.acquire(request())
         # The provider counted 3x the prompt estimate (say, Devanagari) and a long reply.
         budget.release(ticket, usage=Usage(324, 300), succeeded=True)
-        start = time.monotonic()
         second = await budget.acquire(request())
-        waited = time.monotonic() - start
-        return waited, second.tokens, budget.estimate(request())[1]
+        return second.tokens, budget.estimate(request())[1]
 
-    waited, charged, later_estimate = run(go)
+    charged, later_estimate = run(go)
     # The first request really cost 624 tokens (0.624 s of budget), not 109.
-    assert waited >= 0.5
+    assert clock.sleeps == pytest.approx([0.624])
     # Input ratio 1 -> 0.8 + 0.2 * 3 = 1.4; the reply estimate is capped by max_tokens (1).
     assert charged == pytest.approx(108 * 1.4 + 1)
     assert later_estimate == pytest.approx(charged)
 
 
 def test_a_refused_request_is_refunded() -> None:
-    async def go() -> float:
-        budget = ProviderBudget(Budget(tokens_per_minute=60000.0), burst_seconds=0.0)
+    clock = FakeClock()
+
+    async def go() -> None:
+        budget = budget_on(clock, Budget(tokens_per_minute=60000.0), burst_seconds=0.0)
         for _ in range(5):
             ticket = await budget.acquire(request())
             budget.release(ticket, status=500)
-        start = time.monotonic()
         ticket = await budget.acquire(request())
         budget.release(ticket, succeeded=True)
-        return time.monotonic() - start
+        budget.release(await budget.acquire(request()), succeeded=True)
 
-    assert run(go) < 0.15
+    run(go)
+    # Five refused requests cost nothing: only the last waits, for the one that succeeded.
+    assert clock.sleeps == pytest.approx([0.109])
 
 
 def test_a_request_larger_than_the_burst_still_goes() -> None:
+    clock = FakeClock()
+
     async def go() -> None:
-        budget = ProviderBudget(Budget(tokens_per_minute=600.0), burst_seconds=6.0)  # 60 tokens of burst
-        ticket = await asyncio.wait_for(budget.acquire(request(chars=4000)), 1.0)
-        assert ticket.tokens > 60
+        budget = budget_on(clock, Budget(tokens_per_minute=600.0), burst_seconds=6.0)  # 60 tokens of burst
+        ticket = await budget.acquire(request(chars=4000))
+        assert ticket.tokens == pytest.approx(1009.0) and clock.sleeps == []
+        budget.release(ticket, succeeded=True)
+        budget.release(await budget.acquire(request()), succeeded=True)
 
     run(go)
+    # The next one waits until the big one's 1,009 tokens (100.9 s at 10 tokens/s) are within the burst.
+    assert clock.sleeps == pytest.approx([100.9 - 6.0])
 
 
 # --------------------------------------------------------------------------- adaptive back-off
@@ -248,16 +315,31 @@ def test_waiters_are_admitted_in_arrival_order() -> None:
 
 
 def test_retry_after_pauses_every_new_request() -> None:
-    async def go() -> float:
-        budget = ProviderBudget(max_window=8)
+    clock = FakeClock()
+
+    async def go() -> None:
+        budget = budget_on(clock, max_window=8)
         ticket = await budget.acquire(request())
         budget.release(ticket, status=429, retry_after=0.2)
-        start = time.monotonic()
-        again = await budget.acquire(request())
-        budget.release(again, succeeded=True)
-        return time.monotonic() - start
+        first, second = await budget.acquire(request()), await budget.acquire(request())  # the first waits
+        budget.release(first, succeeded=True)
+        budget.release(second, status=503)  # an error, but not congestion: no pause
+        budget.release(await budget.acquire(request()), succeeded=True)
 
-    assert run(go) >= 0.18
+    run(go)
+    assert clock.sleeps == pytest.approx([0.2])
+
+
+def test_a_429_without_retry_after_pauses_for_the_default() -> None:
+    clock = FakeClock()
+
+    async def go() -> None:
+        budget = budget_on(clock)
+        budget.release(await budget.acquire(request()), status=429)
+        budget.release(await budget.acquire(request()), succeeded=True)
+
+    run(go)
+    assert clock.sleeps == pytest.approx([DEFAULT_PAUSE])
 
 
 def test_a_cancelled_wait_gives_its_place_back() -> None:
@@ -345,8 +427,11 @@ cases:
 assert: [linguistic_acceptability >= 1]
 """,
     )
-    result = pytester.runpytest("--llmjudge", "--llmjudge-rate-limits=openai:rpm=600", "--llmjudge-tpm=10000000")
-    result.assert_outcomes(passed=4)
-    times = sorted(r.received_at for r in loopback.requests)
-    # Admissions are 100 ms apart; arrivals jitter a little with connection set-up.
-    assert times[-1] - times[0] >= 0.28 and all(b - a >= 0.05 for a, b in zip(times, times[1:])), times
+    recorder = pytester.inline_run("--llmjudge", "--llmjudge-rate-limits=openai:rpm=600", "--llmjudge-tpm=10000000")
+    recorder.assertoutcome(passed=4)
+    # The options reach the endpoint's budget, which admitted every request; how a budget spaces
+    # requests is checked exactly above, on a fake clock (real arrival times jitter under load).
+    board = recorder.getcall("pytest_sessionfinish").session.config.stash[scoreboard_key]
+    budget = board.runner.budgets.get("openai", loopback.openai_base_url)
+    assert budget.budget == Budget(600.0, 10_000_000.0)
+    assert budget.stats.admitted == 4 == len(loopback.requests)

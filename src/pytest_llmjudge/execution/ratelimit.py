@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from pytest_llmjudge.judges.base import ProviderRequest, Usage
@@ -124,7 +124,10 @@ class ProviderBudget:
         max_window: int = 16,
         burst_seconds: float = 60.0 * BURST_FRACTION,
         clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
+        # ``clock`` and ``sleep`` go together: a test passes a fake clock and a sleep that
+        # advances it, and checks the schedule exactly, whatever the machine's load.
         if max_window < 1:
             raise ValueError("max_window must be at least 1")
         rpm, tpm = budget.requests_per_minute, budget.tokens_per_minute
@@ -134,6 +137,7 @@ class ProviderBudget:
         self.max_window = max_window
         self.window = float(max_window)
         self._clock = clock
+        self._sleep = sleep
         self._request_interval = 60.0 / rpm if rpm else 0.0
         self._token_interval = 60.0 / tpm if tpm else 0.0
         self._burst = burst_seconds
@@ -194,7 +198,7 @@ class ProviderBudget:
                 self._token_tat = max(self._token_tat, start) + tokens * self._token_interval / factor
             if start > now:
                 self.stats.waited_seconds += start - now
-                await asyncio.sleep(start - now)
+                await self._sleep(start - now)
         except BaseException:
             self._in_flight -= 1
             self._wake()
