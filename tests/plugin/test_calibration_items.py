@@ -121,7 +121,9 @@ def test_gate_passes_and_fails_per_language_with_full_diagnostics(pytester: pyte
             "weighted F1 0.333 < threshold 0.700",
             "  n               40 scored of 40 labelled items (min_items 20)*",
             "  95% CI          0.* - 0.* (percentile bootstrap, 1000 resamples, seed 0)",
-            "  human ceiling   0.* (mean pairwise annotator F1, 3 pairs, slots); Fleiss' kappa 0.*",
+            "  human ceiling   0.* (mean pairwise annotator F1, 3 pairs of label slots ordered by annotator id on 40 items;"
+            " all_pairs: items with 2 or more labels, both directions, pairs weighted by shared items)",
+            "  Fleiss' kappa   0.* (annotators among themselves, 40 items with 2 or more labels)",
             "  agreement       PA 0.500, Cohen's kappa 0.000 (judge vs human aggregate)",
             "  baseline        0.333 *",
             "  skew            judge mean 2.00 vs human mean 1.30: +0.70; top score 2: judge 100%, human 50%",

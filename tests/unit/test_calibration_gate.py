@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score, f1_score
+from statsmodels.stats.inter_rater import aggregate_raters
+from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
 from pytest_llmjudge import builtins
 from pytest_llmjudge.calibration.build import GateSettings
@@ -65,12 +67,13 @@ def independent(language: str, metric: str) -> dict[str, float]:
     human, judge, slots = [], [], []
     for line in (SUBSET / f"individual_{language}.jsonl").read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
-        labels = list(record["human"][metric].values())
+        # Slots: each item's labels ordered by (numeric) worker id.
+        labels = [label for _, label in sorted(record["human"][metric].items(), key=lambda kv: int(kv[0]))]
         human.append(metal_aggregate(labels))
         judge.append(record["recorded"][metric]["score"])
         slots.append(labels)
-    pair_f1 = []
-    for a, b in combinations(range(3), 2):
+    pair_f1, weights = [], []
+    for a, b in combinations(range(max(map(len, slots))), 2):
         both = [(s[a], s[b]) for s in slots if len(s) > max(a, b)]
         if both:
             x, y = zip(*both)
@@ -81,16 +84,32 @@ def independent(language: str, metric: str) -> dict[str, float]:
                 )
                 / 2
             )
+            weights.append(len(both))
+    complete = [s for s in slots if len(s) == 3]
+    metal = np.mean(
+        [
+            f1_score([s[a] for s in complete], [s[b] for s in complete], average="weighted", zero_division=0)
+            for a, b in ((0, 1), (1, 2), (2, 0))
+        ]
+    )
     return {
+        "metal_ceiling": float(metal),
+        "metal_fleiss": float(sm_fleiss_kappa(aggregate_raters(np.asarray(complete))[0])),
         "f1": f1_score(human, judge, average="weighted", labels=SCALES[metric], zero_division=0),
         "pa": float(np.mean(np.asarray(human) == np.asarray(judge))),
         "kappa": cohen_kappa_score(human, judge),
-        "ceiling": float(np.mean(pair_f1)),
+        "ceiling": float(np.average(pair_f1, weights=weights)),
     }
 
 
-def test_pariksha_gate_equals_independent_sklearn_computation(store: CalibrationStore) -> None:
+def test_pariksha_gate_equals_independent_sklearn_computation(store: CalibrationStore, tmp_path: Path) -> None:
     cal = store.load(EXAMPLE)
+    metal_path = tmp_path / "data" / "metal.yaml"
+    metal_path.parent.mkdir()
+    text = EXAMPLE.read_text(encoding="utf-8").replace("\ngate:", "\nagreement_convention: metal\ngate:", 1)
+    metal_path.write_text(text.replace("data/pariksha/", str(SUBSET) + "/"), encoding="utf-8")
+    metal_cal = store.load(metal_path)
+    assert metal_cal.convention == "metal"
     assert cal.languages == CODES
     for language in CODES:
         for metric in SCALES:
@@ -101,6 +120,10 @@ def test_pariksha_gate_equals_independent_sklearn_computation(store: Calibration
             assert gate.percentage_agreement == pytest.approx(expected["pa"], abs=1e-12)
             assert gate.cohen_kappa == pytest.approx(expected["kappa"], abs=1e-12)
             assert gate.ceiling == pytest.approx(expected["ceiling"], abs=1e-12)
+            metal = store.gate(metal_cal, language, metric)
+            assert metal.f1 == gate.f1
+            assert metal.ceiling == pytest.approx(expected["metal_ceiling"], abs=1e-12), (language, metric)
+            assert metal.fleiss_kappa == pytest.approx(expected["metal_fleiss"], abs=1e-12), (language, metric)
 
 
 def test_pariksha_linguistic_acceptability_f1_per_language(store: CalibrationStore) -> None:

@@ -16,6 +16,7 @@ from pytest_llmjudge.errors import StatisticsError
 from pytest_llmjudge.stats.annotators import (
     AGREEMENT_LEVELS,
     aggregate_labels,
+    complete_items,
     fleiss_kappa,
     fleiss_kappa_from_counts,
     pairwise_annotator_f1,
@@ -239,7 +240,7 @@ def test_pairwise_annotator_f1_by_hand() -> None:
     # A1-A3 on 3 items: A1 = 0 1 2, A3 = 1 1 2. Per-class F1 0, 2/3, 1;
     #   A1 as reference (1, 1, 1) -> 5/9, A3 as reference (0, 2, 1) -> 7/9; mean 2/3.
     # A2-A3 on 3 items: A2 = 0 1 1, A3 = 1 1 2. Per-class F1 0, 1/2, 0 -> 1/3 both ways.
-    # Ceiling = (3/4 + 2/3 + 1/3) / 3 = 7/12
+    # Ceiling, pairs weighted by shared items: (4 * 3/4 + 3 * 2/3 + 3 * 1/3) / 10 = 6/10
     result = pairwise_annotator_f1(ratings, ["ann", "bo", "cy"])
     assert [(p.first, p.second, p.n_items) for p in result.pairs] == [
         ("ann", "bo", 4),
@@ -247,7 +248,8 @@ def test_pairwise_annotator_f1_by_hand() -> None:
         ("bo", "cy", 3),
     ]
     assert [p.f1 for p in result.pairs] == pytest.approx([3 / 4, 2 / 3, 1 / 3])
-    assert result.mean == pytest.approx(7 / 12)
+    assert result.mean == pytest.approx(6 / 10)
+    assert result.n_items == 4
 
 
 def test_pairwise_annotator_f1_matches_scikit_learn() -> None:
@@ -262,7 +264,7 @@ def test_pairwise_annotator_f1_matches_scikit_learn() -> None:
         shared = ~np.isnan(ratings[:, i]) & ~np.isnan(ratings[:, j])
         expected.append(_both_ways_f1(ratings[shared, i], ratings[shared, j]))
     assert [p.f1 for p in result.pairs] == pytest.approx(expected)
-    assert result.mean == pytest.approx(np.mean(expected))
+    assert result.mean == pytest.approx(np.average(expected, weights=[p.n_items for p in result.pairs]))
 
 
 def test_slot_f1_compacts_worker_columns() -> None:
@@ -305,3 +307,51 @@ def test_slot_matrix_pivots_long_format() -> None:
     assert np.array_equal(matrix, np.array([[2, 2, nan], [1, 0, 2], [1, nan, nan]]), equal_nan=True)
     with pytest.raises(ValueError, match="2 item ids but 3 ratings"):
         slot_matrix([1, 2], [0, 1, 1])
+
+
+def test_a_rare_fourth_label_barely_moves_the_all_pairs_ceiling() -> None:
+    # 20 items with three labels, the slots agree on 0/1/2 as below; 2 items carry a 4th
+    # label that agrees perfectly with A1. With equal weights the three A*-A4 pairs (F1 1.0
+    # on 2 items) would pull the ceiling up; weighted by shared items they barely count.
+    base = np.array([[0, 0, 1], [1, 1, 1], [2, 1, 2], [2, 2, 2], [1, 2, 1]] * 4, dtype=float)
+    four = np.full((22, 4), nan)
+    four[:20, :3] = base
+    four[20:] = [[2, 2, 2, 2], [1, 1, 1, 1]]
+    result = pairwise_slot_f1(four)
+    three_pairs = pairwise_slot_f1(four[:, :3])
+    assert len(result.pairs) == 6
+    assert [p.n_items for p in result.pairs] == [22, 22, 2, 22, 2, 2]
+    equal_weights = float(np.mean([p.f1 for p in result.pairs]))
+    by_items = np.average([p.f1 for p in result.pairs], weights=[22, 22, 2, 22, 2, 2])
+    assert result.mean == pytest.approx(by_items)
+    # 66 of the 72 pair-items are the three main pairs (mean 7/11), 6 are the perfect A*-A4 ones.
+    assert three_pairs.mean == pytest.approx(7 / 11)
+    assert result.mean == pytest.approx((66 * 7 / 11 + 6) / 72)
+    assert equal_weights == pytest.approx((7 / 11 * 3 + 3) / 6)
+
+
+def test_metal_convention_by_hand() -> None:
+    # Complete items only (the 2-label and 4-label rows are dropped), one direction per
+    # pair, A1-A2, A2-A3, A3-A1 with the first as reference.
+    ratings = np.array([[0, 0, 1, nan], [1, 1, 1, nan], [2, 1, 2, nan], [2, 2, nan, nan], [0, 1, 2, 2]], dtype=float)
+    result = pairwise_slot_f1(ratings, [0, 1, 2], convention="metal")
+    a1, a2, a3 = [0, 1, 2], [0, 1, 1], [1, 1, 2]
+    expected = [
+        f1_score(a1, a2, average="weighted", zero_division=0),
+        f1_score(a2, a3, average="weighted", zero_division=0),
+        f1_score(a3, a1, average="weighted", zero_division=0),
+    ]
+    # By hand: A1->A2 per-class F1 (1, 2/3, 0) weights (1,1,1) -> 5/9; A2->A3 (0, 1/2, 0)
+    # weights (1,2,0) -> 1/3; A3->A1 (0, 2/3, 1) weights (0,2,1) -> 7/9.
+    assert expected == pytest.approx([5 / 9, 1 / 3, 7 / 9])
+    assert [(p.first, p.second, p.n_items, p.both_directions) for p in result.pairs] == [
+        ("A1", "A2", 3, False),
+        ("A2", "A3", 3, False),
+        ("A3", "A1", 3, False),
+    ]
+    assert [p.f1 for p in result.pairs] == pytest.approx(expected)
+    assert result.mean == pytest.approx(5 / 9)
+    assert result.n_items == 3 and result.convention == "metal"
+    assert complete_items(ratings).tolist() == [True, True, True, False, False]
+    with pytest.raises(StatisticsError, match="exactly three labels"):
+        pairwise_slot_f1(ratings[3:4], convention="metal")

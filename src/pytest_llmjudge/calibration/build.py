@@ -38,7 +38,8 @@ from pytest_llmjudge.calibration.schema import (
 from pytest_llmjudge.errors import SuiteError
 from pytest_llmjudge.judges.rubrics import Rubric
 from pytest_llmjudge.registry import Registry
-from pytest_llmjudge.stats.annotators import AggregationRule
+from pytest_llmjudge.stats.annotators import AggregationRule, AgreementConvention
+from pytest_llmjudge.stats.grouping import Group, group_of
 from pytest_llmjudge.suite.build import (
     _field_names,
     _loc_text,
@@ -57,13 +58,35 @@ __all__ = ["CalibrationSet", "GateSettings", "LabelledItem", "build_calibration"
 _ITEM_FIELDS = frozenset(_field_names(CalibrationItemConfig))
 
 
+Override = float | Mapping[str, Any]
+
+
+def _criteria(entry: Override | None, metric: str) -> tuple[dict[str, float], dict[str, float]]:
+    """(criteria for every metric, criteria for ``metric``) of one per_language/per_group entry."""
+    if entry is None:
+        return {}, {}
+    if not isinstance(entry, Mapping):
+        return {"threshold": float(entry)}, {}
+    general = {k: float(v) for k, v in entry.items() if k in schema.CRITERIA}
+    specific = entry.get(metric)
+    if specific is None:
+        return general, {}
+    if isinstance(specific, Mapping):
+        return general, {k: float(v) for k, v in specific.items()}
+    return general, {"threshold": float(specific)}
+
+
 @dataclass(frozen=True)
 class GateSettings:
     """The gate's thresholds and options, with the override rules applied by the lookups."""
 
     threshold: float
-    per_metric: Mapping[str, float] = field(default_factory=dict)
-    per_language: Mapping[str, float | Mapping[str, float]] = field(default_factory=dict)
+    per_metric: Mapping[str, Override] = field(default_factory=dict)
+    per_language: Mapping[str, Override] = field(default_factory=dict)
+    per_group: Mapping[str, Override] = field(default_factory=dict)
+    min_kappa: float | None = None
+    min_ceiling_ratio: float | None = None
+    max_abs_skew: float | None = None
     ci_lower_bound: bool = False
     confidence: float = 0.95
     resamples: int = 1000
@@ -72,22 +95,39 @@ class GateSettings:
     max_unscored_rate: float = 0.0
     xfail: Mapping[str, str | Mapping[str, str]] = field(default_factory=dict)
 
-    def threshold_for(self, language: str, metric: str) -> float:
-        """Most specific wins: language+metric, then language, then metric, then global."""
-        entry = self.per_language.get(language)
-        if isinstance(entry, Mapping):
-            if metric in entry:
-                return float(entry[metric])
-        elif entry is not None:
-            return float(entry)
-        return float(self.per_metric.get(metric, self.threshold))
+    def criteria_for(self, language: str, metric: str, group: str | None = None) -> dict[str, float | None]:
+        """Every criterion of one gate. Most specific wins, per criterion: group+metric, group,
+        language+metric, language, metric, then the global value."""
+        found: dict[str, float | None] = {
+            "threshold": self.threshold,
+            "min_kappa": self.min_kappa,
+            "min_ceiling_ratio": self.min_ceiling_ratio,
+            "max_abs_skew": self.max_abs_skew,
+        }
+        metric_entry = self.per_metric.get(metric)
+        found.update(_criteria({metric: metric_entry} if metric_entry is not None else None, metric)[1])
+        layers = [_criteria(self.per_language.get(language), metric)]
+        if group is not None and group != language:
+            layers.append(_criteria(self.per_group.get(group), metric))
+        for general, specific in layers:
+            found.update(general)
+            found.update(specific)
+        return found
 
-    def xfail_for(self, language: str, metric: str) -> str | None:
-        """The reason a language x metric is a known failure, or None."""
-        entry = self.xfail.get(language)
-        if isinstance(entry, Mapping):
-            return entry.get(metric)
-        return entry
+    def threshold_for(self, language: str, metric: str, group: str | None = None) -> float:
+        """The weighted-F1 threshold (see :meth:`criteria_for` for the precedence)."""
+        return float(self.criteria_for(language, metric, group)["threshold"] or 0.0)
+
+    def xfail_for(self, language: str, metric: str, group: str | None = None) -> str | None:
+        """The reason a group x metric is a known failure (keyed by group name or language), or None."""
+        for key in (group, language):
+            entry = self.xfail.get(key) if key is not None else None
+            if isinstance(entry, Mapping):
+                if metric in entry:
+                    return entry[metric]
+            elif entry is not None:
+                return entry
+        return None
 
 
 @dataclass(frozen=True)
@@ -108,12 +148,17 @@ class CalibrationSet:
     rubrics: Mapping[str, Rubric]
     cases: tuple[Case, ...]
     labelled: Mapping[tuple[str, str], tuple[LabelledItem, ...]]
-    """(language, metric) -> items labelled on that metric, in id order."""
+    """(group name, metric) -> items labelled on that metric, in id order. With the default
+    ``group_by: [language]`` the group name is the language."""
     metrics: tuple[str, ...]
     languages: tuple[str, ...]
     gate: GateSettings
     aggregation: AggregationRule = "majority_then_rounded_mean"
     ceiling: Literal["slots", "annotators"] = "slots"
+    convention: AgreementConvention = "all_pairs"
+    group_by: tuple[str, ...] = ("language",)
+    group_info: Mapping[str, Group] = field(default_factory=dict)
+    """group name -> its fields and values."""
     correction: CorrectionConfig = field(default_factory=CorrectionConfig)
     sanity: SanityConfig | None = None
     recorded_judge: str | None = None
@@ -125,16 +170,33 @@ class CalibrationSet:
     """The ``languages:`` list as written (each one is gated even without items)."""
 
     def groups(self) -> list[tuple[str, str]]:
-        """Every gated (language, metric): pairs with items, plus all metrics of listed languages."""
-        return [
-            (language, metric)
-            for language in self.languages
-            for metric in self.metrics
-            if (language, metric) in self.labelled or language in self.listed_languages
-        ]
+        """Every gated (group, metric): pairs with items, plus all metrics of listed languages
+        without items (their group is named by the language alone)."""
+        found = []
+        for language in self.languages:
+            names = sorted(name for name, group in self.group_info.items() if group.values[0] == language)
+            for name in names or [language]:
+                for metric in self.metrics:
+                    if (name, metric) in self.labelled or (not names and language in self.listed_languages):
+                        found.append((name, metric))
+        return found
 
-    def items(self, language: str, metric: str) -> tuple[LabelledItem, ...]:
-        return self.labelled.get((language, metric), ())
+    def group_language(self, group: str) -> str:
+        """The language of a group (a group name without items is a listed language)."""
+        found = self.group_info.get(group)
+        return found.values[0] if found is not None else group
+
+    def language_groups(self, language: str, metric: str) -> list[str]:
+        """The gated groups of ``language`` on ``metric``."""
+        return [name for name, m in self.groups() if m == metric and self.group_language(name) == language]
+
+    def items(self, group: str, metric: str) -> tuple[LabelledItem, ...]:
+        return self.labelled.get((group, metric), ())
+
+    def language_items(self, language: str, metric: str) -> tuple[LabelledItem, ...]:
+        """Every item of ``language`` on ``metric``, across its groups, in id order."""
+        found = [item for group in self.language_groups(language, metric) for item in self.items(group, metric)]
+        return tuple(sorted(found, key=lambda item: item.case.id))
 
     def recorded_label(self) -> str:
         """Who made the recorded scores: ``recorded_judge``, else the scores' own common label."""
@@ -241,6 +303,7 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
 
     cases: list[Case] = []
     labelled: dict[tuple[str, str], list[LabelledItem]] = {}
+    group_info: dict[str, Group] = {}
     seen: dict[str, tuple[Path, int | None]] = {}
     for item, source, line in sources:
         if language_filter is not None and item.language not in language_filter:
@@ -294,8 +357,10 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
             line=line,
         )
         cases.append(case)
+        group = group_of(item.model_dump(), config.group_by)
+        group_info[group.name] = group
         for metric, labels in sorted(label_sets.items()):
-            labelled.setdefault((item.language, metric), []).append(
+            labelled.setdefault((group.name, metric), []).append(
                 LabelledItem(case=case, metric=metric, labels=tuple(labels.items()))
             )
 
@@ -344,12 +409,27 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
 
     for metric in gate.per_metric:
         check_metric(metric, ("gate", "per_metric", metric))
-    for key in ("per_language", "xfail"):
+
+    def check_group(name: str, loc: tuple[Any, ...]) -> None:
+        if name not in group_info:
+            raise SuiteError(
+                f"group {name!r} has no items in this calibration set (group_by {list(config.group_by)})",
+                path=path,
+                line=at(*loc),
+                field=_loc_text(loc),
+                hint=_unknown("groups", name, group_info),
+            )
+
+    for key in ("per_language", "xfail", "per_group"):
         for language, entry in getattr(gate, key).items():
-            check_language(language, ("gate", key, language))
+            if key == "per_group" or (key == "xfail" and language not in languages and language in group_info):
+                check_group(language, ("gate", key, language))
+            else:
+                check_language(language, ("gate", key, language))
             if isinstance(entry, dict):
                 for metric in entry:
-                    check_metric(metric, ("gate", key, language, metric))
+                    if metric not in schema.CRITERIA:
+                        check_metric(metric, ("gate", key, language, metric))
 
     sanity = config.sanity
     if sanity is not None:
@@ -379,6 +459,10 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
             threshold=gate.threshold,
             per_metric=dict(gate.per_metric),
             per_language=dict(gate.per_language),
+            per_group=dict(gate.per_group),
+            min_kappa=gate.min_kappa,
+            min_ceiling_ratio=gate.min_ceiling_ratio,
+            max_abs_skew=gate.max_abs_skew,
             ci_lower_bound=gate.ci_lower_bound,
             confidence=gate.confidence,
             resamples=gate.resamples,
@@ -389,6 +473,9 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
         ),
         aggregation=config.aggregation,
         ceiling=config.ceiling,
+        convention=config.agreement_convention,
+        group_by=tuple(config.group_by),
+        group_info=dict(sorted(group_info.items())),
         correction=config.correction,
         sanity=sanity,
         recorded_judge=config.recorded_judge,

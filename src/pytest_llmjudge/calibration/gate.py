@@ -13,10 +13,14 @@ judge score per item (NaN where the judge gave none). Steps, with their sources:
    (:func:`~pytest_llmjudge.stats.agreement.agreement_report`).
 3. A percentile bootstrap interval of weighted F1 (``resamples`` resamples of the scored
    items, seeded) (:mod:`~pytest_llmjudge.stats.resampling`).
-4. The human side, on all labelled items: the ceiling, i.e. the mean pairwise weighted F1
-   between annotators A1-A2, A2-A3, A3-A1 (METAL sec. 5.1; by label slot by default, see
+4. The human side: the ceiling, i.e. the mean pairwise weighted F1 between annotators
+   A1-A2, A2-A3, A3-A1 (METAL sec. 5.1; by label slot by default, see
    :func:`~pytest_llmjudge.stats.annotators.pairwise_slot_f1`), and Fleiss' kappa (METAL
-   Table 6; Hada et al. 2024a, appendix A.3).
+   Table 6; Hada et al. 2024a, appendix A.3), under one of two conventions
+   (``GateOptions.convention``): ``all_pairs`` (every item with two or more labels, both
+   directions, pairs weighted by shared items) or ``metal`` (only items with exactly three
+   labels, one direction per pair, as METAL computes them). The result records how many
+   items each statistic rests on.
 5. Class distributions of judge and humans, overall and per agreement level, with the skew
    (judge mean minus human mean) and top-score shares (Hada et al. 2024a, sec. 4.2; METAL
    sec. 5.2) (:func:`~pytest_llmjudge.stats.distribution.class_distribution`).
@@ -25,8 +29,14 @@ judge score per item (NaN where the judge gave none). Steps, with their sources:
    ``p``), which is why kappa and the distributions are shown next to F1.
 7. The held-out effect of a score correction (:mod:`~pytest_llmjudge.calibration.correction`).
 
-Verdict: the gate passes when weighted F1 (or the lower CI bound, with ``ci_lower_bound``)
-is at least the threshold (1e-12 tolerance for float noise), and there is no *problem*.
+Verdict: the gate passes when there is no *problem* and every criterion holds (1e-12
+tolerance for float noise): weighted F1 (or the lower CI bound, with ``ci_lower_bound``) is
+at least ``threshold``, and, when set, Cohen's kappa is at least ``min_kappa``, F1 divided by
+the human ceiling is at least ``min_ceiling_ratio``, and the absolute skew (judge mean minus
+human mean) is at most ``max_abs_skew``. Kappa and the ratio catch a judge that agrees only
+by answering the majority label: in a skewed language its F1 is high, its kappa is 0. An
+optional criterion whose statistic is undefined (kappa with one class on both sides, the
+ratio without a ceiling) fails: it can't be shown to hold.
 Problems, each a failure that no threshold can hide: no labelled items, fewer items than
 ``min_items`` (the message names the count and the minimum), a share of unscored items above
 ``max_unscored_rate``, or no scored item at all. Undefined statistics (kappa when both sides
@@ -55,7 +65,9 @@ from pytest_llmjudge.stats.agreement import agreement_report, as_label_array, we
 from pytest_llmjudge.stats.annotators import (
     AGREEMENT_LEVELS,
     AggregationRule,
+    AgreementConvention,
     aggregate_labels,
+    complete_items,
     fleiss_kappa,
     pairwise_annotator_f1,
     pairwise_slot_f1,
@@ -73,6 +85,9 @@ class GateOptions:
     """How one gate is computed and judged."""
 
     threshold: float
+    min_kappa: float | None = None
+    min_ceiling_ratio: float | None = None
+    max_abs_skew: float | None = None
     ci_lower_bound: bool = False
     confidence: float = 0.95
     resamples: int = 1000
@@ -81,6 +96,7 @@ class GateOptions:
     max_unscored_rate: float = 0.0
     aggregation: AggregationRule = "majority_then_rounded_mean"
     ceiling: Literal["slots", "annotators"] = "slots"
+    convention: AgreementConvention = "all_pairs"
     correction_method: CorrectionMethod = "most_likely"
     holdout: float = 0.3
     correction_seed: int = 0
@@ -110,7 +126,9 @@ class GateResult:
     cohen_kappa: float | None = None
     ceiling: float | None = None
     ceiling_pairs: int = 0
+    ceiling_items: int = 0
     fleiss_kappa: float | None = None
+    fleiss_items: int = 0
     confusion: tuple[tuple[int, ...], ...] | None = None
     levels: Mapping[str, int] = field(default_factory=dict)
     distribution: Mapping[str, Any] | None = None
@@ -118,6 +136,8 @@ class GateResult:
     correction: CorrectionReport | None = None
     correction_map: ScoreCorrection | None = None
     unscored_reasons: tuple[str, ...] = ()
+    group: str = ""
+    """The group's name (the language with the default ``group_by: [language]``)."""
 
     @property
     def threshold(self) -> float:
@@ -133,9 +153,41 @@ class GateResult:
         return self.ci_low if self.options.ci_lower_bound else self.f1
 
     @property
-    def passed(self) -> bool:
+    def ceiling_ratio(self) -> float | None:
+        """Weighted F1 divided by the human ceiling (None when either is undefined or 0)."""
+        if self.f1 is None or not self.ceiling:
+            return None
+        return self.f1 / self.ceiling
+
+    @property
+    def abs_skew(self) -> float | None:
+        overall = self.overall
+        return None if overall is None else abs(float(overall["skew"]))
+
+    @property
+    def failed_criteria(self) -> tuple[str, ...]:
+        """Each criterion that does not hold, as text naming the statistic and its limit."""
+        if self.n_scored == 0:
+            return ()
+        opts = self.options
+        failed: list[str] = []
+        name = "weighted F1 CI lower bound" if opts.ci_lower_bound else "weighted F1"
         value = self.compared_value
-        return self.problem is None and value is not None and value + _TOLERANCE >= self.threshold
+        if value is None or value + _TOLERANCE < opts.threshold:
+            failed.append(f"{name} {_text(value)} < threshold {opts.threshold:.3f}")
+        if opts.min_kappa is not None and (self.cohen_kappa is None or self.cohen_kappa + _TOLERANCE < opts.min_kappa):
+            failed.append(f"Cohen's kappa {_text(self.cohen_kappa)} < min_kappa {opts.min_kappa:.3f}")
+        ratio = self.ceiling_ratio
+        if opts.min_ceiling_ratio is not None and (ratio is None or ratio + _TOLERANCE < opts.min_ceiling_ratio):
+            failed.append(f"F1/ceiling {_text(ratio)} < min_ceiling_ratio {opts.min_ceiling_ratio:.3f}")
+        skew = self.abs_skew
+        if opts.max_abs_skew is not None and (skew is None or skew - _TOLERANCE > opts.max_abs_skew):
+            failed.append(f"|skew| {_text(skew)} > max_abs_skew {opts.max_abs_skew:.3f}")
+        return tuple(failed)
+
+    @property
+    def passed(self) -> bool:
+        return self.problem is None and self.n_scored > 0 and not self.failed_criteria
 
     @property
     def single_annotator(self) -> int:
@@ -163,6 +215,7 @@ class GateResult:
         top = max(self.labels)
         return {
             "language": self.language,
+            "group": self.group or self.language,
             "metric": self.metric,
             "labels": list(self.labels),
             "higher_is_better": self.higher_is_better,
@@ -186,6 +239,17 @@ class GateResult:
             "ceiling": self.ceiling,
             "ceiling_mode": self.options.ceiling,
             "ceiling_pairs": self.ceiling_pairs,
+            "ceiling_items": self.ceiling_items,
+            "ceiling_ratio": self.ceiling_ratio,
+            "convention": self.options.convention,
+            "fleiss_items": self.fleiss_items,
+            "criteria": {
+                "threshold": self.options.threshold,
+                "min_kappa": self.options.min_kappa,
+                "min_ceiling_ratio": self.options.min_ceiling_ratio,
+                "max_abs_skew": self.options.max_abs_skew,
+            },
+            "failed_criteria": list(self.failed_criteria),
             "pa": self.percentage_agreement,
             "kappa": self.cohen_kappa,
             "fleiss": self.fleiss_kappa,
@@ -221,6 +285,10 @@ class GateResult:
         }
 
 
+def _text(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:.3f}"
+
+
 def _majority_baseline(confusion: npt.NDArray[np.int64]) -> float:
     """Weighted F1 of always answering the most common human label."""
     support = confusion.sum(axis=1)
@@ -237,6 +305,7 @@ def evaluate_gate(
     *,
     language: str = "",
     metric: str = "",
+    group: str = "",
     higher_is_better: bool = True,
     unscored_reasons: Sequence[str] = (),
 ) -> GateResult:
@@ -247,12 +316,15 @@ def evaluate_gate(
     scores = np.asarray(judge, dtype=np.float64).reshape(-1)
     if scores.size != ratings.shape[0]:
         raise ValueError(f"{ratings.shape[0]} labelled items but {scores.size} judge scores")
+    if options.convention == "metal" and options.ceiling == "annotators":
+        raise ValueError("the METAL convention pairs three label slots; it can't be combined with ceiling 'annotators'")
     scale = tuple(int(x) for x in labels)
     n_items = int(ratings.shape[0])
     scored = ~np.isnan(scores)
     n_scored = int(np.count_nonzero(scored))
     base: dict[str, Any] = {
         "language": language,
+        "group": group or language,
         "metric": metric,
         "labels": scale,
         "higher_is_better": higher_is_better,
@@ -267,17 +339,22 @@ def evaluate_gate(
     aggregated = aggregate_labels(ratings, options.aggregation, labels=scale)
     levels = {level: int(np.count_nonzero(aggregated.level == level)) for level in AGREEMENT_LEVELS}
     base["levels"] = {level: count for level, count in levels.items() if count}
+    # METAL's statistics rest on the items with exactly three labels; ours on every item
+    # with two or more (see stats/annotators.py).
+    human_side = ratings[complete_items(ratings)] if options.convention == "metal" else ratings
     try:
-        base["fleiss_kappa"] = _optional(fleiss_kappa(ratings, scale))
+        base["fleiss_kappa"] = _optional(fleiss_kappa(human_side, scale))
+        base["fleiss_items"] = int(np.count_nonzero((~np.isnan(human_side)).sum(axis=1) >= 2))
     except StatisticsError:
         pass
     try:
         if options.ceiling == "annotators":
-            ceiling = pairwise_annotator_f1(ratings, labels=scale)
+            ceiling = pairwise_annotator_f1(human_side, labels=scale)
         else:
-            ceiling = pairwise_slot_f1(ratings, scale)
+            ceiling = pairwise_slot_f1(ratings, scale, options.convention)
         base["ceiling"] = ceiling.mean
         base["ceiling_pairs"] = len(ceiling.pairs)
+        base["ceiling_items"] = ceiling.n_items
     except StatisticsError:
         pass
 

@@ -71,16 +71,16 @@ class CalibrationFile(pytest.File):
             return
         self.calibration = cal
         gate_problem = store.judge_problem(cal) if cal.scores == "judge" else None
-        for language, metric in cal.groups():
+        for group, metric in cal.groups():
             item = GateItem.from_parent(
                 self,
-                name=f"agreement[{language}-{metric}]",
+                name=f"agreement[{group}-{metric}]",
                 calibration=cal,
-                language=language,
+                language=group,
                 metric=metric,
                 judge_problem=gate_problem,
             )
-            reason = cal.gate.xfail_for(language, metric)
+            reason = cal.gate.xfail_for(cal.group_language(group), metric, group)
             if reason is not None:
                 item.add_marker(pytest.mark.xfail(reason=reason, strict=True, raises=GateFailure))
             yield item
@@ -90,7 +90,7 @@ class CalibrationFile(pytest.File):
         for language in store.sanity_languages(cal):
             if cal.sanity.consistency is not None:
                 for metric in store.consistency_metrics(cal):
-                    if (language, metric) in cal.labelled:
+                    if cal.language_groups(language, metric):
                         yield ConsistencyItem.from_parent(
                             self,
                             name=f"consistency[{language}-{metric}]",
@@ -202,11 +202,12 @@ class GateItem(_CalibrationItem):
         store = self.store
         result = store.gate(cal, self.language, self.metric)
         judge = store.judge_label(cal)
-        xfail = cal.gate.xfail_for(self.language, self.metric)
+        xfail = cal.gate.xfail_for(cal.group_language(self.language), self.metric, self.language)
         overall = result.overall or {}
         self._record(
             calibration=cal.name,
-            language=self.language,
+            language=result.language,
+            group=result.group if result.group != result.language else None,
             metric=self.metric,
             judge=judge,
             f1=result.f1,
@@ -219,6 +220,8 @@ class GateItem(_CalibrationItem):
             ci_high=result.ci_high,
             pa=result.percentage_agreement,
             kappa=result.cohen_kappa,
+            ceiling_ratio=result.ceiling_ratio,
+            convention=result.options.convention,
             fleiss=result.fleiss_kappa,
             skew=overall.get("skew"),
             judge_top_share=overall.get("judge_top_share"),
@@ -270,7 +273,9 @@ class ConsistencyItem(_CalibrationItem):
         spread = [
             f"{case_id}: {', '.join('-' if v is None else f'{v:g}' for v in samples)}"
             for case_id, samples in zip(
-                [item.case.id for item in cal.items(self.language, self.metric)], result.samples, strict=False
+                [item.case.id for item in cal.language_items(self.language, self.metric)],
+                result.samples,
+                strict=False,
             )
             if None in samples or len(set(samples)) > 1
         ]

@@ -20,7 +20,7 @@ from typing import Any
 from pytest_llmjudge.calibration.gate import GateResult
 from pytest_llmjudge.stats.annotators import AGREEMENT_LEVELS
 
-__all__ = ["ABBREVIATIONS", "gate_message", "render_summary", "short_metric"]
+__all__ = ["ABBREVIATIONS", "ceiling_definition", "gate_message", "render_summary", "short_metric"]
 
 ABBREVIATIONS = {
     "linguistic_acceptability": "LA",
@@ -61,15 +61,27 @@ def _confusion_lines(labels: Sequence[int], matrix: Sequence[Sequence[int]]) -> 
     return [header, *rows]
 
 
+def ceiling_definition(result: GateResult) -> str:
+    """Which ceiling definition was used, on how many items and pairs."""
+    opts = result.options
+    pairing = "label slots ordered by annotator id" if opts.ceiling == "slots" else "annotator ids"
+    if opts.convention == "metal":
+        how = "METAL: items with exactly 3 labels, A1-A2, A2-A3, A3-A1 with the first as reference, plain mean"
+    else:
+        how = "all_pairs: items with 2 or more labels, both directions, pairs weighted by shared items"
+    return (
+        f"mean pairwise annotator F1, {result.ceiling_pairs} pairs of {pairing} on {result.ceiling_items} items; {how}"
+    )
+
+
 def gate_message(result: GateResult, *, calibration: str, judge: str) -> str:
     """The failure text of a gate item: verdict line, then every diagnostic."""
     opts = result.options
-    target = f"{calibration}: judge {judge} vs native speakers, {result.language} {result.metric}"
-    compared = "weighted F1 CI lower bound" if opts.ci_lower_bound else "weighted F1"
+    target = f"{calibration}: judge {judge} vs native speakers, {result.group or result.language} {result.metric}"
     if result.problem is not None:
         head = f"ERROR: {target}: {result.problem}"
     else:
-        head = f"FAILED: {target}: {compared} {_num(result.compared_value)} < threshold {result.threshold:.3f}"
+        head = f"FAILED: {target}: " + "; ".join(result.failed_criteria)
     lines = [head]
 
     def row(name: str, text: str) -> None:
@@ -88,11 +100,26 @@ def gate_message(result: GateResult, *, calibration: str, judge: str) -> str:
             f"{100 * opts.confidence:g}% CI",
             f"{_num(result.ci_low)} - {_num(result.ci_high)} (percentile bootstrap, {opts.resamples} resamples, seed {opts.seed})",
         )
+    row("human ceiling", f"{_num(result.ceiling)} ({ceiling_definition(result)})")
     row(
-        "human ceiling",
-        f"{_num(result.ceiling)} (mean pairwise annotator F1, {result.ceiling_pairs} pairs, {opts.ceiling}); "
-        f"Fleiss' kappa {_num(result.fleiss_kappa)}",
+        "Fleiss' kappa",
+        f"{_num(result.fleiss_kappa)} (annotators among themselves, {result.fleiss_items} items with "
+        f"{'exactly 3' if opts.convention == 'metal' else '2 or more'} labels)",
     )
+    if result.f1 is not None:
+        ratio = result.ceiling_ratio
+        row("F1 / ceiling", f"{_num(ratio)}" + ("" if ratio is None else " (the judge's F1 relative to the humans')"))
+    criteria = [
+        f"{name} {value:g}"
+        for name, value in (
+            ("min_kappa", opts.min_kappa),
+            ("min_ceiling_ratio", opts.min_ceiling_ratio),
+            ("max_abs_skew", opts.max_abs_skew),
+        )
+        if value is not None
+    ]
+    if criteria:
+        row("criteria", f"threshold {opts.threshold:g}, " + ", ".join(criteria))
     if result.f1 is not None:
         row(
             "agreement",
@@ -141,6 +168,11 @@ def gate_message(result: GateResult, *, calibration: str, judge: str) -> str:
     return "\n".join(lines)
 
 
+def _group(record: Mapping[str, Any]) -> str:
+    """The row label: the group name, which is the language with the default group_by."""
+    return str(record.get("group") or record.get("language"))
+
+
 def _outcome(record: Mapping[str, Any]) -> str:
     outcome = str(record.get("outcome", ""))
     if outcome == "skipped" and record.get("xfail"):
@@ -168,14 +200,15 @@ def render_summary(records: Iterable[Mapping[str, Any]]) -> list[str]:
             uncalibrated[key].append(record)
     lines: list[str] = []
     for (name, judge), rows in sorted(gates.items()):
-        rows = sorted(rows, key=lambda r: (str(r.get("language")), str(r.get("metric"))))
+        rows = sorted(rows, key=lambda r: (_group(r), str(r.get("metric"))))
         first = rows[0]
+        width = max([6] + [len(_group(r)) + 1 for r in rows])
         confidence = (first.get("ci") or {}).get("confidence", 0.95)
         if lines:
             lines.append("")
         lines.append(f"{name}: judge {judge} vs human aggregate (weighted F1, {100 * float(confidence):g}% CI)")
         lines.append(
-            f"{'lang':<6}{'metric':<7}{'n':>4} {'F1':>6} {'CI':<11} {'need':>5} {'ceil':>5} {'kappa':>6} "
+            f"{'lang' if width == 6 else 'group':<{width}}{'metric':<7}{'n':>4} {'F1':>6} {'CI':<11} {'need':>5} {'ceil':>5} {'kappa':>6} "
             f"{'skew':>6} {'best j/h':>9} {'corr':>6}  result"
         )
         for r in rows:
@@ -185,7 +218,7 @@ def render_summary(records: Iterable[Mapping[str, Any]]) -> list[str]:
             best = f"{_num(skew.get('judge_best_share'), 2)}/{_num(skew.get('human_best_share'), 2)}" if skew else "-"
             gain = correction.get("gain")
             lines.append(
-                f"{str(r.get('language'))[:5]:<6}{short_metric(str(r.get('metric'))):<7}{r.get('n', 0):>4} "
+                f"{_group(r):<{width}}{short_metric(str(r.get('metric'))):<7}{r.get('n', 0):>4} "
                 f"{_num(r.get('f1')):>6} {_num(ci.get('low'), 2) + '-' + _num(ci.get('high'), 2):<11} "
                 f"{_num(r.get('threshold'), 2):>5} {_num(r.get('ceiling'), 2):>5} {_num(r.get('kappa'), 2):>6} "
                 f"{'-' if skew.get('skew') is None else format(skew['skew'], '+.2f'):>6} {best:>9} "
@@ -206,7 +239,7 @@ def render_summary(records: Iterable[Mapping[str, Any]]) -> list[str]:
                     parts.append(
                         f"{level} {_num(group['judge_share'][index], 2)}/{_num(group['human_share'][index], 2)} ({group['n']})"
                     )
-            lines.append(f"  {str(r.get('language'))[:5]:<6}{short_metric(str(r.get('metric'))):<5}" + "  ".join(parts))
+            lines.append(f"  {_group(r):<{width}}{short_metric(str(r.get('metric'))):<5}" + "  ".join(parts))
     for name, rows in sorted(sanity.items()):
         if lines:
             lines.append("")

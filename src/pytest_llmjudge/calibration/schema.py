@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from pytest_llmjudge.stats.annotators import AggregationRule
+from pytest_llmjudge.stats.annotators import AggregationRule, AgreementConvention
 from pytest_llmjudge.suite.schema import JudgeConfig, Number, RecordedScore, RubricConfig
 
 __all__ = [
@@ -112,14 +112,43 @@ class ItemsFileConfig(_Strict):
     )
 
 
+CRITERIA: dict[str, tuple[float, float]] = {
+    "threshold": (0.0, 1.0),
+    "min_kappa": (-1.0, 1.0),
+    "min_ceiling_ratio": (0.0, 10.0),
+    "max_abs_skew": (0.0, 1e9),
+}
+"""Gate criteria that ``per_metric``/``per_language``/``per_group`` entries may override, with their ranges."""
+
+Criteria = dict[str, float]
+
+
+def _check_criteria(where: str, entry: dict[str, Any]) -> None:
+    for name, value in entry.items():
+        low, high = CRITERIA[name]
+        if not low <= value <= high:
+            raise ValueError(f"{name} for {where} must be in [{low:g}, {high:g}], got {value}")
+
+
 class GateConfig(_Strict):
-    """When a language x metric passes: weighted F1 (or its CI lower bound) >= threshold."""
+    """When a group x metric passes: weighted F1 (or its CI lower bound) >= threshold, and the optional criteria."""
 
     threshold: float = Field(..., ge=0.0, le=1.0, description="Minimum judge-vs-human weighted F1.")
-    per_metric: dict[str, float] = Field(default_factory=dict, description="metric -> threshold.")
-    per_language: dict[str, float | dict[str, float]] = Field(
+    min_kappa: float | None = Field(None, ge=-1.0, le=1.0, description="Minimum judge-vs-human Cohen's kappa.")
+    min_ceiling_ratio: float | None = Field(
+        None, ge=0.0, le=10.0, description="Minimum weighted F1 divided by the human ceiling."
+    )
+    max_abs_skew: float | None = Field(None, ge=0.0, description="Maximum |judge mean - human mean| in scale points.")
+    per_metric: dict[str, float | Criteria] = Field(
+        default_factory=dict, description="metric -> threshold, or metric -> {criterion: value}."
+    )
+    per_language: dict[str, float | dict[str, float | Criteria]] = Field(
         default_factory=dict,
-        description="language -> threshold, or language -> {metric: threshold}.",
+        description="language -> threshold, or language -> {criterion: value, metric: threshold or {criterion: value}}.",
+    )
+    per_group: dict[str, float | dict[str, float | Criteria]] = Field(
+        default_factory=dict,
+        description="group name (e.g. 'hi-task=qa', see group_by) -> the same shapes as per_language.",
     )
     ci_lower_bound: bool = Field(False, description="Compare the bootstrap CI's lower bound instead of F1.")
     confidence: float = Field(0.95, gt=0.5, lt=1.0)
@@ -136,22 +165,35 @@ class GateConfig(_Strict):
 
     @field_validator("per_metric")
     @classmethod
-    def _metric_thresholds_in_range(cls, value: dict[str, float]) -> dict[str, float]:
-        for metric, threshold in value.items():
-            if not 0.0 <= threshold <= 1.0:
-                raise ValueError(f"threshold of {metric!r} must be in [0, 1], got {threshold}")
+    def _metric_criteria_in_range(cls, value: dict[str, float | Criteria]) -> dict[str, float | Criteria]:
+        for metric, entry in value.items():
+            criteria = entry if isinstance(entry, dict) else {"threshold": entry}
+            unknown = sorted(set(criteria) - set(CRITERIA))
+            if unknown:
+                raise ValueError(f"unknown criteria {unknown} for {metric!r}; known: {', '.join(CRITERIA)}")
+            _check_criteria(repr(metric), criteria)
         return value
 
-    @field_validator("per_language")
+    @field_validator("per_language", "per_group")
     @classmethod
-    def _language_thresholds_in_range(
-        cls, value: dict[str, float | dict[str, float]]
-    ) -> dict[str, float | dict[str, float]]:
-        for language, entry in value.items():
-            thresholds = entry if isinstance(entry, dict) else {"": entry}
-            for threshold in thresholds.values():
-                if not 0.0 <= threshold <= 1.0:
-                    raise ValueError(f"threshold for {language!r} must be in [0, 1], got {threshold}")
+    def _group_criteria_in_range(
+        cls, value: dict[str, float | dict[str, float | Criteria]]
+    ) -> dict[str, float | dict[str, float | Criteria]]:
+        for group, entry in value.items():
+            if not isinstance(entry, dict):
+                _check_criteria(repr(group), {"threshold": entry})
+                continue
+            for key, sub in entry.items():
+                if key in CRITERIA:
+                    if isinstance(sub, dict):
+                        raise ValueError(f"{key} for {group!r} must be a number")
+                    _check_criteria(repr(group), {key: sub})
+                    continue
+                criteria = sub if isinstance(sub, dict) else {"threshold": sub}
+                unknown = sorted(set(criteria) - set(CRITERIA))
+                if unknown:
+                    raise ValueError(f"unknown criteria {unknown} for {group!r} {key!r}; known: {', '.join(CRITERIA)}")
+                _check_criteria(f"{group!r} {key!r}", criteria)
         return value
 
 
@@ -217,7 +259,18 @@ class CalibrationConfig(_Strict):
     )
     ceiling: Literal["slots", "annotators"] = Field(
         "slots",
-        description="Human ceiling pairs: each item's 1st/2nd/3rd label (slots), or fixed annotator ids.",
+        description="Human ceiling pairs: each item's 1st/2nd/3rd label by annotator id (slots), or fixed annotator ids.",
+    )
+    agreement_convention: AgreementConvention = Field(
+        "all_pairs",
+        description="Human ceiling and Fleiss' kappa: all_pairs (items with >= 2 labels, both directions, pairs "
+        "weighted by shared items) or metal (items with exactly 3 labels, A1-A2, A2-A3, A3-A1 one way, as METAL).",
+    )
+    group_by: list[str] = Field(
+        default_factory=lambda: ["language"],
+        min_length=1,
+        description="Item fields whose values form one gate group: language, id, input, output, reference, "
+        "or metadata keys (e.g. task, model). The first must be language.",
     )
     items: list[CalibrationItemConfig] = Field(default_factory=list)
     items_file: str | ItemsFileConfig | list[str | ItemsFileConfig] | None = None
@@ -231,4 +284,8 @@ class CalibrationConfig(_Strict):
             raise ValueError("a calibration set needs 'items' or 'items_file'")
         if self.judge.calibration is not None or self.judge.correction:
             raise ValueError("a calibration set's own judge can't name a calibration set or enable correction")
+        if self.agreement_convention == "metal" and self.ceiling == "annotators":
+            raise ValueError("agreement_convention 'metal' pairs three label slots; use it with ceiling: slots")
+        if self.group_by[0] != "language" or len(set(self.group_by)) != len(self.group_by):
+            raise ValueError("group_by must start with 'language' and name each field once, e.g. [language, task]")
         return self

@@ -105,6 +105,13 @@ def judge_scored_languages(suite: Suite, metric: str, cases: Iterable[Case]) -> 
     return sorted({case.language for case in cases if metric not in case.recorded})
 
 
+def _annotator_order(labels: tuple[tuple[str, int], ...]) -> Any:
+    """Sort key of an item's (annotator id, label) pairs: numeric ids as numbers, else as text."""
+    if all(annotator.strip().lstrip("-").isdigit() for annotator, _ in labels):
+        return lambda pair: (int(pair[0]), pair[0])
+    return lambda pair: pair[0]
+
+
 def _number(value: float | str | None) -> float:
     if value is None or isinstance(value, str):
         return math.nan
@@ -233,8 +240,8 @@ class CalibrationStore:
             return
         suite = self.scoring_suite(cal, judge)
         cases = self._by_id(suite)
-        for language, metric in cal.groups():
-            for item in cal.items(language, metric):
+        for group, metric in cal.groups():
+            for item in cal.items(group, metric):
                 yield suite, cases[item.case.id], metric
 
     def plan(self, needs: Iterable[tuple[Suite, Case, str]], key: tuple[Path, str, str]) -> int:
@@ -252,10 +259,14 @@ class CalibrationStore:
 
     # -- gates ---------------------------------------------------------------------------
 
-    def options(self, cal: CalibrationSet, language: str, metric: str) -> GateOptions:
+    def options(self, cal: CalibrationSet, group: str, metric: str) -> GateOptions:
         gate = cal.gate
+        criteria = gate.criteria_for(cal.group_language(group), metric, group)
         return GateOptions(
-            threshold=gate.threshold_for(language, metric),
+            threshold=float(criteria["threshold"] or 0.0),
+            min_kappa=criteria["min_kappa"],
+            min_ceiling_ratio=criteria["min_ceiling_ratio"],
+            max_abs_skew=criteria["max_abs_skew"],
             ci_lower_bound=gate.ci_lower_bound,
             confidence=gate.confidence,
             resamples=gate.resamples,
@@ -264,6 +275,7 @@ class CalibrationStore:
             max_unscored_rate=gate.max_unscored_rate,
             aggregation=cal.aggregation,
             ceiling=cal.ceiling,
+            convention=cal.convention,
             correction_method=cal.correction.method,
             holdout=cal.correction.holdout,
             correction_seed=cal.correction.seed,
@@ -295,7 +307,11 @@ class CalibrationStore:
 
     @staticmethod
     def label_matrix(items: tuple[LabelledItem, ...], mode: str) -> np.ndarray[Any, np.dtype[np.float64]]:
-        """Items x annotators (``annotators``: one column per id) or x label slots (``slots``)."""
+        """Items x annotators (``annotators``: one column per id) or x label slots (``slots``).
+
+        Slots are each item's labels ordered by annotator id (numerically when every id of
+        the item is a whole number, else as text), so the ceiling does not depend on the order
+        a label mapping was written in."""
         if mode == "annotators":
             ids = sorted({annotator for item in items for annotator, _ in item.labels})
             column = {annotator: index for index, annotator in enumerate(ids)}
@@ -307,26 +323,27 @@ class CalibrationStore:
         width = max((len(item.labels) for item in items), default=0)
         matrix = np.full((len(items), width), np.nan)
         for row, item in enumerate(items):
-            for slot, (_, label) in enumerate(item.labels):
+            for slot, (_, label) in enumerate(sorted(item.labels, key=_annotator_order(item.labels))):
                 matrix[row, slot] = label
         return matrix
 
-    def gate(self, cal: CalibrationSet, language: str, metric: str, judge: JudgeConfig | None = None) -> GateResult:
-        """The gate of one language x metric for ``judge`` (default: the set's own judge)."""
-        key = (cal.path, self._judge_key(cal, judge), language, metric)
+    def gate(self, cal: CalibrationSet, group: str, metric: str, judge: JudgeConfig | None = None) -> GateResult:
+        """The gate of one group (the language by default) x metric for ``judge`` (default: the set's own)."""
+        key = (cal.path, self._judge_key(cal, judge), group, metric)
         with self._lock:
             found = self._gates.get(key)
             if found is not None:
                 return found
-            items = cal.items(language, metric)
+            items = cal.items(group, metric)
             scores, reasons = self._judge_scores(cal, judge, items, metric)
             rubric = cal.rubrics[metric]
             result = evaluate_gate(
                 self.label_matrix(items, cal.ceiling),
                 np.asarray(scores, dtype=float),
                 rubric.scale,
-                self.options(cal, language, metric),
-                language=language,
+                self.options(cal, group, metric),
+                language=cal.group_language(group),
+                group=group,
                 metric=metric,
                 higher_is_better=rubric.higher_is_better,
                 unscored_reasons=reasons,
@@ -354,19 +371,28 @@ class CalibrationStore:
 
         if metric not in cal.metrics:
             return verdict(None, f"{prefix}: calibration set {cal.name!r} has no {metric} labels")
-        if (language, metric) not in cal.groups():
+        groups = cal.language_groups(language, metric)
+        if not groups:
             return verdict(None, f"{prefix}: calibration set {cal.name!r} has no {language} items for {metric}")
-        gate = self.gate(cal, language, metric, suite.judge)
+        # With group_by beyond language, the judge is calibrated in a language when every
+        # group of that language passes; the first failing group is reported.
+        gates = [self.gate(cal, group, metric, suite.judge) for group in groups]
+        gate = next((g for g in gates if not g.passed), gates[0])
         if gate.passed:
             return verdict(gate, None)
+        if gate.group != language:
+            prefix += f" (group {gate.group})"
         source = "" if cal.scores == "judge" else f", scores recorded from {cal.recorded_label()}"
         where = f" ({metric}, calibration {cal.name!r}{source})"
         if gate.problem is not None:
             return verdict(gate, f"{prefix}: {gate.problem}{where}")
-        compared = "F1" if not gate.options.ci_lower_bound else "F1 CI lower bound"
-        value = gate.compared_value
-        shown = "-" if value is None else f"{value:.2f}"
-        return verdict(gate, f"{prefix}: {compared} {shown} < {gate.threshold:.2f}{where}")
+        failed = list(gate.failed_criteria)
+        if failed and failed[0].startswith("weighted F1"):
+            # The short form suite messages have always used for the F1 criterion.
+            compared = "F1" if not gate.options.ci_lower_bound else "F1 CI lower bound"
+            value = gate.compared_value
+            failed[0] = f"{compared} {'-' if value is None else f'{value:.2f}'} < {gate.threshold:.2f}"
+        return verdict(gate, f"{prefix}: {'; '.join(failed)}{where}")
 
     def plan_suite(self, suite: Suite) -> int:
         """Plan the live calibration calls a suite's calibrated judge needs (if any)."""
@@ -388,9 +414,12 @@ class CalibrationStore:
             cal = self.load(suite.judge.calibration)
         except SuiteError:
             return score
-        if (case.language, score.metric) not in cal.groups():
+        groups = cal.language_groups(case.language, score.metric)
+        if len(groups) != 1:
+            # The correction is fitted per group; with several groups in a language the
+            # case's group is ambiguous from the language alone, so nothing is corrected.
             return score
-        gate = self.gate(cal, case.language, score.metric, suite.judge)
+        gate = self.gate(cal, groups[0], score.metric, suite.judge)
         correction = gate.correction_map
         if correction is None:
             return replace(score, detail={**score.detail, "correction": "none (no scored calibration items)"})
@@ -431,7 +460,7 @@ class CalibrationStore:
         assert cal.sanity is not None and cal.sanity.consistency is not None
         suite = self._consistency_suite(cal)
         cases = self._by_id(suite)
-        chosen = [cases[item.case.id] for item in cal.items(language, metric)][: cal.sanity.consistency.items]
+        chosen = [cases[item.case.id] for item in cal.language_items(language, metric)][: cal.sanity.consistency.items]
         return suite, chosen
 
     def plan_consistency(self, cal: CalibrationSet, language: str, metric: str) -> int:

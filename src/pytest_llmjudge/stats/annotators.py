@@ -42,16 +42,26 @@ constant. Items with a single label carry no agreement information and are left 
 
 Human ceiling (METAL sec. 5.1): the mean pairwise weighted F1 between annotators (A1-A2,
 A2-A3, A3-A1), each pair scored on the items both labelled. Weighted F1 is not symmetric
-(the first of the pair gives the class weights), and the paper does not say which side is
-the reference, so each pair's value is the mean of both directions; the ceiling then does
-not depend on the column order. Two ways to decide who "A1" is:
+(the first of the pair gives the class weights). Two conventions
+(:data:`AgreementConvention`), because releases rarely have exactly three labels per item:
 
-* :func:`pairwise_annotator_f1`: each column is one person (a fixed annotator team, as in
-  METAL);
-* :func:`pairwise_slot_f1`: each item's first, second and third label, in column order, are
-  A1, A2, A3, whoever gave them. Release data (PARIKSHA) identifies annotators by worker
-  ids that change from item to item, so per-person pairs share few items; the slot form is
-  how a three-rater design is scored and is **the form the gate uses by default**.
+* ``"metal"``: what METAL describes. Only items with exactly three labels (its design has
+  three annotators per item), the three pairs A1-A2, A2-A3, A3-A1 in that cyclic order with
+  the first annotator of each pair as the reference, and their plain mean. Fleiss' kappa
+  is computed on the same complete items.
+* ``"all_pairs"``: every item with two or more labels and every pair of annotators; each
+  pair's F1 is the mean of both directions (so no side is privileged), and the ceiling is
+  the mean of the pairs' F1 **weighted by the number of items each pair shares**. A 4th
+  label on a few items creates pairs resting on those few items; with equal weights they
+  would count as much as the pairs seen on every item (on a PARIKSHA language with 3 such
+  items out of 212 that inflated the task-quality ceiling from 0.528 to 0.764). Fleiss'
+  kappa uses every item with two or more labels.
+
+Who is "A1": :func:`pairwise_annotator_f1` takes each column as one person (a fixed
+annotator team); :func:`pairwise_slot_f1` takes each item's 1st, 2nd, 3rd label in column
+order, whoever gave them (release data such as PARIKSHA has worker ids that change from
+item to item). The caller fixes the column order; the gate sorts each item's labels by
+annotator id, so its ceiling does not depend on the order of a label mapping.
 
 Degenerate cases: no items, an item without any label, a matrix with no item of two or
 more labels (Fleiss' kappa) and no pair of annotators sharing an item (the ceiling) raise
@@ -83,9 +93,12 @@ __all__ = [
     "AGREEMENT_LEVELS",
     "AggregatedLabels",
     "AggregationRule",
+    "AgreementConvention",
     "AnnotatorPair",
+    "METAL_ANNOTATORS",
     "PairwiseF1",
     "aggregate_labels",
+    "complete_items",
     "fleiss_kappa",
     "fleiss_kappa_from_counts",
     "pairwise_annotator_f1",
@@ -97,6 +110,8 @@ __all__ = [
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 AggregationRule = Literal["majority_then_rounded_mean", "majority_then_median", "mean_rounded"]
+AgreementConvention = Literal["all_pairs", "metal"]
+METAL_ANNOTATORS = 3
 
 AGREEMENT_LEVELS: tuple[str, ...] = ("full", "partial", "none", "single")
 _FULL, _PARTIAL, _NONE, _SINGLE = range(4)
@@ -284,35 +299,65 @@ def fleiss_kappa(
 
 @dataclass(frozen=True)
 class AnnotatorPair:
-    """Agreement of one pair of annotators on the items both labelled."""
+    """Agreement of one pair of annotators on the items both labelled.
+
+    ``f1`` is weighted F1 with ``first`` as the reference when ``both_directions`` is
+    false, else the mean of both directions.
+    """
 
     first: str
     second: str
     n_items: int
     f1: float
+    both_directions: bool = True
 
 
 @dataclass(frozen=True)
 class PairwiseF1:
-    """Mean pairwise weighted F1 (the human ceiling) and its per-pair parts.
+    """The human ceiling and its per-pair parts.
 
-    ``pairs`` lists only pairs that share at least one item; ``mean`` is their unweighted
-    mean, as METAL averages A1-A2, A2-A3 and A3-A1.
+    ``pairs`` lists only pairs that share at least one item. ``mean`` is the mean of their
+    F1 weighted by the items each pair shares (with three complete slots every pair shares
+    every item, so it is METAL's plain mean of A1-A2, A2-A3, A3-A1). ``n_items`` counts the
+    items that entered at least one pair; ``convention`` is how the pairs were formed.
     """
 
     mean: float
     pairs: tuple[AnnotatorPair, ...]
+    n_items: int = 0
+    convention: AgreementConvention = "all_pairs"
+
+
+def _pair_confusions(
+    codes: IntArray, present: npt.NDArray[np.bool_], pairs: Sequence[tuple[int, int]], k: int
+) -> list[tuple[int, int, int, IntArray]]:
+    found = []
+    for i, j in pairs:
+        shared = present[:, i] & present[:, j]
+        n_shared = int(np.count_nonzero(shared))
+        if n_shared == 0:
+            continue
+        flat = codes[shared, i] * k + codes[shared, j]
+        found.append((i, j, n_shared, np.bincount(flat, minlength=k * k).reshape(k, k)))
+    return found
 
 
 def pairwise_annotator_f1(
     matrix: npt.ArrayLike,
     annotator_ids: Sequence[str] | None = None,
     labels: npt.ArrayLike | None = None,
+    *,
+    pairs: Sequence[tuple[int, int]] | None = None,
+    both_directions: bool = True,
+    convention: AgreementConvention = "all_pairs",
 ) -> PairwiseF1:
     """Human ceiling with each column being one annotator (METAL sec. 5.1).
 
-    Each pair's F1 is the mean of weighted F1 in both directions on the items both
-    labelled. Raises StatisticsError when no two annotators share an item.
+    ``pairs`` are column pairs ``(reference, other)`` (default: every pair ``i < j``). Each
+    pair's F1 is taken on the items both labelled: the mean of both directions, or with
+    the first column as reference when ``both_directions`` is false. The ceiling is the
+    mean over pairs weighted by their shared items. Raises StatisticsError when no pair
+    shares an item.
     """
     ratings = _as_rating_matrix(matrix)
     columns = ratings.shape[1]
@@ -325,32 +370,66 @@ def pairwise_annotator_f1(
     # Encode every label once; -1 marks a gap and never enters a confusion matrix.
     codes = np.full(ratings.shape, -1, dtype=np.int64)
     codes[present] = encode_labels(ratings[present].astype(np.int64), label_values)
+    chosen = list(pairs) if pairs is not None else list(combinations(range(columns), 2))
 
-    pairs: list[AnnotatorPair] = []
-    for i, j in combinations(range(columns), 2):
-        shared = present[:, i] & present[:, j]
-        n_shared = int(np.count_nonzero(shared))
-        if n_shared == 0:
-            continue
-        flat = codes[shared, i] * k + codes[shared, j]
-        confusion = np.bincount(flat, minlength=k * k).reshape(k, k)
-        both_ways = weighted_f1_from_confusion(np.stack([confusion, confusion.T]))
-        pairs.append(AnnotatorPair(ids[i], ids[j], n_shared, float(both_ways.mean())))
-    if not pairs:
+    found: list[AnnotatorPair] = []
+    used = np.zeros(ratings.shape[0], dtype=bool)
+    for i, j, n_shared, confusion in _pair_confusions(codes, present, chosen, k):
+        used |= present[:, i] & present[:, j]
+        if both_directions:
+            f1 = float(weighted_f1_from_confusion(np.stack([confusion, confusion.T])).mean())
+        else:
+            f1 = float(weighted_f1_from_confusion(confusion))
+        found.append(AnnotatorPair(ids[i], ids[j], n_shared, f1, both_directions))
+    if not found:
         raise StatisticsError("no two annotators labelled a common item: no human ceiling")
-    return PairwiseF1(mean=float(np.mean([pair.f1 for pair in pairs])), pairs=tuple(pairs))
+    weights = np.asarray([pair.n_items for pair in found], dtype=np.float64)
+    mean = float(np.average([pair.f1 for pair in found], weights=weights))
+    return PairwiseF1(mean=mean, pairs=tuple(found), n_items=int(np.count_nonzero(used)), convention=convention)
 
 
-def pairwise_slot_f1(matrix: npt.ArrayLike, labels: npt.ArrayLike | None = None) -> PairwiseF1:
-    """Human ceiling with each item's 1st, 2nd, 3rd... label as annotators A1, A2, A3...
-
-    Labels are taken in column order after dropping the item's gaps, so an item with two
-    labels only takes part in the A1-A2 pair. The gate uses this form by default.
-    """
-    ratings = _as_rating_matrix(matrix)
+def _compact(ratings: FloatArray) -> FloatArray:
+    """Move each row's labels left (keeping their order), dropping all-gap columns."""
     missing = np.isnan(ratings)
     # A stable sort on "is missing" moves each row's labels left, keeping their order.
     order = np.argsort(missing, axis=1, kind="stable")
     width = int((~missing).sum(axis=1).max()) if ratings.size else 0
-    slots = np.take_along_axis(ratings, order, axis=1)[:, :width]
-    return pairwise_annotator_f1(slots, labels=labels)
+    compacted: FloatArray = np.take_along_axis(ratings, order, axis=1)[:, :width]
+    return compacted
+
+
+def complete_items(matrix: npt.ArrayLike, n_annotators: int = METAL_ANNOTATORS) -> npt.NDArray[np.bool_]:
+    """Mask of the items with exactly ``n_annotators`` labels (METAL's complete items)."""
+    ratings = _as_rating_matrix(matrix)
+    mask: npt.NDArray[np.bool_] = (~np.isnan(ratings)).sum(axis=1) == n_annotators
+    return mask
+
+
+def pairwise_slot_f1(
+    matrix: npt.ArrayLike,
+    labels: npt.ArrayLike | None = None,
+    convention: AgreementConvention = "all_pairs",
+) -> PairwiseF1:
+    """Human ceiling with each item's 1st, 2nd, 3rd... label as annotators A1, A2, A3...
+
+    Labels are taken in column order after dropping the item's gaps; the caller fixes that
+    order (the gate sorts each item's labels by annotator id, so the result does not depend
+    on the order of a label mapping). ``convention``:
+
+    * ``"all_pairs"``: every item with two or more labels, every slot pair, both directions,
+      pairs weighted by their shared items (an item with two labels only enters A1-A2; a
+      rare 4th label enters three small pairs that barely move the mean);
+    * ``"metal"``: only items with exactly three labels, the pairs A1-A2, A2-A3, A3-A1 with
+      the first as reference (METAL sec. 5.1), plain mean.
+    """
+    ratings = _compact(_as_rating_matrix(matrix))
+    if convention == "metal":
+        ratings = ratings[complete_items(ratings)][:, :METAL_ANNOTATORS]
+        if ratings.shape[0] == 0:
+            raise StatisticsError("no item has exactly three labels: no human ceiling under the METAL convention")
+        return pairwise_annotator_f1(
+            ratings, labels=labels, pairs=[(0, 1), (1, 2), (2, 0)], both_directions=False, convention="metal"
+        )
+    if convention != "all_pairs":
+        raise ValueError(f"convention must be one of {get_args(AgreementConvention)}, got {convention!r}")
+    return pairwise_annotator_f1(ratings, labels=labels)
