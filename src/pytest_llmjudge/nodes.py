@@ -7,11 +7,11 @@
 * :class:`AggregateItem`: one suite aggregate for one language (or ``all``), node id
   ``suite.yaml::mean(metric)[hi]``.
 
-Items record their scores as ``user_properties`` (score, threshold, metric, language,
-judge, cached, source, suite), which pytest's JUnit writer turns into ``<properties>`` of
-the test case in every ``junit_family`` and which travel with reports under xdist.
-Failures render through ``repr_failure`` as a short explanation, never a traceback into
-the plugin.
+Items record their results (score, threshold, metric, language, judge, cached, source,
+suite) with ``report.plugin.record_properties``: JUnit shows them as a ``<system-out>`` of
+the testcase (and as ``<properties>`` with ``--llmjudge-junit-properties``). Failures
+render through ``repr_failure`` as a short explanation, never a traceback into the plugin;
+the report plugin redacts that text and makes its control characters visible.
 """
 
 from __future__ import annotations
@@ -144,9 +144,9 @@ class _SuiteItem(pytest.Item):
         raise pytest.skip.Exception(message, _use_item_location=True)
 
     def _record(self, **properties: Any) -> None:
-        for name, value in properties.items():
-            if value is not None:
-                self.user_properties.append((name, value))
+        from pytest_llmjudge.report.plugin import record_properties
+
+        record_properties(self, properties.items())
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, CaseFailure):
@@ -305,6 +305,7 @@ class AggregateItem(_SuiteItem):
             metric=self.check.spec.metric,
             aggregate=self.check.spec.label,
             language=self.language,
+            judge=", ".join(sorted({str(c["judge"]) for c in self.case_scores if c["judge"]})) or None,
             score=row.value,
             threshold=f"{row.spec.op} {row.spec.value:g}",
             ci_low=row.ci_low,

@@ -11,8 +11,9 @@ created, no network is touched and the terminal output is unchanged. With it:
    language and metric, and the judge-call accounting (calls, cache hits, retries, tokens).
 
 State lives in ``config.stash``. Under pytest-xdist each worker has its own scoreboard
-sharing the on-disk cache; the summary is built from report ``user_properties``, and the
-workers' call accounting travels through ``workeroutput``.
+sharing the on-disk cache; the summary is built from the structured records items attach
+to their reports (``report.llmjudge``), and the workers' call accounting travels through
+``workeroutput``.
 """
 
 from __future__ import annotations
@@ -290,12 +291,10 @@ def llmjudge_judge(pytestconfig: pytest.Config) -> Judge:
 
 
 class ResultsCollector:
-    """Collects item results from reports (which carry them under xdist too) for the summary."""
+    """Collects item records (``report.llmjudge``, carried by reports under xdist too) for the summary."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.results: list[dict[str, Any]] = []
-        """Per-item summary rows (from ``user_properties``), controller-side."""
         self.records: list[dict[str, Any]] = []
         """Structured item results (``report.llmjudge``) with ``nodeid`` and ``outcome``."""
         self.worker_stats: list[dict[str, int]] = []
@@ -304,11 +303,6 @@ class ResultsCollector:
         record = getattr(report, "llmjudge", None)
         if isinstance(record, dict):
             self.records.append({**record, "nodeid": report.nodeid, "outcome": report.outcome})
-        properties = dict(report.user_properties)
-        if "metric" not in properties or "suite" not in properties:
-            return
-        if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-            self.results.append({**properties, "outcome": report.outcome, "nodeid": report.nodeid})
 
     @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown without xdist
     def pytest_testnodedown(self, node: Any, error: Any) -> None:

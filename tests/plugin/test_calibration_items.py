@@ -110,7 +110,7 @@ def junit_properties(path: Path) -> dict[str, dict[str, str]]:
 def test_gate_passes_and_fails_per_language_with_full_diagnostics(pytester: pytest.Pytester) -> None:
     write_items(pytester.path / "items.jsonl")
     pytester.makefile(".yaml", cal=calibration_yaml("  threshold: 0.7\n  min_items: 20"))
-    result = pytester.runpytest("--llmjudge", "-v", "--junitxml=junit.xml")
+    result = pytester.runpytest("--llmjudge", "-v", "--junitxml=junit.xml", "--llmjudge-junit-properties")
     result.assert_outcomes(passed=1, failed=1)
     assert result.ret == 1
     result.stdout.fnmatch_lines(
@@ -209,8 +209,10 @@ def test_xdist_gives_the_same_verdicts(pytester: pytest.Pytester) -> None:
             '  threshold: 0.7\n  min_items: 20\n  xfail: {hi: {linguistic_acceptability: "one class too high"}}'
         ),
     )
-    pytester.runpytest("--llmjudge", "--junitxml=one.xml")
-    distributed = pytester.runpytest_subprocess("--llmjudge", "-n", "2", "--junitxml=two.xml", "-p", "no:cacheprovider")
+    pytester.runpytest("--llmjudge", "--junitxml=one.xml", "--llmjudge-junit-properties")
+    distributed = pytester.runpytest_subprocess(
+        "--llmjudge", "-n", "2", "--junitxml=two.xml", "-p", "no:cacheprovider", "--llmjudge-junit-properties"
+    )
     distributed.assert_outcomes(passed=4, failed=1, xfailed=1)
     one, two = junit_properties(pytester.path / "one.xml"), junit_properties(pytester.path / "two.xml")
     assert len(one) == 6
@@ -276,7 +278,7 @@ def test_calibrated_suite_items_fail_xfail_or_skip_in_uncalibrated_languages(
             ".yaml",
             **{f"suite_{policy}": suite_yaml(f"s-{policy}", loopback.openai_base_url, f"  uncalibrated: {policy}")},
         )
-    result = pytester.runpytest("--llmjudge", "-v", "-rsx", "--junitxml=junit.xml")
+    result = pytester.runpytest("--llmjudge", "-v", "-rsx", "--junitxml=junit.xml", "--llmjudge-junit-properties")
     # per suite: fr-1, bn-recorded (recorded score: not judge-scored) and mean[fr] pass;
     # bn-1, mean[bn] and mean[all] (it includes bn-1) meet the policy. Gate items: fr pass, bn fail.
     result.assert_outcomes(passed=3 * 3 + 1, failed=3 + 1, xfailed=3, skipped=3)

@@ -163,7 +163,7 @@ assert: [linguistic_acceptability >= 1]
     required = pytester.runpytest("--llmjudge", "--llmjudge-require-judge")
     required.assert_outcomes(errors=1)
     required.stdout.no_fnmatch_line("*Traceback*")
-    required.stdout.fnmatch_lines(["*OPENAI_API_KEY*--llmjudge-require-judge is set*"])
+    required.stdout.fnmatch_lines(["*OPENAI_API_KEY*llmjudge_require_judge is true, so this fails the run*"])
 
 
 def test_repeats_assert_on_the_mean_and_report_the_spread(
@@ -171,7 +171,7 @@ def test_repeats_assert_on_the_mean_and_report_the_spread(
 ) -> None:
     scripted_judge.scores = lambda q: 2 if (q.seed or 0) % 2 == 0 else 1
     pytester.makefile(".yaml", suite=live_suite(loopback.openai_base_url, extra="  repeats: 3\n  seed: 10"))
-    result = pytester.runpytest("--llmjudge", "-k", "fr-1 and linguistic", "--junitxml=r.xml")
+    result = pytester.runpytest("--llmjudge", "-k", "fr-1 and linguistic", "--junitxml=r.xml", "--llmjudge-junit-properties")
     result.assert_outcomes(passed=1)
     seeds = sorted(r.seed for r in loopback.requests)
     assert seeds == [10, 11, 12]
@@ -193,7 +193,7 @@ def test_junit_records_score_threshold_metric_language_judge_and_cache(
     pytester: pytest.Pytester, loopback: LoopbackServer
 ) -> None:
     pytester.makefile(".yaml", suite=live_suite(loopback.openai_base_url))
-    result = pytester.runpytest("--llmjudge", "--junitxml=r.xml")
+    result = pytester.runpytest("--llmjudge", "--junitxml=r.xml", "--llmjudge-junit-properties")
     result.assert_outcomes(passed=7)
     result.stdout.no_fnmatch_line("*record_property is incompatible*")
     properties = _properties(pytester.path / "r.xml")
@@ -206,7 +206,7 @@ def test_junit_records_score_threshold_metric_language_judge_and_cache(
     assert case["cached"] == "false"
     aggregate = properties["suite.yaml::mean(linguistic_acceptability)[all]"]
     assert aggregate["n_scored"] == "2" and aggregate["threshold"] == ">= 1.5"
-    pytester.runpytest("--llmjudge", "--junitxml=r2.xml")
+    pytester.runpytest("--llmjudge", "--junitxml=r2.xml", "--llmjudge-junit-properties")
     assert _properties(pytester.path / "r2.xml")["suite.yaml::ja-1[linguistic_acceptability]"]["cached"] == "true"
 
 
@@ -219,7 +219,7 @@ def test_xdist_gives_the_same_verdicts_and_junit(
         else (0 if q.metric == "hallucinations" else 2)
     )
     pytester.makefile(".yaml", suite=live_suite(loopback.openai_base_url))
-    result = pytester.runpytest_subprocess("--llmjudge", "-n", "2", "--junitxml=r.xml")
+    result = pytester.runpytest_subprocess("--llmjudge", "-n", "2", "--junitxml=r.xml", "--llmjudge-junit-properties")
     result.assert_outcomes(passed=4, failed=3)
     properties = _properties(pytester.path / "r.xml")
     assert len(properties) == 7

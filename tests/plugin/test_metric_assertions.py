@@ -43,7 +43,7 @@ aggregate:
 
 def test_metric_thresholds_pass_and_record_values(pytester: pytest.Pytester) -> None:
     pytester.makefile(".yaml", suite=SUITE)
-    result = pytester.runpytest("--llmjudge", "-v", "--junitxml=r.xml")
+    result = pytester.runpytest("--llmjudge", "-v", "--junitxml=r.xml", "--llmjudge-junit-properties")
     result.assert_outcomes(passed=17)
     xml = (pytester.path / "r.xml").read_text(encoding="utf-8")
     assert 'name="metric" value="citation_recall@2"' in xml

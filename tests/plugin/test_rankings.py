@@ -82,7 +82,7 @@ def test_recorded_verdicts_rank_agree_and_correlate(pytester: pytest.Pytester) -
     pytester.makefile(".jsonl", battles="\n".join(json.dumps(r) for r in recorded_battles()) + "\n")
     pytester.makefile(".yaml", arena=RECORDED)
     junit = pytester.path / "r.xml"
-    result = pytester.runpytest("--llmjudge", "-v", f"--junitxml={junit}")
+    result = pytester.runpytest("--llmjudge", "-v", f"--junitxml={junit}", "--llmjudge-junit-properties")
     result.assert_outcomes(passed=11, failed=1, xfailed=1)
     result.stdout.fnmatch_lines(
         [
@@ -172,14 +172,14 @@ def test_position_bias_is_exposed_by_random_order_and_cancels(
     judge.position_bias = 1.0
     write_cases(pytester)
     pytester.makefile(".yaml", arena=live_ranking(server.openai_base_url, "fixed"))
-    fixed = pytester.runpytest("--llmjudge", "--junitxml=fixed.xml")
+    fixed = pytester.runpytest("--llmjudge", "--junitxml=fixed.xml", "--llmjudge-junit-properties")
     fixed.assert_outcomes(passed=1, failed=3)
     board = _junit(pytester.path / "fixed.xml")["leaderboard[judge-hi]"]
     assert board["rank_1"].startswith("poor "), "listed first, so shown as A every time, so it 'wins' every time"
     assert max(_strengths(board)) - min(_strengths(board)) > 3
 
     pytester.makefile(".yaml", arena=live_ranking(server.openai_base_url, "random"))
-    shuffled = pytester.runpytest("--llmjudge", "--junitxml=random.xml")
+    shuffled = pytester.runpytest("--llmjudge", "--junitxml=random.xml", "--llmjudge-junit-properties")
     board = _junit(pytester.path / "random.xml")["leaderboard[judge-hi]"]
     assert board["first_slot_rate"] == "1.0" and board["position_bias_rate"] == "1.0", "the bias is exposed"
     assert max(_strengths(board)) - min(_strengths(board)) < 1.5, "and cancels: no system gains from the slot"
@@ -193,7 +193,9 @@ def test_random_order_recovers_the_ranking_under_partial_bias_and_is_cached(
     judge.position_bias = 0.3
     write_cases(pytester)
     pytester.makefile(".yaml", arena=live_ranking(server.openai_base_url, "random"))
-    result = pytester.runpytest("--llmjudge", "--junitxml=r.xml", "-v", "--llmjudge-report=json:r.json")
+    result = pytester.runpytest(
+        "--llmjudge", "--junitxml=r.xml", "-v", "--llmjudge-report=json:r.json", "--llmjudge-junit-properties"
+    )
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(["llmjudge: 60 pairwise judge call(s) planned"])
     (record,) = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))["rankings"]
@@ -218,7 +220,7 @@ def test_both_orders_turn_inconsistent_verdicts_into_ties(
     judge.position_bias = 0.3
     write_cases(pytester)
     pytester.makefile(".yaml", arena=live_ranking(server.openai_base_url, "both"))
-    result = pytester.runpytest("--llmjudge", "--junitxml=r.xml")
+    result = pytester.runpytest("--llmjudge", "--junitxml=r.xml", "--llmjudge-junit-properties")
     result.assert_outcomes(passed=4)
     assert server.stats()["requests"] == 120
     board = _junit(pytester.path / "r.xml")["leaderboard[judge-hi]"]

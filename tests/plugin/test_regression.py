@@ -51,7 +51,9 @@ def test_drop_fails_when_significant_warns_when_not_and_improvement_passes(pytes
     candidate = {"hi": [0] * 8 + [2] * 4, "fr": [1] + [2] * 11, "de": [2] * 12}
     pytester.makefile(".yaml", suite=suite_text(candidate))
     junit = pytester.path / "junit.xml"
-    result = pytester.runpytest("--llmjudge", "--llmjudge-baseline=prod", f"--junitxml={junit}", "-rA")
+    result = pytester.runpytest(
+        "--llmjudge", "--llmjudge-baseline=prod", f"--junitxml={junit}", "-rA", "--llmjudge-junit-properties"
+    )
     result.assert_outcomes(passed=36 + 2, failed=1, warnings=1)
     result.stdout.fnmatch_lines(
         [

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from pytest_llmjudge.redaction import redact_value, secrets_from_environment
 from pytest_llmjudge.report.json_report import dumps
 from pytest_llmjudge.report.model import (
     DEFAULT_PRICES,
@@ -19,10 +20,8 @@ from pytest_llmjudge.report.model import (
     estimate_cost,
     parse_prices,
     price_for,
-    redact_document,
     regression_status,
     rubric_hash,
-    secrets_from_environment,
 )
 
 
@@ -275,12 +274,25 @@ def test_secrets_are_found_and_redacted_everywhere() -> None:
     assert "custom-key-value" not in secrets_from_environment(environ)
     secrets = secrets_from_environment(environ, ["JUDGE_KEY_VAR"])
     assert set(secrets) == {"sk-secret-123456", "tok-abcdefgh", "custom-key-value"}
-    cleaned = redact_document({"a": ["x sk-secret-123456 y"], "tok-abcdefgh": 1, "n": 3}, secrets)
+    cleaned = redact_value({"a": ["x sk-secret-123456 y"], "tok-abcdefgh": 1, "n": 3}, secrets)
     assert cleaned == {"a": ["x *** y"], "***": 1, "n": 3}
     document = build_document(
         RunInputs(records=[case("a", "hi", 1, justification="key sk-secret-123456")], secrets=secrets)
     )
     assert "sk-secret-123456" not in dumps(document)
+
+
+def test_urls_with_credentials_are_redacted_in_the_document_without_known_secrets() -> None:
+    document = build_document(
+        RunInputs(
+            records=[case("a", "hi", 1, justification="see https://bob:hunter22@proxy.example/v1?api_key=k-123")],
+            run={"pytest_args": ["--llmjudge-base-url=http://user:pass@127.0.0.1:9/v1"]},
+        )
+    )
+    text = dumps(document)
+    assert "hunter22" not in text and "k-123" not in text and "user:pass" not in text
+    assert "https://***@proxy.example/v1?api_key=***" in text
+    assert "--llmjudge-base-url=http://***@127.0.0.1:9/v1" in text
 
 
 def test_paths_under_the_rootdir_become_relative() -> None:

@@ -12,7 +12,15 @@ import pytest
 from pytest_llmjudge.errors import StatisticsError, UnscoredError
 from pytest_llmjudge.judges.prompts import JudgeSettings
 from pytest_llmjudge.pairwise.bootstrap import bootstrap_leaderboard
-from pytest_llmjudge.pairwise.judge import Battle, Presentation, combine, is_swapped, position_bias, presentations_of
+from pytest_llmjudge.pairwise.judge import (
+    Battle,
+    Presentation,
+    combine,
+    is_swapped,
+    position_bias,
+    presentations_of,
+    recorded_position_bias,
+)
 from pytest_llmjudge.pairwise.prompts import PairwiseText, build_pairwise_request, parse_pairwise_reply
 from pytest_llmjudge.pairwise.cases import RankedCase
 from pytest_llmjudge.pairwise.ranking import (
@@ -303,3 +311,52 @@ def test_battles_with_the_same_case_id_in_two_languages_are_distinct_calls() -> 
     battles = [Battle("q1", lang, "a", "b", f"x {lang}", f"y {lang}") for lang in ("hi", "fr")]
     assert judge.submit(battles) == 4 and judge.submit(battles) == 0
     assert {("Hindi" in r.system, "French" in r.system) for r in runner.requests} == {(True, False), (False, True)}
+
+
+def test_recorded_position_bias_by_hand() -> None:
+    # (slot A, slot B, verdict) presented once each way round; hand-classified:
+    pairs = [
+        (("x", "y", "A"), ("y", "x", "B")),  # x both times: follows the content
+        (("x", "y", "A"), ("y", "x", "A")),  # slot A both times: follows the position
+        (("x", "z", "B"), ("z", "x", "B")),  # slot B both times: follows the position
+        (("y", "z", "tie"), ("z", "y", "tie")),  # a tie both times: consistent
+        (("y", "z", "A"), ("z", "y", "tie")),  # inconsistent, but not the same slot
+        (("x", "z", "A"), ("z", "x", None)),  # one verdict missing: left out
+    ]
+    bias = recorded_position_bias(pairs)  # type: ignore[arg-type]
+
+    assert bias.measured and bias.battles_both_orders == 5
+    assert bias.position_bias_rate == pytest.approx(2 / 5)
+    assert bias.inconsistent == 3 and bias.inconsistent_rate == pytest.approx(3 / 5)
+    assert (bias.decisive, bias.first_slot) == (7, 4)
+    # Wilson 95% for 2 of 5, from the formula: z = 1.959964.
+    z = 1.959963984540054
+    centre, half = (0.4 + z * z / 10) / (1 + z * z / 5), z * math.sqrt(0.24 / 5 + z * z / 100) / (1 + z * z / 5)
+    assert (bias.ci_low, bias.ci_high) == (pytest.approx(centre - half), pytest.approx(centre + half))
+    assert (round(bias.ci_low, 4), round(bias.ci_high, 4)) == (0.1176, 0.7693)
+
+
+def test_recorded_position_bias_rejects_a_pair_that_is_not_reversed() -> None:
+    with pytest.raises(ValueError, match="not a reversed pair"):
+        recorded_position_bias([(("x", "y", "A"), ("x", "y", "B"))])
+
+
+RELEASE = Path(__file__).resolve().parents[3] / "shared" / "data" / "pariksha"
+
+
+@pytest.mark.skipif(not RELEASE.is_dir(), reason="the PARIKSHA release is not beside the repository")
+def test_shipped_reversed_pairs_rebuild_byte_for_byte(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    scripts = Path(__file__).resolve().parents[2] / "scripts"
+    subprocess.run(
+        [sys.executable, str(scripts / "build_pariksha_reversed.py"), "--source", str(RELEASE), "--out", str(tmp_path)],
+        check=True,
+        capture_output=True,
+    )
+    shipped = scripts.parent / "example_suites" / "data" / "pariksha"
+    built = sorted(p.name for p in tmp_path.glob("reversed_*.jsonl"))
+    assert len(built) == 8
+    for name in built:
+        assert (tmp_path / name).read_bytes() == (shipped / name).read_bytes(), name

@@ -12,8 +12,9 @@
   They need the live judge: without credentials they skip (fail with
   ``--llmjudge-require-judge``), like suite items.
 
-Every item records JUnit ``user_properties`` (calibration, language, metric, judge and its
-numbers) and a structured ``llmjudge_result`` dict that travels with the report.
+Every item records its results for JUnit (``report.plugin.record_properties``: calibration,
+language, metric, judge and its numbers) and a structured ``llmjudge_result`` dict that
+travels with the report.
 :func:`guard_suite_item` runs before a suite item's test body: when the suite's judge names a
 calibration set and a judge-scored case's language failed its gate, the item fails (or
 xfails/skips, ``judge.uncalibrated``) with "judge <model> is not calibrated for <language>:
@@ -163,9 +164,9 @@ class _CalibrationItem(pytest.Item):
         raise pytest.skip.Exception(message, _use_item_location=True)
 
     def _record(self, **properties: Any) -> None:
-        for name, value in properties.items():
-            if value is not None:
-                self.user_properties.append((name, value if not isinstance(value, float) else round(value, 6)))
+        from pytest_llmjudge.report.plugin import record_properties
+
+        record_properties(self, ((n, round(v, 6) if isinstance(v, float) else v) for n, v in properties.items()))
 
     def _keep_result(self, kind: str, judge: str, passed: bool, result: dict[str, Any], **extra: Any) -> None:
         """The structured result of a sanity-check item (consistency, sensitivity) for the reports."""
@@ -364,7 +365,10 @@ def guard_suite_item(item: pytest.Item) -> None:
     first = failing[0]
     message = "\n".join(str(check.message) for check in failing)
     case_id = item.case.id if isinstance(item, CaseItem) else None
-    item.user_properties.extend(
+    from pytest_llmjudge.report.plugin import record_properties
+
+    record_properties(
+        item,
         [
             ("suite", suite.name),
             ("metric", metric),

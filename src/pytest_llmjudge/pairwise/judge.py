@@ -167,6 +167,9 @@ class PositionBias:
     inconsistent: int = 0
     inconsistent_rate: float | None = None
     note: str | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    """95% Wilson interval of a *measured* ``position_bias_rate`` (over battles judged in both orders)."""
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -181,6 +184,8 @@ class PositionBias:
             "inconsistent": self.inconsistent,
             "inconsistent_rate": self.inconsistent_rate,
             "note": self.note,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
         }
 
 
@@ -208,7 +213,10 @@ def position_bias(results: Iterable[BattleResult], order: OrderMode) -> Position
 
         p_value = float(binomtest(first, decisive, 0.5).pvalue)
     if order == "both":
+        from pytest_llmjudge.stats.proportion import wilson_interval
+
         bias = slot_following / both if both else None
+        low, high = wilson_interval(slot_following, both)
         return PositionBias(
             requests,
             decisive,
@@ -220,11 +228,38 @@ def position_bias(results: Iterable[BattleResult], order: OrderMode) -> Position
             both,
             inconsistent,
             inconsistent / both if both else None,
+            ci_low=low if both else None,
+            ci_high=high if both else None,
         )
     note = "fixed order: slot and system are confounded, the estimate is not meaningful" if order == "fixed" else None
     return PositionBias(
         requests, decisive, first, rate, p_value, None if rate is None else abs(2 * rate - 1), False, note=note
     )
+
+
+ShownVerdict = tuple[str, str, Outcome | None]
+"""One recorded presentation: (system in slot A, system in slot B, the slot verdict)."""
+
+
+def recorded_position_bias(pairs: Iterable[tuple[ShownVerdict, ShownVerdict]]) -> PositionBias:
+    """Position bias of recorded verdicts, from pairs judged in both orders (reversed duplicates).
+
+    Each pair is the same two systems on the same case, shown once each way round. It is
+    read as one battle asked in both orders, so the statistics are :func:`position_bias`'s
+    with ``order: both``: ``position_bias_rate`` is the share of pairs whose two verdicts
+    named the same slot (A then A, or B then B), with its Wilson interval. A pair with a
+    missing verdict on either side is left out.
+    """
+    results = []
+    for first, second in pairs:
+        if first[2] is None or second[2] is None:
+            continue
+        if (first[0], first[1]) != (second[1], second[0]):
+            raise ValueError(f"not a reversed pair: {first[:2]} and {second[:2]}")
+        battle = Battle("", "", first[0], first[1], "", "")
+        shown = (Presentation(swapped=False, slot_verdict=first[2]), Presentation(swapped=True, slot_verdict=second[2]))
+        results.append(combine(battle, shown))
+    return position_bias(results, "both")
 
 
 class PairwiseJudge:

@@ -221,9 +221,9 @@ class _RankingItem(pytest.Item):
         raise pytest.skip.Exception(message, _use_item_location=True)
 
     def _record(self, **properties: Any) -> None:
-        for name, value in properties.items():
-            if value is not None:
-                self.user_properties.append((name, value))
+        from pytest_llmjudge.report.plugin import record_properties
+
+        record_properties(self, properties.items())
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, RankingFailure):
@@ -370,7 +370,7 @@ class CheckItem(_RankingItem):
         if a.kind in ("agreement", "kendall_tau"):
             return "judge" in (a.a, a.b)
         if a.kind == "position_bias":
-            return True
+            return a.a is None  # position_bias(<source>) reads recorded reversed pairs
         if a.kind == "surrogate_tau":
             surrogate = self.ranking.surrogate
             return surrogate is not None and (surrogate.source or self.ranking.primary) == "judge"
@@ -493,14 +493,24 @@ class CheckItem(_RankingItem):
             context = f"  {a.a} top 5: {order_a}\n  {a.b} top 5: {order_b}"
             return tau, detail, context
         if a.kind == "position_bias":
-            bias = evaluator.position_bias(self.language)
+            bias = evaluator.position_bias(self.language, a.a)
             detail = bias.to_dict()
             if bias.position_bias_rate is None:
-                detail["problem"] = "no decisive verdict to measure position bias on"
+                detail["problem"] = (
+                    f"no reversed pair with both {a.a} verdicts in {self.language}"
+                    if a.a is not None
+                    else "no decisive verdict to measure position bias on"
+                )
             context = (
                 f"  first-slot share {_f(bias.first_slot_rate)} of {bias.decisive} decisive verdicts "
                 f"(binomial p {_f(bias.binomial_p, 4)})"
-                + (f"; inconsistent across orders {_f(bias.inconsistent_rate)}" if bias.measured else "")
+                + (
+                    f"; same slot both times in {bias.battles_both_orders} pairs: {_f(bias.position_bias_rate)} "
+                    f"[95% Wilson {_f(bias.ci_low)}, {_f(bias.ci_high)}]; inconsistent across orders "
+                    f"{_f(bias.inconsistent_rate)}"
+                    if bias.measured
+                    else ""
+                )
             )
             return bias.position_bias_rate, detail, context
         result_s = evaluator.surrogate(self.language)

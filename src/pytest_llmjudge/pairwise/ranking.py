@@ -53,7 +53,15 @@ from pydantic import ValidationError
 
 from pytest_llmjudge.errors import SuiteError
 from pytest_llmjudge.pairwise.cases import Matchup, RankedCase
-from pytest_llmjudge.pairwise.judge import Battle, BattleResult, OrderMode, Outcome, PositionBias, position_bias
+from pytest_llmjudge.pairwise.judge import (
+    Battle,
+    BattleResult,
+    OrderMode,
+    Outcome,
+    PositionBias,
+    position_bias,
+    recorded_position_bias,
+)
 from pytest_llmjudge.pairwise.schema import (
     LIVE_SOURCE,
     BootstrapConfig,
@@ -63,6 +71,7 @@ from pytest_llmjudge.pairwise.schema import (
     SurrogateConfig,
     VerdictSourceConfig,
 )
+from pytest_llmjudge.stats.proportion import wilson_interval
 from pytest_llmjudge.suite.build import validation_error
 from pytest_llmjudge.suite.loader import iter_jsonl, line_for, load_yaml
 from pytest_llmjudge.suite.schema import JudgeConfig
@@ -88,6 +97,7 @@ _PATTERNS: tuple[tuple[CheckKind, re.Pattern[str]], ...] = (
     ("agreement", re.compile(rf"^agreement\(\s*(?P<a>{_NAME})\s*,\s*(?P<b>{_NAME})\s*\)\s*{_OP}\s*{_NUM}$")),
     ("kendall_tau", re.compile(rf"^kendall_tau\(\s*(?P<a>{_NAME})\s*,\s*(?P<b>{_NAME})\s*\)\s*{_OP}\s*{_NUM}$")),
     ("position_bias", re.compile(rf"^position_bias\s*{_OP}\s*{_NUM}$")),
+    ("position_bias", re.compile(rf"^position_bias\(\s*(?P<a>{_NAME})\s*\)\s*{_OP}\s*{_NUM}$")),
     ("surrogate_tau", re.compile(rf"^surrogate_tau\s*{_OP}\s*{_NUM}$")),
 )
 
@@ -153,6 +163,8 @@ class Ranking:
     surrogate: SurrogateConfig | None = None
     task: str | None = None
     description: str | None = None
+    reversed_pairs: tuple[tuple[RecordedBattle, RecordedBattle], ...] = ()
+    """Recorded battles shown in both orders (``verdicts.reversed_pair``): position bias only."""
 
     @property
     def live(self) -> bool:
@@ -330,6 +342,7 @@ def load_ranking(path: Path) -> Ranking:
 
     # Recorded verdicts.
     battles: list[RecordedBattle] = []
+    reversed_records: dict[tuple[str, str], list[tuple[RecordedBattle, Path, int]]] = {}
     recorded: list[str] = []
     majority: set[str] = set()
     if config.verdicts is not None:
@@ -387,21 +400,37 @@ def load_ranking(path: Path) -> Ranking:
                             )
                         verdicts[source_name] = label  # type: ignore[assignment]
                 battle_id = _get(record, spec_v.id) if spec_v.id else None
-                battles.append(
-                    RecordedBattle(
-                        index=len(battles),
-                        case=case_id,
-                        language=language,
-                        system_a=first,
-                        system_b=second,
-                        verdicts=verdicts,
-                        votes=votes,
-                        battle_id=str(battle_id) if battle_id is not None else None,
-                    )
+                pair = _get(record, spec_v.reversed_pair) if spec_v.reversed_pair else None
+                recorded_battle = RecordedBattle(
+                    index=len(battles),
+                    case=case_id,
+                    language=language,
+                    system_a=first,
+                    system_b=second,
+                    verdicts=verdicts,
+                    votes=votes,
+                    battle_id=str(battle_id) if battle_id is not None else None,
                 )
+                if pair is not None:
+                    reversed_records.setdefault((language, str(pair)), []).append((recorded_battle, file, number))
+                else:
+                    battles.append(recorded_battle)
+    reversed_pairs = []
+    for (_, pair_id), members in sorted(reversed_records.items()):
+        (one, file, number), *rest = members
+        two = rest[0][0] if len(rest) == 1 else None
+        if two is None or (two.case, two.system_a, two.system_b) != (one.case, one.system_b, one.system_a):
+            raise SuiteError(
+                f"reversed pair {pair_id!r} needs exactly two records of the same case with the systems swapped "
+                f"(found {len(members)})",
+                path=file,
+                line=number,
+            )
+        reversed_pairs.append((one, two))
     if config.systems is not None:
         wanted = set(config.systems)
         battles = [b for b in battles if b.system_a in wanted and b.system_b in wanted]
+        reversed_pairs = [(x, y) for x, y in reversed_pairs if x.system_a in wanted and x.system_b in wanted]
 
     sources_all = tuple(recorded + ([LIVE_SOURCE] if config.judge is not None else []))
     primary = config.primary or (LIVE_SOURCE if config.judge is not None else recorded[0])
@@ -438,6 +467,11 @@ def load_ranking(path: Path) -> Ranking:
             unknown = [s for s in (a, b) if s not in sources_all]
             if unknown:
                 problem = f"{kind} compares verdict sources; {unknown[0]!r} is not one of {', '.join(sources_all)}"
+        elif kind == "position_bias" and a is not None:
+            if a not in recorded:
+                problem = f"position_bias({a}) measures a recorded source; {a!r} is not one of {', '.join(recorded)}"
+            elif config.verdicts is None or config.verdicts.reversed_pair is None:
+                problem = f"position_bias({a}) needs verdicts.reversed_pair (records shown in both orders)"
         elif kind == "position_bias" and config.judge is None:
             problem = "position_bias needs a live judge (judge:)"
         elif kind == "surrogate_tau" and config.surrogate is None:
@@ -490,6 +524,7 @@ def load_ranking(path: Path) -> Ranking:
         surrogate=config.surrogate,
         task=config.task,
         description=config.description,
+        reversed_pairs=tuple(reversed_pairs),
     )
 
 
@@ -502,20 +537,6 @@ def majority_verdict(votes: Sequence[Outcome]) -> Outcome | None:
 
 
 # -- statistics --------------------------------------------------------------------------------
-
-
-def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a proportion (Wilson 1927); ``(0, 1)`` for ``n = 0``."""
-    if n == 0:
-        return 0.0, 1.0
-    from scipy.stats import norm
-
-    z = float(norm.ppf(0.5 + confidence / 2))
-    p = successes / n
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 @dataclass(frozen=True)
@@ -790,7 +811,15 @@ class RankingEvaluator:
             confusion=dict(sorted(confusion.items())),
         )
 
-    def position_bias(self, language: str) -> PositionBias:
+    def position_bias(self, language: str, source: str | None = None) -> PositionBias:
+        """The live judge's position bias, or with ``source`` a recorded source's, from the
+        reversed pairs (``pairwise.judge.recorded_position_bias``)."""
+        if source is not None:
+            return recorded_position_bias(
+                ((x.system_a, x.system_b, x.verdicts.get(source)), (y.system_a, y.system_b, y.verdicts.get(source)))
+                for x, y in self.ranking.reversed_pairs
+                if x.language == language
+            )
         order: OrderMode = self.ranking.pairwise.order
         return position_bias(self.live_results(language), order)
 

@@ -94,6 +94,12 @@ class VerdictsConfig(_Strict):
     system_b: str = Field("system_b", description="Field naming the system shown as B.")
     language: str = "language"
     id: str | None = Field(None, description="Field with the battle's own id, for reports.")
+    reversed_pair: str | None = Field(
+        None,
+        description="Field naming the reversed pair a record belongs to: two records (the same systems on the same "
+        "case, shown in both orders) that measure a recorded source's position bias; such records are left out "
+        "of leaderboards and agreement.",
+    )
     sources: dict[str, str | VerdictSourceConfig] = Field(
         ..., description="Source name -> its verdict field (or {field, combine})."
     )

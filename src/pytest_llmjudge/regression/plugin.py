@@ -480,9 +480,9 @@ class RegressionItem(_Item):
             "n_baseline_unscored": len(result.baseline_unscored),
             "n_unscored": len(result.candidate_unscored),
         }
-        for name, value in properties.items():
-            if value is not None:
-                self.user_properties.append((name, value))
+        from pytest_llmjudge.report.plugin import record_properties
+
+        record_properties(self, properties.items())
 
     def _missing_text(self, result: RegressionResult) -> str:
         parts = []

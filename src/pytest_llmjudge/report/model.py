@@ -28,8 +28,8 @@ aggregated (no per-case threshold) takes n, mean and interval from its aggregate
 record missing a field shows ``null``; no usage or an unpriced model gives no cost
 (``estimated_cost_usd: null`` with the reason in ``cost_note``); several judge models in
 one run give no cost either (the accounting sums tokens over models). Secrets (API keys
-from the environment) are replaced by ``***`` everywhere in the document
-(:func:`redact_document`).
+from the environment, keys the runner sent, base-URL passwords) and credentials in any URL
+are replaced by ``***`` everywhere in the document (:func:`~pytest_llmjudge.redaction.redact_value`).
 """
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
+
+from pytest_llmjudge.redaction import redact_value
 
 FORMAT_NAME = "pytest-llmjudge-report"
 FORMAT_VERSION = 1
@@ -83,8 +85,6 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
 
 # A dated snapshot or alias of a priced model: gpt-4o-mini-2024-07-18, claude-opus-4-20250514.
 _SNAPSHOT = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
-_SECRET_NAME = re.compile(r"(API_KEY|APIKEY|_TOKEN|_SECRET|PASSWORD)$", re.IGNORECASE)
-MIN_SECRET_LENGTH = 6
 
 
 class PriceError(ValueError):
@@ -508,41 +508,6 @@ def clean_url(url: str | None) -> str | None:
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
-def secrets_from_environment(environ: Mapping[str, str], names: Iterable[str] = ()) -> list[str]:
-    """Values of variables that hold credentials: ``*_API_KEY``, ``*_TOKEN``, ... and ``names``."""
-    wanted = set(names)
-    found = {
-        value
-        for key, value in environ.items()
-        if (key in wanted or _SECRET_NAME.search(key)) and value and len(value) >= MIN_SECRET_LENGTH
-    }
-    return sorted(found, key=len, reverse=True)
-
-
-def redact_document(value: Any, secrets: Sequence[str]) -> Any:
-    """``value`` with every secret replaced by ``***`` in every string and key."""
-    if not secrets:
-        return value
-    ordered = sorted(secrets, key=len, reverse=True)
-
-    def clean(text: str) -> str:
-        for secret in ordered:
-            if secret in text:
-                text = text.replace(secret, "***")
-        return text
-
-    def walk(item: Any) -> Any:
-        if isinstance(item, str):
-            return clean(item)
-        if isinstance(item, Mapping):
-            return {clean(str(k)): walk(v) for k, v in item.items()}
-        if isinstance(item, (list, tuple)):
-            return [walk(v) for v in item]
-        return item
-
-    return walk(value)
-
-
 def _json_ready(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, str)):
         return value
@@ -671,4 +636,4 @@ def build_document(inputs: RunInputs) -> dict[str, Any]:
         **sections,
         "not_run": not_run,
     }
-    return redact_document(document, inputs.secrets)  # type: ignore[no-any-return]
+    return redact_value(document, inputs.secrets)  # type: ignore[no-any-return]

@@ -7,6 +7,14 @@ Registered as a feature plugin (``plugin.FEATURE_PLUGINS``); inert without ``--l
   from the directory pytest was invoked in; missing parent directories are created.
 * ini ``llmjudge_prices``: ``MODEL = INPUT OUTPUT`` lines, USD per 1M tokens, over the
   built-in table (:data:`~pytest_llmjudge.report.model.DEFAULT_PRICES`).
+* JUnit XML (``--junitxml``): each item's recorded results (:func:`record_properties`) go
+  into a ``<system-out>`` element of its testcase (``report/junit.py``), so the file stays
+  valid against ``junit-10.xsd``; ``--llmjudge-junit-properties`` (ini
+  ``llmjudge_junit_properties``) also writes them as testcase ``<properties>``, as before.
+* What leaves the process: the failure and skip text of the plugin's items, the values they
+  record and the terminal summary are redacted (:func:`run_secrets`, ``redaction.py``) and
+  control characters in them made visible (``escaping.py``), before pytest, xdist or JUnit
+  see them.
 
 The reports are written once, at session end, by the process that owns the terminal (the
 controller under pytest-xdist, which receives every item's record with its report). What
@@ -24,11 +32,14 @@ import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from collections.abc import Generator, Iterable
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_llmjudge.escaping import MULTILINE, ONE_LINE, escape_controls
 from pytest_llmjudge.plugin import is_enabled, results_key, scoreboard_key
+from pytest_llmjudge.redaction import redact
 
 if TYPE_CHECKING:
     from pytest_llmjudge.execution.runner import RunnerStats
@@ -54,6 +65,8 @@ class ReportState:
     document: dict[str, Any] | None = None
     written: list[tuple[str, Path]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    url_secrets: set[str] = field(default_factory=set)
+    """User names and passwords in the judges' base URLs (kept out of everything written)."""
 
 
 state_key = pytest.StashKey[ReportState]()
@@ -74,6 +87,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "Reports to write, one FORMAT:PATH per line (json or html), when --llmjudge-report is not given.",
         type="linelist",
         default=[],
+    )
+    group.addoption(
+        "--llmjudge-junit-properties",
+        action="store_true",
+        default=None,
+        dest="llmjudge_junit_properties",
+        help="Also write each item's results as <properties> of its JUnit testcase (not valid under junit-10.xsd).",
+    )
+    parser.addini(
+        "llmjudge_junit_properties",
+        "Also write each item's results as <properties> of its JUnit testcase (not valid under junit-10.xsd).",
+        type="bool",
+        default=False,
     )
     parser.addini(
         "llmjudge_prices",
@@ -108,6 +134,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state = ReportState(targets=targets, prices=prices)
     config.stash[state_key] = state
     config.pluginmanager.register(ReportRecorder(state), "llmjudge-report-recorder")
+    config.pluginmanager.register(JUnitSystemOut(config), "llmjudge-junit-system-out")
 
 
 def _suite_info(config: pytest.Config, suite: Suite) -> dict[str, Any]:
@@ -163,6 +190,17 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             seen.add(id(suite))
             info = _suite_info(session.config, suite)
             state.suites[f"{info['path']}::{info['name']}"] = info
+            state.url_secrets.update(_base_url_secrets(session.config, suite))
+
+
+def _base_url_secrets(config: pytest.Config, suite: Suite) -> list[str]:
+    from pytest_llmjudge.redaction import url_secrets
+
+    found = url_secrets(suite.judge.base_url)
+    board = config.stash.get(scoreboard_key, None)
+    if board is not None:
+        found += url_secrets(board.judge_settings(suite).base_url)
+    return found
 
 
 def _suite_item(nodeid: str) -> bool:
@@ -212,22 +250,130 @@ class ReportRecorder:
             self.state.suites[f"{info.get('path')}::{info.get('name')}"] = info
 
 
-def _secrets(config: pytest.Config, state: ReportState) -> list[str]:
-    """Credentials to keep out of the reports: the judge runner's keys and the environment's."""
-    from pytest_llmjudge.report.model import MIN_SECRET_LENGTH, secrets_from_environment
+def run_secrets(config: pytest.Config) -> list[str]:
+    """Credentials to keep out of everything written: environment keys, keys sent, base-URL passwords.
 
+    The environment's credential variables (``redaction.secrets_from_environment``, plus
+    each collected suite's ``api_key_env``), the keys the judge runner used, and the user
+    names and passwords in the judges' base URLs (command line, ini, suites), longest first.
+    """
+    from pytest_llmjudge.redaction import MIN_SECRET_LENGTH, secrets_from_environment, url_secrets
+
+    state = config.stash.get(state_key, None)
     names = []
-    for info in state.suites.values():
-        judge = info.get("judge") or {}
-        provider = str(judge.get("provider") or "")
-        names.append(f"{provider.upper().replace('-', '_')}_API_KEY")
-        if judge.get("api_key_env"):
-            names.append(str(judge["api_key_env"]))
-    found = set(secrets_from_environment(os.environ, names))
+    found: set[str] = set()
+    if state is not None:
+        found.update(state.url_secrets)
+        for info in state.suites.values():
+            judge = info.get("judge") or {}
+            provider = str(judge.get("provider") or "")
+            names.append(f"{provider.upper().replace('-', '_')}_API_KEY")
+            if judge.get("api_key_env"):
+                names.append(str(judge["api_key_env"]))
+    found.update(secrets_from_environment(os.environ, names))
     board = config.stash.get(scoreboard_key, None)
-    if board is not None and board.runner_started:
-        found.update(s for s in board.runner.secrets if s and len(s) >= MIN_SECRET_LENGTH)
+    if board is not None:
+        found.update(url_secrets(board.settings.base_url))
+        if board.runner_started:
+            found.update(s for s in board.runner.secrets if s and len(s) >= MIN_SECRET_LENGTH)
     return sorted(found, key=len, reverse=True)
+
+
+def clean_text(text: str, secrets: Iterable[str], keep: str = MULTILINE) -> str:
+    """``text`` redacted, then with its control characters made visible: safe to write anywhere."""
+    return escape_controls(redact(text, list(secrets)), keep)
+
+
+def junit_properties_enabled(config: pytest.Config) -> bool:
+    option = config.getoption("llmjudge_junit_properties", None)
+    return bool(option) if option is not None else bool(config.getini("llmjudge_junit_properties"))
+
+
+def record_properties(item: pytest.Item, properties: Iterable[tuple[str, Any]]) -> None:
+    """Record an item's results for JUnit: ``(name, value)`` pairs, ``None`` values left out.
+
+    They are kept on the item as ``llmjudge_properties`` (redacted and control-escaped text)
+    for its ``<system-out>``; with ``--llmjudge-junit-properties`` they also go to
+    ``item.user_properties``, which pytest writes as testcase ``<properties>``.
+    """
+    secrets = run_secrets(item.config)
+    recorded: list[tuple[str, str]] = item.__dict__.setdefault("llmjudge_properties", [])
+    opted_in = junit_properties_enabled(item.config)
+    for name, value in properties:
+        if value is None:
+            continue
+        text = clean_text(str(value), secrets)
+        recorded.append((name, text))
+        if opted_in:
+            item.user_properties.append((name, value if text == str(value) else text))
+
+
+def _own_item(item: pytest.Item) -> bool:
+    return type(item).__module__.startswith("pytest_llmjudge.")
+
+
+def _clean_longrepr(report: pytest.TestReport, secrets: list[str]) -> None:
+    """The failure or skip text of one of the plugin's items, redacted and escaped in place.
+
+    A skip is ``(path, line, message)``; a failure is the item's ``repr_failure`` text, or
+    for an unexpected exception pytest's traceback, which is turned into plain text so it
+    can be cleaned too.
+    """
+    longrepr = report.longrepr
+    if longrepr is None:
+        return
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        path, line, message = longrepr
+        report.longrepr = (path, line, clean_text(str(message), secrets))
+    else:
+        report.longrepr = clean_text(str(longrepr), secrets)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """The plugin's items' reports: text cleaned, recorded results attached (they travel under xdist)."""
+    report = yield
+    if not is_enabled(item.config) or not _own_item(item):
+        return report
+    if report.longrepr is not None:
+        _clean_longrepr(report, run_secrets(item.config))
+    recorded = item.__dict__.get("llmjudge_properties")
+    if recorded and call.when == "call":
+        report.llmjudge_junit = [list(pair) for pair in recorded]  # type: ignore[attr-defined]
+    return report
+
+
+class JUnitSystemOut:
+    """Writes each item's recorded results as a ``<system-out>`` of its JUnit testcase.
+
+    Runs after pytest's own JUnit writer handled the same report (trylast), on the process
+    that writes the file (the controller under xdist), and works whatever ``junit_logging``
+    says. The call report is the last one before the teardown report closes the testcase.
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        recorded = getattr(report, "llmjudge_junit", None)
+        if not recorded or report.when != "call":
+            return
+        from xml.etree import ElementTree
+
+        from _pytest.junitxml import bin_xml_escape, xml_key
+
+        from pytest_llmjudge.report.junit import system_out
+
+        xml = self.config.stash.get(xml_key, None)
+        if xml is None:
+            return
+        outcome = self.config.stash[state_key].xfail.get(report.nodeid) or report.outcome
+        element = ElementTree.Element("system-out")
+        element.text = bin_xml_escape(system_out([(str(n), str(v)) for n, v in recorded], outcome))
+        xml.node_reporter(report).append(element)
 
 
 def build(config: pytest.Config, exit_status: int | None = None) -> dict[str, Any] | None:
@@ -239,7 +385,8 @@ def build(config: pytest.Config, exit_status: int | None = None) -> dict[str, An
     if state.document is not None:
         return state.document
     import pytest_llmjudge
-    from pytest_llmjudge.report.model import RunInputs, build_document, redact_document
+    from pytest_llmjudge.redaction import redact_value
+    from pytest_llmjudge.report.model import RunInputs, build_document
 
     stats: RunnerStats | None = collector.run_stats()
     settings = None
@@ -247,14 +394,14 @@ def build(config: pytest.Config, exit_status: int | None = None) -> dict[str, An
     if board is not None:
         settings = board.settings
     randomly_seed = config.getoption("randomly_seed", None)
-    secrets = _secrets(config, state)
+    secrets = run_secrets(config)
     run = {
         "timestamp": datetime.fromtimestamp(state.started, timezone.utc).isoformat(timespec="seconds"),
         "duration_s": round(time.time() - state.started, 2),
         "plugin_version": pytest_llmjudge.__version__,
         "pytest_version": pytest.__version__,
         "python_version": platform.python_version(),
-        "pytest_args": redact_document(list(config.invocation_params.args), secrets),
+        "pytest_args": redact_value(list(config.invocation_params.args), secrets),
         "exit_status": None if exit_status is None else int(exit_status),
         "xdist_workers": state.workers,
         "pytest_randomly_seed": randomly_seed if isinstance(randomly_seed, int) else None,
@@ -340,7 +487,8 @@ def write_terminal_summary(
     if lines:
         terminalreporter.write_sep("=", "llmjudge summary")
         for text, style in lines:
-            terminalreporter.write_line(text, **({style: True} if style else {}))
+            # The document is redacted already; its names and ids may still hold control characters.
+            terminalreporter.write_line(escape_controls(text, ONE_LINE), **({style: True} if style else {}))
 
 
 @pytest.hookimpl(trylast=True)

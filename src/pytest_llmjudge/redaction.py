@@ -1,0 +1,89 @@
+"""Credentials kept out of everything the plugin writes: reports, JUnit XML, the terminal.
+
+Two kinds of credential are replaced by :data:`MASK` (``***``):
+
+* **known secrets**: the values of variables that hold credentials (names ending in
+  ``API_KEY``, ``APIKEY``, ``_TOKEN``, ``_SECRET`` or ``PASSWORD``, and any names a suite
+  gives as ``judge.api_key_env``), the keys the judge runner sent, and the user name and
+  password of any judge base URL. Wherever they appear: a provider error quoting the key,
+  a judge's justification or raw reply echoing it, an argument on the command line.
+  The longest secret is replaced first, so a secret that contains another is hidden whole.
+* **credentials in URLs**, whether or not they are known: the user info of any
+  ``scheme://user:pass@host`` (``http://***@host``) and the value of any query parameter
+  whose name says it holds one (``?api_key=``, ``&token=``, ``sig=``, ...).
+
+Degenerate cases: a value shorter than :data:`MIN_SECRET_LENGTH` characters is never
+treated as a secret (masking ``abc`` everywhere would garble ordinary text and hide
+nothing worth hiding); no secrets leaves only the URL rules; text without either is
+returned unchanged. Used by the reports (``report/``), the JUnit output and the failure
+text of every item; :func:`redact` is pure, so other code (the cache) can call it too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+MASK = "***"
+MIN_SECRET_LENGTH = 6
+_SECRET_NAME = re.compile(r"(API_KEY|APIKEY|_TOKEN|_SECRET|PASSWORD)$", re.IGNORECASE)
+# scheme://userinfo@ : userinfo can't hold "/", "?", "#" or whitespace, and ends at the last "@".
+_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^\s/?#\"'<>]+)@")
+_SECRET_PARAM = re.compile(
+    r"(?P<name>[?&;][A-Za-z0-9_.-]*(?:key|token|secret|password|passwd|pwd|sig|signature|credential|auth)"
+    r"[A-Za-z0-9_.-]*=)(?P<value>[^&#;\s\"'<>]+)",
+    re.IGNORECASE,
+)
+
+
+def secrets_from_environment(environ: Mapping[str, str], names: Iterable[str] = ()) -> list[str]:
+    """Values of variables that hold credentials: ``*_API_KEY``, ``*_TOKEN``, ... and ``names``."""
+    wanted = set(names)
+    found = {
+        value
+        for key, value in environ.items()
+        if (key in wanted or _SECRET_NAME.search(key)) and value and len(value) >= MIN_SECRET_LENGTH
+    }
+    return sorted(found, key=len, reverse=True)
+
+
+def url_secrets(url: str | None) -> list[str]:
+    """The user name and password in ``url`` (``http://user:pass@host``), long enough to be secrets."""
+    if not url:
+        return []
+    try:
+        parts = urlsplit(url)
+        found = [parts.username, parts.password]
+    except ValueError:
+        return []
+    return [value for value in found if value and len(value) >= MIN_SECRET_LENGTH]
+
+
+def redact(text: str, secrets: Sequence[str] = ()) -> str:
+    """``text`` with every secret, URL user info and credential query value replaced by ``***``."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        if len(secret) >= MIN_SECRET_LENGTH and secret in text:
+            text = text.replace(secret, MASK)
+    if "://" in text:
+        text = _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", text)
+    if "=" in text:
+        text = _SECRET_PARAM.sub(lambda m: f"{m['name']}{MASK}", text)
+    return text
+
+
+def redact_value(value: Any, secrets: Sequence[str] = ()) -> Any:
+    """``value`` (JSON-like: dicts, lists, strings) with :func:`redact` applied to every string and key."""
+    ordered = sorted(secrets, key=len, reverse=True)
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            return redact(item, ordered)
+        if isinstance(item, Mapping):
+            return {redact(str(k), ordered): walk(v) for k, v in item.items()}
+        if isinstance(item, (list, tuple)):
+            return [walk(v) for v in item]
+        return item
+
+    return walk(value)
