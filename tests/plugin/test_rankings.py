@@ -115,6 +115,72 @@ def test_invalid_ranking_is_one_located_error(pytester: pytest.Pytester) -> None
     result.stdout.fnmatch_lines(["*invalid ranking: *arena.yaml:12: assert[[]0[]]: can't read assertion*"])
 
 
+# -- recorded position bias (reversed pairs) -------------------------------------------------------
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "example_suites"
+
+
+def _same_slot_rates(source: str) -> dict[str, tuple[int, int]]:
+    """Independently of the plugin: per language, (pairs whose two verdicts named the same slot,
+    pairs with both verdicts), from the shipped reversed_<code>.jsonl files."""
+    counts: dict[str, tuple[int, int]] = {}
+    for path in sorted((EXAMPLES / "data" / "pariksha").glob("reversed_*.jsonl")):
+        pairs: dict[str, list[dict[str, object]]] = {}
+        for line in path.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            pairs.setdefault(record["reversed_pair"], []).append(record)
+        same = n = 0
+        for one, two in pairs.values():
+            if source == "gpt4":
+                first, second = one["gpt4"], two["gpt4"]
+            else:  # strict majority of the annotators, as the arena's `combine: majority`
+                first, second = (_majority(list(r["human"].values())) for r in (one, two))  # type: ignore[union-attr]
+            if first is None or second is None:
+                continue
+            n += 1
+            same += first == second and first != "tie"
+        counts[path.stem.split("_")[1]] = (same, n)
+    return counts
+
+
+def _majority(votes: list[str]) -> str | None:
+    for label in set(votes):
+        if 2 * votes.count(label) > len(votes):
+            return label
+    return None
+
+
+def test_arena_position_bias_equals_an_independent_count_of_the_shipped_reversed_pairs(
+    pytester: pytest.Pytester,
+) -> None:
+    recorder = pytester.inline_run(
+        "--llmjudge", str(EXAMPLES / "pariksha_arena.yaml"), "-k", "position_bias", "-p", "no:randomly"
+    )
+    reports = [r for r in recorder.getreports("pytest_runtest_logreport") if r.when == "call"]
+    measured = {(r.llmjudge["expr"], r.llmjudge["language"]): r.llmjudge for r in reports}  # type: ignore[attr-defined]
+    assert len(measured) == 16
+    for source in ("gpt4", "human"):
+        for language, (same, n) in _same_slot_rates(source).items():
+            result = measured[(f"position_bias({source}) <= 0.15", language)]
+            assert result["battles_both_orders"] == n and n >= 40
+            assert result["value"] == pytest.approx(same / n)
+            assert result["ci_low"] <= result["value"] < result["ci_high"]
+    hi = measured[("position_bias(gpt4) <= 0.15", "hi")]
+    assert (round(hi["value"], 3), hi["battles_both_orders"]) == (0.204, 108)  # the xfail reason's numbers
+
+
+def test_a_reversed_pair_needs_both_presentations(pytester: pytest.Pytester) -> None:
+    record = {"query": "q1", "language": "hi", "a": "good", "b": "poor", "gpt": "A", "pair": "p1", "people": {}}
+    pytester.makefile(".jsonl", battles=json.dumps(record) + "\n")
+    pytester.makefile(
+        ".yaml",
+        arena=RECORDED.replace("  case: query", "  case: query\n  reversed_pair: pair"),
+    )
+    result = pytester.runpytest("--llmjudge")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*reversed pair 'p1' needs exactly two records*(found 1)*"])
+
+
 # -- live pairwise judge -------------------------------------------------------------------------
 
 
