@@ -1,4 +1,4 @@
-"""The judge reply cache (``execution.cache``): content-addressed, atomic, never holds keys."""
+"""The judge reply cache (``execution.cache``): content-addressed, atomic, verified on read, never holds keys."""
 
 from __future__ import annotations
 
@@ -96,7 +96,9 @@ def test_the_payload_covers_every_request_field() -> None:
 def test_rubric_text_changes_the_key_through_the_prompt() -> None:
     la = BUILTIN_RUBRICS["linguistic_acceptability"]
     settings = JudgeSettings(provider="openai", model="m")
-    edited = dataclasses.replace(la, description=la.description + " Be strict.")
+    edited = dataclasses.replace(
+        la, description=la.description + " Be strict.", detailed_description=la.detailed_description + " Be strict."
+    )
     original = build_request([la], JudgedText(language="hi", output="x"), settings)
     changed = build_request([edited], JudgedText(language="hi", output="x"), settings)
     assert key_of(original) != key_of(changed)
@@ -140,8 +142,9 @@ def test_entry_layout_and_content(tmp_path: Path) -> None:
 def test_non_ascii_replies_round_trip(tmp_path: Path) -> None:
     cache = JudgeCache(tmp_path)
     reply = ProviderReply(text='{"justification": "स्वाभाविक", "score": 2}', model="m")
-    cache.put("ab" * 32, {"user": "日本語"}, reply)
-    hit = cache.get("ab" * 32)
+    key = cache_key({"user": "日本語"})
+    cache.put(key, {"user": "日本語"}, reply)
+    hit = cache.get(key)
     assert hit is not None and hit.reply == reply
 
 
@@ -204,60 +207,58 @@ def test_binary_garbage_is_a_miss(tmp_path: Path) -> None:
     assert cache.get(key) is None
 
 
-def test_an_entry_without_usage_reads_as_zero_usage(tmp_path: Path) -> None:
-    cache = JudgeCache(tmp_path)
-    key = "cd" * 32
-    path = tmp_path / "v1" / "cd" / f"{key}.json"
-    path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({"reply": {"text": "t"}}), encoding="utf-8")
-
-    hit = cache.get(key)
-    assert hit is not None
-    assert hit.reply == ProviderReply(text="t", model="", usage=Usage(0, 0))
-
-
 # --------------------------------------------------------------------------- modes
+
+
+EMPTY = cache_key({})
+OTHER = cache_key({"other": 1})
 
 
 def test_mode_use_reads_and_writes(tmp_path: Path) -> None:
     cache = JudgeCache(tmp_path, mode="use")
-    cache.put("aa" * 32, {}, REPLY)
-    assert cache.get("aa" * 32) is not None
+    cache.put(EMPTY, {}, REPLY)
+    assert cache.get(EMPTY) is not None
 
 
 def test_mode_refresh_writes_but_never_reads(tmp_path: Path) -> None:
-    JudgeCache(tmp_path).put("aa" * 32, {}, REPLY)
+    JudgeCache(tmp_path).put(EMPTY, {}, REPLY)
     refresh = JudgeCache(tmp_path, mode="refresh")
 
-    assert refresh.get("aa" * 32) is None
-    refresh.put("aa" * 32, {}, ProviderReply(text="re-judged", model="m"))
-    hit = JudgeCache(tmp_path).get("aa" * 32)
+    assert refresh.get(EMPTY) is None
+    refresh.put(EMPTY, {}, ProviderReply(text="re-judged", model="m"))
+    hit = JudgeCache(tmp_path).get(EMPTY)
     assert hit is not None and hit.reply.text == "re-judged"
 
 
 def test_mode_off_neither_reads_nor_writes(tmp_path: Path) -> None:
-    JudgeCache(tmp_path).put("aa" * 32, {}, REPLY)
+    JudgeCache(tmp_path).put(EMPTY, {}, REPLY)
     off = JudgeCache(tmp_path, mode="off")
 
-    assert off.get("aa" * 32) is None
-    off.put("bb" * 32, {}, REPLY)
-    assert not (tmp_path / "v1" / "bb").exists()
+    assert off.get(EMPTY) is None
+    off.put(OTHER, {"other": 1}, REPLY)
+    assert not (tmp_path / "v1" / OTHER[:2]).exists()
 
 
 def test_no_root_means_off(tmp_path: Path) -> None:
     cache = JudgeCache(None, mode="use")
     assert cache.mode == "off"
     assert cache.root is None
-    cache.put("aa" * 32, {}, REPLY)
-    assert cache.get("aa" * 32) is None
+    cache.put(EMPTY, {}, REPLY)
+    assert cache.get(EMPTY) is None
 
 
 def test_the_root_is_created_on_first_write(tmp_path: Path) -> None:
     root = tmp_path / "deep" / "cache"
     cache = JudgeCache(root)
     assert not root.exists()
-    cache.put("aa" * 32, {}, REPLY)
-    assert (root / "v1" / "aa").is_dir()
+    cache.put(EMPTY, {}, REPLY)
+    assert (root / "v1" / EMPTY[:2]).is_dir()
+
+
+def test_a_key_that_is_not_the_requests_hash_is_refused_on_write(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="not the hash of the request"):
+        JudgeCache(tmp_path).put("aa" * 32, {}, REPLY)
+    assert all_files(tmp_path) == []
 
 
 # --------------------------------------------------------------------------- secrets
@@ -315,26 +316,27 @@ def test_a_real_provider_round_trip_caches_no_key(tmp_path: Path, monkeypatch: p
 # --------------------------------------------------------------------------- concurrency
 
 WRITES = 200
+SHARED = {"shared": True}
 
 
 def _writer(root: str, worker: int, shared_key: str) -> None:
     """Write the shared key and an own key alternately, reading the shared one back."""
     cache = JudgeCache(Path(root))
-    own_key = f"{worker:02d}" + "f" * 62
     payload = {"worker": worker}
+    own_key = cache_key(payload)
     for index in range(WRITES):
         if index % 2:
             cache.put(own_key, payload, ProviderReply(text=f"own {worker} {index}", model="m"))
         else:
             # Every writer stores the same reply under the shared key, as real workers would.
-            cache.put(shared_key, {"shared": True}, ProviderReply(text="shared reply", model="m"))
+            cache.put(shared_key, SHARED, ProviderReply(text="shared reply", model="m"))
         hit = cache.get(shared_key)
         if hit is not None and hit.reply.text != "shared reply":
             raise AssertionError(f"torn shared entry: {hit.reply.text!r}")
 
 
 def test_concurrent_writers_leave_only_complete_files(tmp_path: Path) -> None:
-    shared_key = "ee" * 32
+    shared_key = cache_key(SHARED)
     context = multiprocessing.get_context("spawn")
     processes = [context.Process(target=_writer, args=(str(tmp_path), worker, shared_key)) for worker in range(4)]
     for process in processes:
@@ -353,7 +355,7 @@ def test_concurrent_writers_leave_only_complete_files(tmp_path: Path) -> None:
     shared = cache.get(shared_key)
     assert shared is not None and shared.reply.text == "shared reply"
     for worker in range(4):
-        own = cache.get(f"{worker:02d}" + "f" * 62)
+        own = cache.get(cache_key({"worker": worker}))
         assert own is not None and own.reply.text == f"own {worker} {WRITES - 1}"
 
 
@@ -368,11 +370,225 @@ def test_a_failed_write_leaves_no_temp_file(tmp_path: Path) -> None:
     assert all_files(tmp_path) == []
     assert cache.get("aa" * 32) is None
 
+    # A failure in the store's write (after the record is built) leaves no temporary file either.
+    (tmp_path / "v1" / EMPTY[:2]).mkdir(parents=True)
+    (tmp_path / "v1" / EMPTY[:2] / f"{EMPTY}.json").mkdir()  # os.replace can't put a file over a directory
+    with pytest.raises(OSError):
+        cache.put(EMPTY, {}, REPLY)
+    assert all_files(tmp_path) == []
+
 
 def test_writes_do_not_depend_on_the_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     cache = JudgeCache(tmp_path / "cache")
-    cache.put("aa" * 32, {}, REPLY)
+    cache.put(EMPTY, {}, REPLY)
     assert os.listdir(elsewhere) == []
+
+
+# --------------------------------------------------------------------------- verification on read
+
+
+def entry_path(root: Path, key: str) -> Path:
+    return root / "v1" / key[:2] / f"{key}.json"
+
+
+def rejecting(cache: JudgeCache) -> list[tuple[str, str]]:
+    seen: list[tuple[str, str]] = []
+    cache.on_reject = lambda key, reason: seen.append((key, reason))
+    return seen
+
+
+def recompute_checksum(record: dict[str, Any]) -> None:
+    """What a deliberate forger without the secret does after editing a reply."""
+    import hashlib
+
+    canonical = json.dumps(record["reply"], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    record["reply_sha256"] = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def test_an_entry_stores_a_checksum_of_its_reply(tmp_path: Path) -> None:
+    import hashlib
+
+    key = key_of(BASE)
+    JudgeCache(tmp_path).put(key, BASE.cache_payload(), REPLY)
+    record = json.loads(entry_path(tmp_path, key).read_text(encoding="utf-8"))
+    canonical = json.dumps(record["reply"], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert record["reply_sha256"] == hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    assert "hmac_sha256" not in record
+
+
+def test_a_misplaced_entry_is_rejected_and_repaired(tmp_path: Path) -> None:
+    cache = JudgeCache(tmp_path)
+    other = dataclasses.replace(BASE, user="Rate that.")
+    cache.put(key_of(other), other.cache_payload(), ProviderReply(text='{"score": 0}', model="m"))
+    # A file copied (or restored) under another request's key: intact, but not the answer to BASE.
+    key = key_of(BASE)
+    entry_path(tmp_path, key).parent.mkdir(parents=True, exist_ok=True)
+    entry_path(tmp_path, key).write_bytes(entry_path(tmp_path, key_of(other)).read_bytes())
+    seen = rejecting(cache)
+
+    assert cache.get(key) is None
+    assert seen == [(key, "its request does not hash to its key (a copied or misplaced entry)")]
+    cache.put(key, BASE.cache_payload(), REPLY)
+    hit = cache.get(key)
+    assert hit is not None and hit.reply == REPLY
+
+
+def test_a_verdict_edited_from_0_to_2_is_rejected(tmp_path: Path) -> None:
+    cache = JudgeCache(tmp_path)
+    key = key_of(BASE)
+    cache.put(key, BASE.cache_payload(), ProviderReply(text='{"score": 0}', model="m"))
+    path = entry_path(tmp_path, key)
+    path.write_text(path.read_text(encoding="utf-8").replace('\\"score\\": 0', '\\"score\\": 2'), encoding="utf-8")
+    assert '\\"score\\": 2' in path.read_text(encoding="utf-8")  # the edit landed
+    seen = rejecting(cache)
+
+    assert cache.get(key) is None
+    assert [reason for _, reason in seen] == ["its reply does not match its checksum (edited or damaged)"]
+
+
+def test_without_a_secret_a_recomputed_checksum_is_accepted(tmp_path: Path) -> None:
+    # Documented limit (docs/cache.md): the checksum catches accidents and naive edits, not
+    # a forger who recomputes it. That is what signing is for (next tests).
+    cache = JudgeCache(tmp_path)
+    key = key_of(BASE)
+    cache.put(key, BASE.cache_payload(), ProviderReply(text='{"score": 0}', model="m"))
+    record = json.loads(entry_path(tmp_path, key).read_text(encoding="utf-8"))
+    record["reply"]["text"] = '{"score": 2}'
+    recompute_checksum(record)
+    entry_path(tmp_path, key).write_text(json.dumps(record), encoding="utf-8")
+
+    hit = cache.get(key)
+    assert hit is not None and hit.reply.text == '{"score": 2}'
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("text", None),
+        ("text", 2),
+        ("model", None),
+        ("usage", None),
+        ("usage", {"input_tokens": "many", "output_tokens": 1}),
+        ("usage", {"input_tokens": True, "output_tokens": 1}),
+    ],
+)
+def test_a_wrongly_shaped_reply_is_rejected_even_with_a_matching_checksum(
+    tmp_path: Path, field: str, value: Any
+) -> None:
+    cache = JudgeCache(tmp_path)
+    key = key_of(BASE)
+    cache.put(key, BASE.cache_payload(), REPLY)
+    record = json.loads(entry_path(tmp_path, key).read_text(encoding="utf-8"))
+    record["reply"][field] = value
+    recompute_checksum(record)
+    entry_path(tmp_path, key).write_text(json.dumps(record), encoding="utf-8")
+    seen = rejecting(cache)
+
+    assert cache.get(key) is None
+    assert len(seen) == 1
+
+
+def test_an_entry_without_a_checksum_is_rejected(tmp_path: Path) -> None:
+    # The format before checksums: read once as a miss, re-asked and rewritten.
+    key = key_of(BASE)
+    path = entry_path(tmp_path, key)
+    path.parent.mkdir(parents=True)
+    legacy = {"key": key, "request": BASE.cache_payload(), "reply": {"text": "t", "model": "m"}}
+    path.write_text(json.dumps(legacy), encoding="utf-8")
+    cache = JudgeCache(tmp_path)
+    seen = rejecting(cache)
+    assert cache.get(key) is None
+    assert seen == [(key, "not a cache entry")]
+
+
+# --------------------------------------------------------------------------- signing
+
+SECRET = "cache-signing-secret-0123456789"
+
+
+def test_a_signed_entry_round_trips_and_the_secret_is_stored_nowhere(tmp_path: Path) -> None:
+    cache = JudgeCache(tmp_path, secret=SECRET)
+    key = key_of(BASE)
+    cache.put(key, BASE.cache_payload(), REPLY)
+    hit = cache.get(key)
+    assert hit is not None and hit.reply == REPLY
+    record = json.loads(entry_path(tmp_path, key).read_text(encoding="utf-8"))
+    assert len(record["hmac_sha256"]) == 64
+    for path in all_files(tmp_path):
+        assert SECRET.encode() not in path.read_bytes()
+
+
+def test_with_a_secret_an_unsigned_entry_is_rejected(tmp_path: Path) -> None:
+    key = key_of(BASE)
+    JudgeCache(tmp_path).put(key, BASE.cache_payload(), REPLY)  # written without the secret
+    signed = JudgeCache(tmp_path, secret=SECRET)
+    seen = rejecting(signed)
+    assert signed.get(key) is None
+    assert seen == [(key, "unsigned, and a cache secret is set")]
+
+    signed.put(key, BASE.cache_payload(), REPLY)  # the repair is signed
+    assert signed.get(key) is not None
+
+
+def test_an_entry_signed_with_another_secret_is_rejected(tmp_path: Path) -> None:
+    key = key_of(BASE)
+    JudgeCache(tmp_path, secret="some-other-secret-42").put(key, BASE.cache_payload(), REPLY)
+    signed = JudgeCache(tmp_path, secret=SECRET)
+    seen = rejecting(signed)
+    assert signed.get(key) is None
+    assert seen == [(key, "its signature does not verify with this cache secret")]
+
+
+def test_with_a_secret_a_forged_verdict_with_a_recomputed_checksum_is_rejected(tmp_path: Path) -> None:
+    cache = JudgeCache(tmp_path, secret=SECRET)
+    key = key_of(BASE)
+    cache.put(key, BASE.cache_payload(), ProviderReply(text='{"score": 0}', model="m"))
+    record = json.loads(entry_path(tmp_path, key).read_text(encoding="utf-8"))
+    record["reply"]["text"] = '{"score": 2}'
+    recompute_checksum(record)
+    entry_path(tmp_path, key).write_text(json.dumps(record), encoding="utf-8")
+    seen = rejecting(cache)
+
+    assert cache.get(key) is None
+    assert seen == [(key, "its signature does not verify with this cache secret")]
+
+
+def test_the_secret_comes_from_the_environment() -> None:
+    from pytest_llmjudge.execution.cache import secret_from_environment
+
+    assert secret_from_environment({"LLMJUDGE_CACHE_SECRET": SECRET}) == SECRET
+    assert secret_from_environment({"LLMJUDGE_CACHE_SECRET": ""}) is None
+    assert secret_from_environment({}) is None
+
+
+# --------------------------------------------------------------------------- redaction and URLs
+
+
+def test_secrets_are_redacted_from_a_reply_before_it_is_stored(tmp_path: Path) -> None:
+    cache = JudgeCache(tmp_path)
+    cache.add_secret(SENTINEL_KEY)
+    key = key_of(BASE)
+    stored = cache.put(key, BASE.cache_payload(), ProviderReply(text=f'{{"j": "key {SENTINEL_KEY}"}}', model="m"))
+    assert stored.text == '{"j": "key ***"}'
+    hit = cache.get(key)
+    assert hit is not None and hit.reply == stored
+    assert SENTINEL_KEY.encode() not in entry_path(tmp_path, key).read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("url", "public"),
+    [
+        ("http://user:pa55word@127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"),
+        ("https://host/v1?api-key=pa55word&api-version=2024-06-01", "https://host/v1?api-version=2024-06-01"),
+        ("https://host/v1?key=pa55word", "https://host/v1"),
+        ("https://Host.Example/v1?api-version=1", "https://Host.Example/v1?api-version=1"),
+        (None, None),
+    ],
+)
+def test_the_payload_holds_the_endpoint_without_credentials(url: str | None, public: str | None) -> None:
+    payload = dataclasses.replace(BASE, base_url=url).cache_payload()
+    assert payload["base_url"] == public
+    assert "pa55word" not in json.dumps(payload)

@@ -655,3 +655,111 @@ def test_a_huge_integer_score_is_unscored_not_an_exception(
     runner = make_runner()
     outcome = judge_once(runner, openai_provider(runner, server), request_for(server), max_reasks=0)
     assert isinstance(outcome.results["linguistic_acceptability"], UnscoredError)
+
+
+# --------------------------------------------------------------------------- cache verification, redaction, leases
+
+
+def _entry(cache_dir: Path, request: ProviderRequest) -> Path:
+    from pytest_llmjudge.execution.cache import cache_key
+
+    key = cache_key(request.cache_payload())
+    return cache_dir / "v1" / key[:2] / f"{key}.json"
+
+
+@pytest.mark.parametrize("secret", [None, "cache-secret-for-runner-test"])
+def test_a_cached_verdict_edited_from_0_to_2_is_re_asked_not_passed(
+    tmp_path: Path, make_runner: Callable[..., JudgeRunner], secret: str | None
+) -> None:
+    import hashlib
+
+    with LoopbackServer(responder=ScriptedJudge({"linguistic_acceptability": 0})) as server:
+        request = request_for(server)
+        cache_dir = tmp_path / "c"
+
+        def run() -> tuple[CallOutcome, JudgeRunner]:
+            runner = JudgeRunner(JudgeCache(cache_dir, secret=secret), concurrency=2, backoff_base=0.01)
+            try:
+                return judge_once(runner, openai_provider(runner, server), request), runner
+            finally:
+                runner.close()
+
+        first, _ = run()
+        assert verdict(first).score == 0.0
+        path = _entry(cache_dir, request)
+        record = json.loads(path.read_text(encoding="utf-8"))
+        record["reply"]["text"] = record["reply"]["text"].replace('"score": 0', '"score": 2')
+        assert '"score": 2' in record["reply"]["text"]
+        if secret is not None:  # a deliberate forger recomputes the checksum; only the signature stops it
+            canonical = json.dumps(record["reply"], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            record["reply_sha256"] = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        path.write_text(json.dumps(record), encoding="utf-8")
+
+        second, runner = run()
+        assert verdict(second).score == 0.0  # asked again, never the forged 2
+        assert (second.cached, second.provider_calls) == (False, 1)
+        assert (runner.stats.cache_rejected, runner.stats.cache_hits) == (1, 0)
+        assert len(server.requests) == 2
+
+        third, runner = run()  # the entry was repaired by the fresh reply
+        assert verdict(third).score == 0.0 and third.cached
+        assert (runner.stats.cache_rejected, len(server.requests)) == (0, 2)
+
+
+def test_a_reply_echoing_the_api_key_is_cached_redacted(
+    tmp_path: Path, make_runner: Callable[..., JudgeRunner]
+) -> None:
+    echo = ScriptedJudge({"linguistic_acceptability": 2}, justification=f"you sent {API_KEY}")
+    with LoopbackServer(responder=echo) as server:
+        runner = make_runner(cache_dir=tmp_path / "c", secrets=[API_KEY])
+        outcome = judge_once(runner, openai_provider(runner, server), request_for(server))
+    assert verdict(outcome).justification.startswith("you sent ***")  # what the run uses is what is stored
+    files = [p for p in (tmp_path / "c").rglob("*") if p.is_file()]
+    assert files
+    for path in files:
+        assert API_KEY.encode() not in path.read_bytes()
+
+
+def test_base_url_credentials_never_enter_the_cache(tmp_path: Path, make_runner: Callable[..., JudgeRunner]) -> None:
+    password = "base-url-pa55word-91"
+    with LoopbackServer(responder=ScriptedJudge({"linguistic_acceptability": 2})) as server:
+        base_url = server.openai_base_url.replace("http://", f"http://judge:{password}@")
+        runner = make_runner(cache_dir=tmp_path / "c")
+        provider = OpenAIProvider(api_key=API_KEY, base_url=base_url, timeout=5.0)
+        runner.track_provider(provider)
+        request = build_request(
+            [LA],
+            JudgedText(language="hi", output="नमस्ते"),
+            JudgeSettings(provider="openai", model="loopback-judge", base_url=base_url),
+        )
+        outcome = judge_once(runner, provider, request)
+        assert len(server.requests) == 1  # the credentials went to the SDK, which reached the server
+    assert outcome.error is None
+    files = [p for p in (tmp_path / "c").rglob("*") if p.is_file()]
+    assert files
+    for path in files:
+        assert password.encode() not in path.read_bytes()
+
+
+def test_two_runners_on_one_cache_directory_pay_once_per_prompt(tmp_path: Path) -> None:
+    # Two processes' worth of runners (separate caches and leases on one directory): every
+    # prompt is paid by whichever claims it first; the other waits for its reply.
+    prompts = 30
+    with LoopbackServer(latency=0.05, responder=ScriptedJudge({"linguistic_acceptability": 2})) as server:
+        runners = [JudgeRunner(JudgeCache(tmp_path / "shared"), concurrency=8, backoff_base=0.01) for _ in range(2)]
+        try:
+            futures = [
+                runner.submit_judgment(openai_provider(runner, server), request_for(server, output=f"उत्तर {i}"), [LA])
+                for i in range(prompts)
+                for runner in runners
+            ]
+            outcomes = [future.result(timeout=TIMEOUT) for future in futures]
+        finally:
+            for runner in runners:
+                runner.close()
+    assert all(verdict(outcome).score == 2.0 for outcome in outcomes)
+    assert len(server.requests) == prompts
+    assert sum(r.stats.provider_calls for r in runners) == prompts
+    # The other runner's replies: waited for, or already stored when it submitted.
+    assert sum(r.stats.shared_hits + r.stats.cache_hits for r in runners) == prompts
+    assert not [p for p in (tmp_path / "shared").rglob("*") if p.name.endswith(".lease") or p.name.startswith(".tmp-")]

@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from pytest_llmjudge.execution.cache import JudgeCache
+from pytest_llmjudge.execution.cache import JudgeCache, cache_key
 from pytest_llmjudge.execution.sharing import WorkerShare
 from pytest_llmjudge.judges.base import ProviderReply
 
@@ -46,9 +46,10 @@ def test_waiting_for_an_output_that_never_comes_gives_up(tmp_path: Path) -> None
 def test_waiting_for_a_judge_reply_sees_the_owners_reply_or_its_failure(tmp_path: Path) -> None:
     cache = JudgeCache(tmp_path)
     owner, other = workers(2)
-    cache.put("k1", {"prompt": "p"}, ProviderReply(text='{"la": {"score": 2}}', model="m"))
+    k1 = cache_key({"prompt": "p"})
+    cache.put(k1, {"prompt": "p"}, ProviderReply(text='{"la": {"score": 2}}', model="m"))
     owner.mark_failed(cache, "k2", "openai: HTTP 500 after 5 attempts")
-    hit = asyncio.run(other.wait_for_owner(cache, "k1"))
+    hit = asyncio.run(other.wait_for_owner(cache, k1))
     assert not isinstance(hit, str) and hit is not None and hit.reply.text == '{"la": {"score": 2}}'
     assert asyncio.run(other.wait_for_owner(cache, "k2")) == "openai: HTTP 500 after 5 attempts"
 

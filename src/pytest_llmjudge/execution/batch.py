@@ -24,11 +24,12 @@ Runs once, after collection and before the judge calls are planned
 Degenerate cases: nothing uncached means no batch at all; ``--llmjudge-cache`` other than
 ``use`` is refused (the replies travel through the cache); ``--llmjudge-batch-wait``
 exceeded stops the run (exit code 2, nothing passes) with the batches still recorded, so a
-re-run collects them; a record whose keys are all cached already is deleted; a reply of a
-resumed batch for a key this run doesn't need is cached too (with a placeholder request
-description), so a later run needing it doesn't pay again; an unreadable record is
-ignored. The one window that can still pay twice is a kill between the provider accepting
-a batch and the record reaching the disk (one HTTP round trip).
+re-run collects them; a record whose keys are all cached already is deleted; the replies of
+a resumed batch for keys this run doesn't need stay in a record of their own (the run has
+no request to verify them against in the cache), so a later run needing them collects
+them from the ended batch instead of paying again; an unreadable record is ignored. The
+one window that can still pay twice is a kill between the provider accepting a batch and
+the record reaching the disk (one HTTP round trip).
 """
 
 from __future__ import annotations
@@ -47,8 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_llmjudge.errors import LLMJudgeError
-from pytest_llmjudge.execution.cache import JudgeCache, cache_key
-from pytest_llmjudge.execution.runner import redact
+from pytest_llmjudge.execution.cache import JudgeCache, cache_key, redact
 from pytest_llmjudge.judges.base import JudgeProvider, LazyProvider, ProviderRequest
 from pytest_llmjudge.judges.batches import BatchAdapter, BatchProgress, BatchRequest, adapter_for, describe_error
 
@@ -383,17 +383,19 @@ class BatchPhase:
                 if key not in record.keys:
                     continue
                 request = endpoint.requests.get(key)
-                payload = (
-                    request.cache_payload()
-                    if request is not None
-                    else {"from_batch": record.batch_id, "custom_id": key, "note": "request not built by this run"}
-                )
-                self.cache.put(key, payload, reply)
+                if request is None:
+                    # A key an earlier run needed: without its request the entry couldn't be
+                    # verified on read (execution/cache.py). The record keeps it (below).
+                    continue
+                self.cache.put(key, request.cache_payload(), reply)
                 answered += 1
                 self.summary.input_tokens += reply.usage.input_tokens
                 self.summary.output_tokens += reply.usage.output_tokens
             errors = sum(1 for key in results.errors if key in record.keys)
             records.remove(record)
+            unneeded = [key for key in record.keys if key not in endpoint.requests and key in results.replies]
+            if unneeded:  # a later run that needs them collects them from the ended batch, unpaid
+                records.save(endpoint.label, record.batch_id, unneeded)
         mine = [key for key in record.keys if key in endpoint.requests]
         missing = sum(1 for key in mine if self.cache.get(key) is None)
         self.summary.answered += answered

@@ -1,42 +1,100 @@
-"""The judge reply cache: content-addressed, written atomically, safe across processes.
+"""The judge reply cache: content-addressed, verified on every read, optionally signed.
 
 Key: ``sha256`` of the canonical JSON (sorted keys, no whitespace) of everything that
 shapes a reply: provider, endpoint, model, full system and user prompt (which contains the
 rubric text), temperature, seed, max tokens and response format (``ProviderRequest.
-cache_payload``). Credentials are never part of a request payload, so never in the cache.
-Retry counts and timeouts are left out: they don't change a reply.
+cache_payload``). Credentials are never part of a request payload, so never in the cache:
+API keys aren't request fields, and the endpoint enters without the user info and
+credential-like query parameters a URL can carry (``judges.base.public_url``). Retry
+counts and timeouts are left out: they don't change a reply.
 
-Layout: ``<root>/v1/<key[:2]>/<key>.json``. A reply is written (temp file in the same
-directory, fsync, ``os.replace``) before anything uses it, so an interrupted run keeps
-every reply it paid for, and concurrent writers (pytest-xdist workers) can only ever
-replace one complete file with another complete, identical one.
+An entry is one JSON object: ``key``, ``request`` (the payload), ``reply`` (text, model,
+usage), ``reply_sha256`` (sha256 of the reply's canonical JSON), creation time, and with a
+secret (``LLMJUDGE_CACHE_SECRET``) ``hmac_sha256`` = HMAC-SHA256(secret, key NL canonical
+request NL canonical reply). The bytes live in a :class:`~pytest_llmjudge.execution.
+stores.base.CacheStore` (by default :class:`~pytest_llmjudge.execution.cache_directory.
+DirectoryStore`, ``<root>/v1/<key[:2]>/<key>.json``); this layer is store-agnostic.
 
-Degenerate cases: an unreadable or corrupt entry counts as a miss and is overwritten by the
-next write; ``mode="off"`` neither reads nor writes; ``mode="refresh"`` writes without reading.
+Leases (:meth:`JudgeCache.lease`) let concurrent processes on one store pay once per
+prompt: whoever holds a key's lease is asking the judge for it, the others wait for its
+entry (``execution/runner.py``).
+
+A read uses an entry only if it is well formed, its request hashes to the key it was
+asked for (a copied or misplaced file is not), its reply matches ``reply_sha256`` (a
+naive edit is not), and, with a secret set, its HMAC verifies (unsigned entries and
+entries signed with another secret are not). Anything else is *rejected*: it reads as a
+miss, is reported to ``on_reject`` (the runner counts them) and is overwritten by the
+fresh reply. Without a secret the checksum only catches accidents and naive edits: whoever
+can write the directory can recompute it. Signing is what stops a deliberate forgery.
+
+Before a reply is stored, every configured secret (API keys, the cache secret; see
+``add_secret``) is replaced with ``***`` in its text and model, so a provider that echoes
+a key doesn't put it on disk. The stored (redacted) reply is what the run then uses, so a
+fresh and a cached run judge the same text.
+
+Degenerate cases: ``mode="off"`` neither reads nor writes; ``mode="refresh"`` writes
+without reading; no root means off. Entries written before checksums existed are rejected
+once and re-asked.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
+import itertools
 import json
 import os
-import tempfile
+import socket
 import time
-from collections.abc import Mapping
+import uuid
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from pytest_llmjudge.execution.cache_directory import DirectoryStore
+from pytest_llmjudge.execution.stores.base import CacheStore
 from pytest_llmjudge.judges.base import ProviderReply, Usage
 
 CacheMode = Literal["use", "refresh", "off"]
+SECRET_ENV = "LLMJUDGE_CACHE_SECRET"
 _LAYOUT_VERSION = "v1"
+_MIN_REDACTED = 4
+
+
+def _canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
 def cache_key(payload: Mapping[str, Any]) -> str:
     """Hex sha256 of the canonical JSON of ``payload``."""
-    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return hashlib.sha256(_canonical(payload)).hexdigest()
+
+
+def secret_from_environment(environ: Mapping[str, str] = os.environ) -> str | None:
+    """The cache signing secret (``LLMJUDGE_CACHE_SECRET``), or None when unset or empty."""
+    return environ.get(SECRET_ENV) or None
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every secret (length >= 4) replaced by ``***``, longest first."""
+    # Longest first, so a secret that extends another is hidden whole.
+    for secret in sorted(secrets, key=len, reverse=True):
+        if len(secret) >= _MIN_REDACTED:
+            text = text.replace(secret, "***")
+    return text
+
+
+class Lease:
+    """A claim on paying for one key; ``release`` (idempotent) ends it."""
+
+    def __init__(self, store: CacheStore | None, key: str, owner: str) -> None:
+        self._store, self.key, self.owner = store, key, owner
+
+    def release(self) -> None:
+        if self._store is not None:
+            self._store.release(self.key, self.owner)
+            self._store = None
 
 
 @dataclass(frozen=True)
@@ -48,66 +106,150 @@ class CachedReply:
 
 
 class JudgeCache:
-    """Reads and writes judge replies under ``root``."""
+    """Reads (verifying) and writes (redacting, signing) judge replies in a store."""
 
-    def __init__(self, root: Path | None, mode: CacheMode = "use") -> None:
-        self.mode: CacheMode = mode if root is not None else "off"
+    def __init__(
+        self,
+        root: Path | None,
+        mode: CacheMode = "use",
+        *,
+        secret: str | None = None,
+        store: CacheStore | None = None,
+    ) -> None:
+        self.mode: CacheMode = mode if root is not None or store is not None else "off"
         self.root = root / _LAYOUT_VERSION if root is not None else None
+        """The directory for run-scoped files beside the entries (xdist sharing, batch records)."""
+        self.store: CacheStore | None = store or (DirectoryStore(self.root) if self.root is not None else None)
+        self._secret = secret.encode("utf-8") if secret else None
+        self.secrets: tuple[str, ...] = (secret,) if secret else ()
+        self.on_reject: Callable[[str, str], None] | None = None
+        """Called with (key, reason) for every entry a read rejects."""
+        self._owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._claims = itertools.count()
 
-    def _path(self, key: str) -> Path:
-        assert self.root is not None
-        return self.root / key[:2] / f"{key}.json"
+    @property
+    def signed(self) -> bool:
+        return self._secret is not None
+
+    def add_secret(self, secret: str | None) -> None:
+        """Redact ``secret`` from every reply stored from now on."""
+        if secret and secret not in self.secrets:
+            self.secrets = (*self.secrets, secret)
+
+    # -- reading -----------------------------------------------------------------------
 
     def get(self, key: str) -> CachedReply | None:
-        if self.mode != "use" or self.root is None:
+        """The verified entry under ``key``; None for a miss or a rejected entry."""
+        if self.mode != "use" or self.store is None:
             return None
-        try:
-            record = json.loads(self._path(key).read_text(encoding="utf-8"))
-            reply = record["reply"]
-            usage = reply.get("usage") or {}
-            created = record.get("created_unix")
-            return CachedReply(
-                key=key,
-                reply=ProviderReply(
-                    text=str(reply["text"]),
-                    model=str(reply.get("model", "")),
-                    usage=Usage(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))),
-                ),
-                created=float(created) if isinstance(created, (int, float)) else None,
-            )
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        data = self.store.get(key)
+        if data is None:
             return None
+        checked = self._checked(key, data)
+        if isinstance(checked, str):
+            if self.on_reject is not None:
+                self.on_reject(key, checked)
+            return None
+        return checked
 
-    def put(self, key: str, payload: Mapping[str, Any], reply: ProviderReply) -> None:
-        if self.mode == "off" or self.root is None:
-            return
-        record = {
+    def _checked(self, key: str, data: bytes) -> CachedReply | str:
+        """The entry in ``data`` if it verifies as the answer under ``key``, else why not."""
+        try:
+            record = json.loads(data)
+            request, reply = record["request"], record["reply"]
+            text, model, usage = reply["text"], reply.get("model", ""), reply.get("usage", {})
+            tokens_in, tokens_out = usage["input_tokens"], usage["output_tokens"]
+            checksum, created = record["reply_sha256"], record.get("created_unix")
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return "not a cache entry"
+        if not (
+            isinstance(request, dict)
+            and isinstance(text, str)
+            and isinstance(model, str)
+            and type(tokens_in) is int
+            and type(tokens_out) is int
+        ):
+            return "wrongly shaped entry"
+        if cache_key(request) != key:
+            return "its request does not hash to its key (a copied or misplaced entry)"
+        canonical_reply = _canonical(reply)
+        if hashlib.sha256(canonical_reply).hexdigest() != checksum:
+            return "its reply does not match its checksum (edited or damaged)"
+        if self._secret is not None:
+            signature = record.get("hmac_sha256")
+            expected = self._sign(key, request, canonical_reply)
+            if not isinstance(signature, str):
+                return "unsigned, and a cache secret is set"
+            if not hmac.compare_digest(signature, expected):
+                return "its signature does not verify with this cache secret"
+        return CachedReply(
+            key=key,
+            reply=ProviderReply(text=text, model=model, usage=Usage(tokens_in, tokens_out)),
+            created=float(created) if isinstance(created, (int, float)) else None,
+        )
+
+    def _sign(self, key: str, request: Mapping[str, Any], canonical_reply: bytes) -> str:
+        assert self._secret is not None
+        message = key.encode("ascii") + b"\n" + _canonical(request) + b"\n" + canonical_reply
+        return hmac.new(self._secret, message, hashlib.sha256).hexdigest()
+
+    # -- writing -----------------------------------------------------------------------
+
+    def put(self, key: str, payload: Mapping[str, Any], reply: ProviderReply) -> ProviderReply:
+        """Store ``reply`` (redacted) as the answer to ``payload``; return the reply as stored.
+
+        ``key`` must be ``cache_key(payload)``: an entry that couldn't be verified on read
+        would only cost a re-ask later, so a mismatch is refused here, as the bug it is.
+        """
+        if self.secrets:
+            reply = ProviderReply(
+                text=redact(reply.text, self.secrets), model=redact(reply.model, self.secrets), usage=reply.usage
+            )
+        if self.mode == "off" or self.store is None:
+            return reply
+        request = dict(payload)
+        if cache_key(request) != key:
+            raise ValueError(f"cache key {key[:12]}... is not the hash of the request it is stored with")
+        stored = {
+            "text": reply.text,
+            "model": reply.model,
+            "usage": {"input_tokens": reply.usage.input_tokens, "output_tokens": reply.usage.output_tokens},
+        }
+        canonical_reply = _canonical(stored)
+        record: dict[str, Any] = {
             "key": key,
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "created_unix": time.time(),
-            "request": dict(payload),
-            "reply": {
-                "text": reply.text,
-                "model": reply.model,
-                "usage": {"input_tokens": reply.usage.input_tokens, "output_tokens": reply.usage.output_tokens},
-            },
+            "request": request,
+            "reply": stored,
+            "reply_sha256": hashlib.sha256(canonical_reply).hexdigest(),
         }
-        target = self._path(key)
-        try:
-            fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
-        except FileNotFoundError:  # the shard directory's first entry (no mkdir syscall per write)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                # dumps, not dump: one call to the C encoder (dump streams through the pure-Python one).
-                handle.write(json.dumps(record, ensure_ascii=False, sort_keys=True))
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp_name, target)
-        except BaseException:
-            try:
-                os.unlink(tmp_name)
-            except OSError:
-                pass
-            raise
+        if self._secret is not None:
+            record["hmac_sha256"] = self._sign(key, request, canonical_reply)
+        # dumps, not dump: one call to the C encoder (dump streams through the pure-Python one).
+        self.store.put(key, json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8"))
+        return reply
+
+    # -- coordination ------------------------------------------------------------------
+
+    def lease(self, key: str, ttl_seconds: float) -> Lease | None:
+        """An exclusive claim on paying for ``key``, or None while someone else holds one.
+
+        Every claim has its own owner id, so two claims never share a lease. A lease not
+        released within ``ttl_seconds`` expires (its holder is taken as hung). Without a
+        store (cache off) there is no one to coordinate with: the claim is granted.
+        """
+        if self.mode == "off" or self.store is None:
+            return Lease(None, key, "")
+        owner = f"{self._owner}:{next(self._claims)}"
+        return Lease(self.store, key, owner) if self.store.try_lease(key, owner, ttl_seconds) else None
+
+    def cleanup(self) -> None:
+        """Remove what killed processes left in the store (temporary files, free leases)."""
+        if self.mode != "off" and self.store is not None:
+            self.store.cleanup()
+
+    def close(self) -> None:
+        """Release the leases still held and the store's resources."""
+        if self.store is not None:
+            self.store.close()

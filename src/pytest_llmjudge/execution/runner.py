@@ -9,12 +9,19 @@ the main thread. Each item blocks only on its own calls' futures, so N calls tak
 
 Per call:
 
-1. look the request up in the cache; on a miss, call the provider, retrying retryable
+1. look the request up in the cache (entries are verified on read; a rejected one is a
+   miss, counted in ``RunnerStats.cache_rejected``, and is overwritten by the fresh reply);
+   on a miss, take the key's lease (``cache.lease``): if another process holds it, it is
+   paying for this very prompt, so wait for its reply instead (polling with back-off)
+   until the entry appears or the lease is free (released, its holder dead, or expired
+   after ``lease_ttl`` seconds: the holder is hung); then call the provider, retrying
+   retryable
    failures (429, 5xx, timeouts, dropped connections) with exponential back-off and full
    jitter, or exactly the server's ``Retry-After`` when it sends one; the sleep happens
    outside the concurrency slot so other calls proceed;
-2. store the reply in the cache *before* giving back its concurrency slot and before
-   parsing it (paid-for work survives a crash, and a kill loses at most one round);
+2. store the reply in the cache (redacted: see ``execution/cache.py``) *before* giving back
+   its concurrency slot and before parsing it (paid-for work survives a crash, and a kill
+   loses at most one round), then release the lease;
 3. parse; if the reply is unusable, re-ask with a note naming the problem (a changed
    prompt, hence its own cache entry) up to ``max_reasks`` times, keeping every valid
    verdict seen; rubrics still without one are unscored with the parser's reason.
@@ -25,7 +32,10 @@ call once per run across workers (see that module).
 A provider failure after the last retry is an outcome with ``error`` set, never an
 exception that escapes into pytest, and never a score. Identical calls submitted twice
 share one future. Error messages pass through :func:`redact` so configured API keys can't
-leak into reports.
+leak into reports; the same secrets are redacted from replies before they are cached.
+
+At start the runner removes what killed runs left in the cache (``cache.cleanup``:
+temporary files of dead writers, leases nobody holds).
 """
 
 from __future__ import annotations
@@ -35,12 +45,12 @@ import concurrent.futures
 import random
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from pytest_llmjudge.errors import ProviderError, UnscoredError
-from pytest_llmjudge.execution.cache import JudgeCache, cache_key
+from pytest_llmjudge.execution.cache import JudgeCache, Lease, cache_key, redact
 from pytest_llmjudge.execution.ratelimit import CONGESTION_STATUSES, Budget, Budgets
 from pytest_llmjudge.execution.sharing import WorkerShare
 from pytest_llmjudge.judges.base import (
@@ -103,6 +113,8 @@ class RunnerStats:
     """Replies that came from provider batches (``--llmjudge-batch``), then read from the cache."""
     rate_limited: int = 0
     """Provider answers 429/529 (each shrinks the provider's adaptive window; see ratelimit.py)."""
+    cache_rejected: int = 0
+    """Cache entries that failed verification (misplaced, edited, wrongly shaped, unsigned): re-asked."""
 
 
 @dataclass
@@ -122,15 +134,6 @@ class _Asked:
         return Usage(self.input_tokens, self.output_tokens)
 
 
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret (length >= 4) replaced by ``***``."""
-    # Longest first, so a secret that extends another is hidden whole.
-    for secret in sorted(secrets, key=len, reverse=True):
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return text
-
-
 class JudgeRunner:
     """Runs judge calls on a background event loop; thread-safe ``submit_*`` methods."""
 
@@ -148,6 +151,7 @@ class JudgeRunner:
         tokens_per_minute: float | None = None,
         rate_limits: Mapping[str, Budget] | None = None,
         budget_parts: int = 1,
+        lease_ttl: float = 600.0,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -156,9 +160,15 @@ class JudgeRunner:
         self.max_retries = max_retries
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
-        self.secrets = tuple(secrets)
+        self.lease_ttl = lease_ttl
+        for secret in secrets:
+            cache.add_secret(secret)
+        self.secrets = (*secrets, *cache.secrets)
         self.share = share if cache.mode == "use" else None
         self.stats = RunnerStats()
+        self._rejected: set[str] = set()
+        cache.on_reject = self._count_rejected
+        cache.cleanup()
         self._started = time.time()
         # Per provider endpoint: rpm/tpm budgets (split between ``budget_parts`` xdist workers)
         # and the adaptive window that 429s shrink.
@@ -177,6 +187,13 @@ class JudgeRunner:
     def add_secret(self, secret: str | None) -> None:
         if secret:
             self.secrets = (*self.secrets, secret)
+            self.cache.add_secret(secret)
+
+    def _count_rejected(self, key: str, reason: str) -> None:
+        """Count each rejected cache entry once, however often it is read (a waiter polls)."""
+        with self._lock:
+            self._rejected.add(key)
+            self.stats.cache_rejected = len(self._rejected)
 
     def track_provider(self, provider: JudgeProvider) -> None:
         self._providers.append(provider)
@@ -315,6 +332,10 @@ class JudgeRunner:
             payload = current.cache_payload()
             key = cache_key(payload)
             found, shared = await self._find_reply(key, owner_elsewhere)
+            lease: Lease | None = None
+            if found is None:
+                found, lease = await self._claim(key)
+                shared = found is not None
             if found is not None:
                 reply = found
                 if shared:
@@ -332,6 +353,9 @@ class JudgeRunner:
                     if self.share is not None:
                         self.share.mark_failed(self.cache, key, str(exc))
                     raise
+                finally:
+                    assert lease is not None
+                    lease.release()
                 asked.calls += 1
                 asked.input_tokens += reply.usage.input_tokens
                 asked.output_tokens += reply.usage.output_tokens
@@ -440,11 +464,42 @@ class JudgeRunner:
             self.stats.unscored += sum(isinstance(v, UnscoredError) for v in outcome.results.values())
         return outcome
 
-    async def _store(self, key: str, payload: Mapping[str, Any], reply: ProviderReply) -> None:
-        """Write a reply to the cache off the event loop (its fsync would stall every call in flight)."""
+    async def _store(self, key: str, payload: Mapping[str, Any], reply: ProviderReply) -> ProviderReply:
+        """Write a reply to the cache off the event loop (its fsync would stall every call in flight).
+
+        Returns the reply as stored (secrets redacted), which is the one the run uses.
+        """
         if self.cache.mode == "off":
-            return
-        await asyncio.get_running_loop().run_in_executor(None, self.cache.put, key, payload, reply)
+            return reply
+        return await asyncio.get_running_loop().run_in_executor(None, self.cache.put, key, payload, reply)
+
+    async def _claim(self, key: str) -> tuple[ProviderReply | None, Lease | None]:
+        """The lease to pay for ``key``, or the reply of the process that held it.
+
+        Returns ``(None, lease)`` when this runner should call the provider (holding
+        ``lease`` until the reply is stored), or ``(reply, None)`` when another process
+        paid for it meanwhile. In ``refresh`` mode nothing is read, so there is nothing to
+        wait for.
+        """
+        if self.cache.mode != "use":
+            return None, Lease(None, key, "")
+        # The store expires a hung holder's lease after lease_ttl; the deadline only guards
+        # against a store that never does.
+        deadline = time.monotonic() + 2 * self.lease_ttl
+        delay = 0.02
+        while True:
+            lease = self.cache.lease(key, self.lease_ttl)
+            hit = self.cache.get(key)  # also after winning: the holder may have stored it and let go
+            if hit is not None:
+                if lease is not None:
+                    lease.release()
+                return hit.reply, None
+            if lease is not None:
+                return None, lease
+            if time.monotonic() >= deadline:
+                return None, Lease(None, key, "")
+            await asyncio.sleep(delay)
+            delay = min(delay * 1.5, 0.25)
 
     @staticmethod
     def _merge(
@@ -512,8 +567,7 @@ class JudgeRunner:
                             redact(f"{provider.name} raised {exc.__class__.__name__}: {exc}", self.secrets)
                         ) from None
                     else:
-                        await self._store(key, payload, reply)
-                        return reply
+                        return await self._store(key, payload, reply)
             finally:
                 budget.release(
                     ticket,
@@ -545,7 +599,7 @@ class JudgeRunner:
     # -- shutdown ----------------------------------------------------------------------
 
     def close(self) -> None:
-        """Cancel what is still pending, close provider clients, stop the loop."""
+        """Cancel what is still pending, close provider clients, stop the loop, let go of cache leases."""
         if not self._thread.is_alive():
             return
 
@@ -568,3 +622,4 @@ class JudgeRunner:
         self._thread.join(timeout=10)
         if not self._thread.is_alive():
             self._loop.close()
+        self.cache.close()

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pytest_llmjudge.errors import LLMJudgeError, MetricError, TargetTimeoutError, UnscoredError
-from pytest_llmjudge.execution.cache import JudgeCache
+from pytest_llmjudge.execution.cache import JudgeCache, secret_from_environment
 from pytest_llmjudge.execution.ratelimit import Budget
 from pytest_llmjudge.execution.runner import CallOutcome, JudgeRunner
 from pytest_llmjudge.execution.sharing import WorkerShare
@@ -209,7 +209,7 @@ class ScoreBoard:
         self.share = share
         self.settings = settings
         self.on_wait = on_wait
-        self._cache = JudgeCache(settings.cache_dir, settings.cache_mode)
+        self._cache = JudgeCache(settings.cache_dir, settings.cache_mode, secret=secret_from_environment())
         self._runner: JudgeRunner | None = None
         self._lock = threading.RLock()
         self._providers: dict[tuple[str, str | None, str | None], JudgeProvider] = {}

@@ -13,11 +13,32 @@ help (429, 5xx, timeouts, dropped connections) and how long the server asked us 
 from __future__ import annotations
 
 import email.utils
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+_SECRET_QUERY = re.compile(r"(key|token|secret|password|signature|sig|auth)", re.IGNORECASE)
+
+
+def public_url(url: str | None) -> str | None:
+    """``url`` without user info and without query parameters whose name looks like a credential.
+
+    ``http://user:pass@host/v1?api-key=k&api-version=2024`` -> ``http://host/v1?api-version=2024``:
+    the parameters that select behaviour (an API version) stay, since they can change a reply.
+    """
+    if not url:
+        return url
+    parts = urlsplit(url)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    kept = [(name, value) for name, value in pairs if not _SECRET_QUERY.search(name)]
+    if "@" not in parts.netloc and len(kept) == len(pairs):
+        return url  # nothing to remove: the URL (and so every existing cache key) stays as written
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, urlencode(kept), parts.fragment))
 
 
 @dataclass(frozen=True)
@@ -36,10 +57,14 @@ class ProviderRequest:
     base_url: str | None = None
 
     def cache_payload(self) -> dict[str, Any]:
-        """The canonical description hashed into the cache key (never credentials)."""
+        """The canonical description hashed into the cache key (never credentials).
+
+        The endpoint enters without the credentials a URL can carry (:func:`public_url`);
+        they still reach the SDK through ``base_url``.
+        """
         return {
             "provider": self.provider,
-            "base_url": self.base_url,
+            "base_url": public_url(self.base_url),
             "model": self.model,
             "system": self.system,
             "user": self.user,
