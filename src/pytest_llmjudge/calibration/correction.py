@@ -20,12 +20,22 @@ Evaluation (:func:`evaluate_correction`): the items are split at random (``numpy
 ``default_rng(seed)``, so the split is reproducible) into a fitting part and a held-out
 part of ``round(holdout * n)`` items (at least 1); the map is fitted on the first and
 weighted F1 against the human aggregate is reported on the held-out part before and after
-correction. The map used at run time is refitted on all items. A correction that lowers
-held-out F1 is still reported as such; the plugin applies one only when the user enables
-it (``judge.correction: true``).
+correction. The held-out gain (after minus before) gets a percentile bootstrap interval
+over the held-out items: a held-out item is a (human, raw judge) pair and the corrected
+score is a function of the raw one, so resampling the held-out confusion matrix ``C`` and
+scoring ``C`` against ``C M`` (``M[j, c] = 1`` when raw ``j`` maps to ``c``) is resampling the
+items (:func:`~pytest_llmjudge.stats.resampling.bootstrap_confusion_ci`). The map used at run
+time is refitted on all items. A correction that lowers held-out F1 is still reported as
+such; the plugin applies one only when the user enables it (``judge.correction: true``).
 
-Degenerate cases: fewer than 2 scored items can't be split: no evaluation (``None``);
-``fit_correction`` on zero items raises :class:`~pytest_llmjudge.errors.StatisticsError`.
+Degenerate maps are flagged (``CorrectionReport.problems``) and never applied: a map with
+fewer than 2 distinct outputs although the judge gave 2 or more different scores (on all
+items, or on the fitting part; every score becomes one value:
+on the PARIKSHA subset Bengali LA maps 0, 1, 2 -> 1, and its held-out F1 "gain" only
+says that most held-out items are labelled 1), or an evaluation on fewer than
+``min_holdout`` held-out items. Fewer than 2 scored items can't be split: no evaluation
+(``None``); ``fit_correction`` on zero items raises
+:class:`~pytest_llmjudge.errors.StatisticsError`.
 """
 
 from __future__ import annotations
@@ -38,7 +48,8 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_llmjudge.errors import StatisticsError
-from pytest_llmjudge.stats.agreement import as_label_array, confusion_matrix, weighted_f1
+from pytest_llmjudge.stats.agreement import as_label_array, confusion_matrix, weighted_f1, weighted_f1_from_confusion
+from pytest_llmjudge.stats.resampling import bootstrap_confusion_ci
 
 __all__ = ["CorrectionMethod", "CorrectionReport", "ScoreCorrection", "evaluate_correction", "fit_correction"]
 
@@ -73,6 +84,19 @@ class ScoreCorrection:
     def describe(self) -> str:
         pairs = ", ".join(f"{raw}->{_fmt(value)}" for raw, value in sorted(self.mapping.items()))
         return f"{self.method} ({pairs})"
+
+    @property
+    def distinct_outputs(self) -> int:
+        """How many different scale labels the map gives the raw scores it was fitted on."""
+        return len(set(self.apply_labels(np.asarray(sorted(self.mapping), dtype=float)).tolist()))
+
+    def label_matrix(self) -> npt.NDArray[np.int64]:
+        """``M`` with ``M[j, c] = 1`` when raw label ``j`` becomes label ``c`` (scale order)."""
+        scale = np.asarray(self.labels, dtype=float)
+        corrected = self.apply_labels(scale)
+        matrix = np.zeros((scale.size, scale.size), dtype=np.int64)
+        matrix[np.arange(scale.size), [self.labels.index(int(c)) for c in corrected]] = 1
+        return matrix
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -123,10 +147,21 @@ class CorrectionReport:
     f1_before: float
     f1_after: float
     correction: ScoreCorrection
+    gain_low: float | None = None
+    gain_high: float | None = None
+    confidence: float = 0.95
+    resamples: int = 1000
+    min_holdout: int = 10
+    problems: tuple[str, ...] = ()
+    """Why the correction is degenerate (never applied); empty when it is usable."""
 
     @property
     def gain(self) -> float:
         return self.f1_after - self.f1_before
+
+    @property
+    def usable(self) -> bool:
+        return not self.problems
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -138,6 +173,15 @@ class CorrectionReport:
             "f1_before": self.f1_before,
             "f1_after": self.f1_after,
             "gain": self.gain,
+            "gain_ci": {
+                "low": self.gain_low,
+                "high": self.gain_high,
+                "confidence": self.confidence,
+                "resamples": self.resamples,
+            },
+            "min_holdout": self.min_holdout,
+            "usable": self.usable,
+            "problems": list(self.problems),
             "fitted_on_all": self.correction.to_dict(),
         }
 
@@ -150,8 +194,12 @@ def evaluate_correction(
     method: CorrectionMethod = "most_likely",
     holdout: float = 0.3,
     seed: int = 0,
+    min_holdout: int = 10,
+    resamples: int = 1000,
+    confidence: float = 0.95,
 ) -> CorrectionReport | None:
-    """Fit on a random part, measure weighted F1 on the rest; ``None`` below 2 items."""
+    """Fit on a random part, measure weighted F1 on the rest (with a bootstrap interval of
+    the gain) and flag a degenerate map; ``None`` below 2 items."""
     if not 0.0 < holdout < 1.0:
         raise ValueError(f"holdout must be in (0, 1), got {holdout}")
     truth = as_label_array(human, "human")
@@ -167,6 +215,32 @@ def evaluate_correction(
     fitted = fit_correction(truth[fit], raw[fit], labels, method)
     before = weighted_f1(truth[test], raw[test], labels)
     after = weighted_f1(truth[test], fitted.apply_labels(raw[test]), labels)
+    mapping = fitted.label_matrix()
+
+    def gain(stack: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        result: npt.NDArray[np.float64] = weighted_f1_from_confusion(stack @ mapping) - weighted_f1_from_confusion(
+            stack
+        )
+        return result
+
+    interval = bootstrap_confusion_ci(
+        confusion_matrix(truth[test], raw[test], labels),
+        gain,
+        n_resamples=resamples,
+        confidence=confidence,
+        rng=seed,
+    )
+    on_all = fit_correction(truth, raw, labels, method)
+    problems = []
+    for name, found in (("", on_all), (" fitted on the fitting part", fitted)):
+        # A judge that gave one score only has a one-value map that changes nothing; a
+        # collapse is two or more raw scores mapped to one value.
+        if len(found.mapping) >= 2 and found.distinct_outputs < 2:
+            every = found.apply_labels([min(found.mapping)])[0]
+            problems.append(f"degenerate map{name}: every judge score becomes {every}")
+            break
+    if test.size < min_holdout:
+        problems.append(f"only {test.size} held-out items (min_holdout {min_holdout})")
     return CorrectionReport(
         method=method,
         holdout=holdout,
@@ -175,5 +249,11 @@ def evaluate_correction(
         n_test=int(test.size),
         f1_before=before,
         f1_after=after,
-        correction=fit_correction(truth, raw, labels, method),
+        correction=on_all,
+        gain_low=None if np.isnan(interval.low) else interval.low,
+        gain_high=None if np.isnan(interval.high) else interval.high,
+        confidence=confidence,
+        resamples=resamples,
+        min_holdout=min_holdout,
+        problems=tuple(problems),
     )

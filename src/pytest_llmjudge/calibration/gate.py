@@ -100,6 +100,8 @@ class GateOptions:
     correction_method: CorrectionMethod = "most_likely"
     holdout: float = 0.3
     correction_seed: int = 0
+    correction_min_holdout: int = 10
+    correction_resamples: int = 1000
 
 
 def _optional(value: float | None) -> float | None:
@@ -385,7 +387,15 @@ def evaluate_gate(
     )
     distribution = class_distribution(truth, predicted, aggregated.level[scored], scale)
     correction = evaluate_correction(
-        truth, predicted, scale, method=options.correction_method, holdout=options.holdout, seed=options.correction_seed
+        truth,
+        predicted,
+        scale,
+        method=options.correction_method,
+        holdout=options.holdout,
+        seed=options.correction_seed,
+        min_holdout=options.correction_min_holdout,
+        resamples=options.correction_resamples,
+        confidence=options.confidence,
     )
     return GateResult(
         **base,

@@ -47,6 +47,10 @@ def _num(value: Any, digits: int = 3) -> str:
     return f"{number:.{digits}f}"
 
 
+def _signed(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.3f}"
+
+
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.0f}%"
 
@@ -162,8 +166,14 @@ def gate_message(result: GateResult, *, calibration: str, judge: str) -> str:
         corr = result.correction
         row(
             "correction",
-            f"{corr.correction.describe()}: held-out F1 {corr.f1_before:.3f} -> {corr.f1_after:.3f} "
-            f"({corr.n_fit} fitted, {corr.n_test} held out, seed {corr.seed}; applied only with judge.correction)",
+            f"{corr.correction.describe()}: held-out F1 {corr.f1_before:.3f} -> {corr.f1_after:.3f}, "
+            f"gain {corr.gain:+.3f} ({100 * corr.confidence:g}% CI {_signed(corr.gain_low)} to {_signed(corr.gain_high)}; "
+            f"{corr.n_fit} fitted, {corr.n_test} held out, seed {corr.seed}; "
+            + (
+                "applied only with judge.correction)"
+                if corr.usable
+                else "never applied: " + "; ".join(corr.problems) + ")"
+            ),
         )
     return "\n".join(lines)
 
@@ -209,20 +219,24 @@ def render_summary(records: Iterable[Mapping[str, Any]]) -> list[str]:
         lines.append(f"{name}: judge {judge} vs human aggregate (weighted F1, {100 * float(confidence):g}% CI)")
         lines.append(
             f"{'lang' if width == 6 else 'group':<{width}}{'metric':<7}{'n':>4} {'F1':>6} {'CI':<11} {'need':>5} {'ceil':>5} {'kappa':>6} "
-            f"{'skew':>6} {'best j/h':>9} {'corr':>6}  result"
+            f"{'skew':>6} {'best j/h':>9} {'corr':>7}  result"
         )
         for r in rows:
             skew = r.get("skew") or {}
             ci = r.get("ci") or {}
             correction = r.get("correction") or {}
             best = f"{_num(skew.get('judge_best_share'), 2)}/{_num(skew.get('human_best_share'), 2)}" if skew else "-"
+            # A degenerate correction shows its gain in brackets: measured, never applied.
             gain = correction.get("gain")
+            shown_gain = "-" if gain is None else format(gain, "+.2f")
+            if correction and not correction.get("usable", True):
+                shown_gain = f"({shown_gain})"
             lines.append(
                 f"{_group(r):<{width}}{short_metric(str(r.get('metric'))):<7}{r.get('n', 0):>4} "
                 f"{_num(r.get('f1')):>6} {_num(ci.get('low'), 2) + '-' + _num(ci.get('high'), 2):<11} "
                 f"{_num(r.get('threshold'), 2):>5} {_num(r.get('ceiling'), 2):>5} {_num(r.get('kappa'), 2):>6} "
                 f"{'-' if skew.get('skew') is None else format(skew['skew'], '+.2f'):>6} {best:>9} "
-                f"{'-' if gain is None else format(gain, '+.2f'):>6}  {_outcome(r)}"
+                f"{shown_gain:>7}  {_outcome(r)}"
             )
         lines.append("best-score share by annotator agreement, judge/human (items):")
         for r in rows:

@@ -206,7 +206,11 @@ class CorrectionConfig(_Strict):
         "expected: the mean human label for it.",
     )
     holdout: float = Field(0.3, gt=0.0, lt=1.0, description="Share of items held out to evaluate the correction.")
-    seed: int = Field(0, description="Seed of the held-out split.")
+    seed: int = Field(0, description="Seed of the held-out split (and of the bootstrap of the held-out gain).")
+    min_holdout: int = Field(
+        10, ge=1, description="Fewer held-out items makes the correction unusable: it is reported, never applied."
+    )
+    resamples: int = Field(1000, ge=10, le=100_000, description="Bootstrap resamples of the held-out gain.")
 
 
 class ConsistencyConfig(_Strict):

@@ -279,6 +279,8 @@ class CalibrationStore:
             correction_method=cal.correction.method,
             holdout=cal.correction.holdout,
             correction_seed=cal.correction.seed,
+            correction_min_holdout=cal.correction.min_holdout,
+            correction_resamples=cal.correction.resamples,
         )
 
     def _judge_scores(
@@ -423,6 +425,9 @@ class CalibrationStore:
         correction = gate.correction_map
         if correction is None:
             return replace(score, detail={**score.detail, "correction": "none (no scored calibration items)"})
+        if gate.correction is not None and not gate.correction.usable:
+            refused = "; ".join(gate.correction.problems)
+            return replace(score, detail={**score.detail, "correction": f"refused, score left raw: {refused}"})
         raw = float(score.value)
         corrected = correction.apply(raw)
         held_out = ""
