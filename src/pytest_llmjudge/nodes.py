@@ -24,6 +24,7 @@ import pytest
 
 from pytest_llmjudge.aggregate import ALL_LANGUAGES, AggregateRow, ScoredValue, compute_rows, render_table
 from pytest_llmjudge.errors import LLMJudgeError
+from pytest_llmjudge.escaping import ONE_LINE, escape_controls
 from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.suite.build import build_suite
@@ -76,7 +77,8 @@ class SuiteFile(pytest.File):
         names: set[str] = set()
         for case in suite.cases:
             for threshold in case.thresholds:
-                name = f"{case.id}[{threshold.metric}]"
+                # Node ids reach the terminal and JUnit raw: a control character in a case id shows as text.
+                name = escape_controls(f"{case.id}[{threshold.metric}]", ONE_LINE)
                 if name in names:
                     name = f"{case.id}[{threshold.metric} {threshold.op} {threshold.value}]"
                 names.add(name)

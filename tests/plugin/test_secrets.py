@@ -113,3 +113,45 @@ def test_sentinel_keys_appear_in_no_output(tmp_path: Path, mode: str) -> None:
     assert list((tmp_path / ".llmjudge_cache").rglob("*.json")), "replies were cached"
     leaks = scan(tmp_path, {"stdout": run.stdout, "stderr": run.stderr})
     assert leaks == []
+
+
+def test_key_echoed_in_a_justification_and_base_url_credentials_appear_in_no_output(
+    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A judge that quotes the key back (a justification, an unparseable raw reply) and a base
+    URL with ``user:password@``: neither reaches the terminal, JUnit, or the JSON/HTML reports."""
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    password = "pa55word-7f3e1c"
+    scripted_judge.justification = f"my key is {OPENAI_KEY}, see http://bob:{password}@proxy.example/v1"
+    scripted_judge.scores = lambda query: f"no JSON, only the key {OPENAI_KEY}" if "echo" in query.output else 0
+    pytester.makefile(
+        ".yaml",
+        suite="""\
+suite: echo
+judge: {provider: openai, model: loopback-judge}
+cases:
+  - {id: low, language: de, input: frage, output: antwort}
+  - {id: raw, language: de, input: frage, output: echo}
+assert: [linguistic_acceptability >= 1]
+""",
+    )
+    base_url = loopback.openai_base_url.replace("http://", f"http://judge-user:{password}@")
+    result = pytester.runpytest(
+        "--llmjudge",
+        "-v",
+        "-rA",
+        f"--llmjudge-base-url={base_url}",
+        "--junitxml=junit.xml",
+        "--llmjudge-junit-properties",
+        "--llmjudge-report=json:report.json",
+        "--llmjudge-report=html:report.html",
+    )
+    result.assert_outcomes(failed=2)
+    assert loopback.requests, "the judge was really called through the URL with credentials"
+    assert "justification: my key is ***, see http://***@proxy.example/v1" in result.stdout.str()
+    secrets = (*SENTINELS, password, "judge-user")
+    outputs = {"stdout": result.stdout.str() + result.stderr.str()}
+    for name in ("junit.xml", "report.json", "report.html"):
+        outputs[name] = (pytester.path / name).read_text(encoding="utf-8")
+    assert [f"{name}: {s}" for name, text in outputs.items() for s in secrets if s in text] == []
+    assert "http://***@127.0.0.1" in outputs["report.json"], "the URL is kept, its credentials are not"

@@ -137,12 +137,15 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if not records:
         return
     from pytest_llmjudge.calibration.report import render_summary
+    from pytest_llmjudge.escaping import ONE_LINE
+    from pytest_llmjudge.report.plugin import clean_text, run_secrets
 
     lines = render_summary(records)
     if lines:
         terminalreporter.write_sep("=", "llmjudge calibration")
+        secrets = run_secrets(config)
         for line in lines:
-            terminalreporter.write_line(line)
+            terminalreporter.write_line(clean_text(line, secrets, ONE_LINE))
 
 
 def _calibration_path(config: pytest.Config) -> Path | None:

@@ -626,5 +626,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         lines.append((f"baseline not saved: {state.save_problem}", {"red": True}))
     if lines:
         terminalreporter.write_sep("-", "llmjudge baseline")
+        from pytest_llmjudge.escaping import ONE_LINE, escape_controls
+
         for text, markup in lines:
-            terminalreporter.write_line(text, **markup)
+            terminalreporter.write_line(escape_controls(text, ONE_LINE), **markup)

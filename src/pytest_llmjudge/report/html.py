@@ -34,6 +34,8 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
+
+from pytest_llmjudge.escaping import MULTILINE, escape_controls
 from pathlib import Path
 from typing import Any
 
@@ -729,7 +731,7 @@ def _other(records: Sequence[Mapping[str, Any]]) -> str:
 
 
 def render_html(document: Mapping[str, Any]) -> str:
-    """The whole page as text (see the module docstring)."""
+    """The whole page as text (see the module docstring), with no raw control character in it."""
     rows_by_suite: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for row in document.get("summary") or []:
         rows_by_suite[str(row.get("suite"))].append(row)
@@ -760,7 +762,9 @@ def render_html(document: Mapping[str, Any]) -> str:
     run = document.get("run") or {}
     title = f"pytest-llmjudge report {run.get('timestamp') or ''}".strip()
     body = "".join(html for _, _, html in sections)
-    return (
+    # Text is HTML-escaped where it is placed; control characters (an ESC from a model's
+    # output, a C1 \x9b) pass html.escape untouched, so the finished page is swept once.
+    page = (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f'<meta name="generator" content="pytest-llmjudge {_e(run.get("plugin_version"))}">'
@@ -770,6 +774,7 @@ def render_html(document: Mapping[str, Any]) -> str:
         "self-contained: no network needed to view it.</p></footer>"
         f"<script>{SCRIPT}</script></body></html>\n"
     )
+    return escape_controls(page, MULTILINE)
 
 
 def write_html(document: Mapping[str, Any], path: Path) -> None:

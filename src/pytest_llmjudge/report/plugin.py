@@ -339,6 +339,8 @@ def pytest_runtest_makereport(
         return report
     if report.longrepr is not None:
         _clean_longrepr(report, run_secrets(item.config))
+    path, line, domain = report.location
+    report.location = (path, line, escape_controls(domain, ONE_LINE))  # the failure's headline
     recorded = item.__dict__.get("llmjudge_properties")
     if recorded and call.when == "call":
         report.llmjudge_junit = [list(pair) for pair in recorded]  # type: ignore[attr-defined]

@@ -1,0 +1,71 @@
+"""Control characters in the data never reach the terminal, the HTML report or JUnit raw.
+
+A suite whose name, case id, input, output and judge justification carry ``ESC [31m``
+(recolours a terminal), BEL, the one-byte C1 escape ``\\x9b`` and NUL runs end to end
+against the loopback judge; the bytes pytest printed and every file written are searched.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import xmlschema
+
+from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
+
+SCHEMA = Path(__file__).resolve().parents[1] / "data" / "junit-10.xsd"
+RAW = ("\x1b", "\x07", "\x9b", "\x00")
+
+
+def hostile_suite(base_url: str) -> str:
+    # YAML double-quoted escapes: \e is ESC, \a is BEL, \x9b is the C1 CSI, \0 is NUL.
+    return f"""\
+suite: "evil\\e[31m-suite\\a"
+judge: {{provider: openai, model: loopback-judge, base_url: "{base_url}"}}
+cases:
+  - id: "hi\\e(B-\\x9b2J-\\0x"
+    language: hi
+    input: "in\\e[32mput\\0"
+    output: "out\\aput\\x9b31m \\e]0;title\\a"
+  - id: ok
+    language: hi
+    input: "plain"
+    output: "plain"
+assert: [linguistic_acceptability >= 1]
+aggregate: [mean(linguistic_acceptability) >= 1.5]
+"""
+
+
+def test_no_raw_control_character_reaches_terminal_html_or_junit(
+    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
+) -> None:
+    scripted_judge.scores = lambda query: 0 if "out" in query.output else 2
+    scripted_judge.justification = "bad\x1b[31m red\x07 bell\x9b2J csi\x00 nul"
+    pytester.makefile(".yaml", suite=hostile_suite(loopback.openai_base_url))
+    result = pytester.runpytest(
+        "--llmjudge",
+        "-v",
+        "-rA",
+        "--junitxml=r.xml",
+        "--llmjudge-report=html:r.html",
+        "--llmjudge-report=json:r.json",
+    )
+    result.assert_outcomes(passed=1, failed=3)
+    terminal = result.stdout.str() + result.stderr.str()
+    assert [c for c in RAW if c in terminal] == []
+    # The data is shown, as visible text.
+    assert "justification: bad\\x1b[31m red\\x07 bell\\x9b2J csi\\x00 nul" in terminal
+    assert "suite.yaml::hi\\x1b(B-\\x9b2J-\\x00x[linguistic_acceptability] FAILED" in terminal
+    assert "suite evil\\x1b[31m-suite\\x07:" in terminal
+    assert "output:        out\\x07put\\x9b31m \\x1b]0;title\\x07" in terminal
+
+    html = (pytester.path / "r.html").read_text(encoding="utf-8")
+    assert [c for c in RAW if c in html] == [] and "bad\\x1b[31m red" in html
+    report = (pytester.path / "r.json").read_text(encoding="utf-8")
+    assert [c for c in RAW if c in report] == []
+    assert json.loads(report)["cases"][0]["justification"].startswith("bad\x1b[31m"), "the data itself is kept"
+    junit = (pytester.path / "r.xml").read_text(encoding="utf-8")
+    assert [c for c in RAW if c in junit] == []
+    assert list(xmlschema.XMLSchema(SCHEMA).iter_errors(str(pytester.path / "r.xml"))) == []
