@@ -25,7 +25,6 @@ A suite the baseline does not have gets one skipped ``regression[not-in-baseline
 
 from __future__ import annotations
 
-import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +39,6 @@ if TYPE_CHECKING:
     from pytest_llmjudge.regression.compare import RegressionResult, RegressionSettings
     from pytest_llmjudge.suite.model import Case, Suite
 
-_REGRESSION_MARKER = re.compile(r"^regression\s*:", re.MULTILINE)
 _EXCERPT = 5
 
 
@@ -147,16 +145,11 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Regression
     state = config.stash.get(state_key, None)
     if state is None:
         return None
-    from pytest_llmjudge.errors import SuiteError
-    from pytest_llmjudge.suite.sniff import read_text, sniff_kind
+    from pytest_llmjudge.suite.sniff import has_top_level_key, sniff_kind
 
     if sniff_kind(file_path) != "suite":
         return None
-    try:
-        head = read_text(file_path)
-    except SuiteError:
-        return None  # the suite's own item reports the file
-    if state.cli_baseline is None and not _REGRESSION_MARKER.search(head):
+    if state.cli_baseline is None and not has_top_level_key(file_path, "regression"):
         return None
     collector: RegressionFile = RegressionFile.from_parent(parent, path=file_path)
     return collector

@@ -109,6 +109,10 @@ def validation_error(
     problems = exc.errors()
     if unknown_fields_first:
         problems = sorted(problems, key=lambda error: error["type"] != "extra_forbidden")
+    # A value that fails every branch of a union (``RecordedScore | Number``) gets one error
+    # per branch, the first being "should be a valid dictionary"; a NaN, an infinity or a
+    # boolean where a number belongs says more.
+    problems = sorted(problems, key=lambda error: not _is_bad_number(error))
     first = problems[0]
     missing = first["type"] == "missing"
     loc = _data_loc(data, tuple(first["loc"]), keep_last=missing)
@@ -128,6 +132,10 @@ def validation_error(
     if len(problems) > 1:
         message += f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})"
     return SuiteError(message, path=path, line=line, field=_loc_text(field_loc) or None, hint=hint)
+
+
+def _is_bad_number(error: Any) -> bool:
+    return bool(error["type"] == "finite_number" or (error["type"] == "value_error" and "boolean" in error["msg"]))
 
 
 _CASE_FIELDS = frozenset(_field_names(CaseConfig))
@@ -218,6 +226,11 @@ def _parse_thresholds(
     return parsed
 
 
+def _missing(path: Path) -> str:
+    """Why a side file that is not a regular file can't be read (for its error message)."""
+    return "is a directory, not a file" if path.is_dir() else "not found"
+
+
 def target_search_paths(suite_path: Path) -> list[Path]:
     """Where a suite's ``module:function`` target is looked for besides ``sys.path``."""
     return [suite_path.parent.resolve(), Path.cwd()]
@@ -255,7 +268,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         cases_path = base_dir / entry.path
         if not cases_path.is_file():
             raise SuiteError(
-                f"cases file not found: {cases_path}",
+                f"cases file {_missing(cases_path)}: {cases_path}",
                 path=path,
                 line=line_for(doc.lines, at),
                 field=_loc_text(at),
@@ -274,7 +287,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             outputs_path = base_dir / config.outputs.file
             if not outputs_path.is_file():
                 raise SuiteError(
-                    f"outputs file not found: {outputs_path}",
+                    f"outputs file {_missing(outputs_path)}: {outputs_path}",
                     path=path,
                     line=line_for(doc.lines, ("outputs", "file")),
                     field="outputs.file",

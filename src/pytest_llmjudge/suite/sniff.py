@@ -100,6 +100,14 @@ def is_kind(path: Path, kind: str) -> bool:
     return found == kind or (kind == "suite" and found == SUITE_LIKE)
 
 
+def has_top_level_key(path: Path, key: str) -> bool:
+    """Whether a line of ``path`` starts at column 0 with ``key:`` (streamed like :func:`sniff_kind`)."""
+    try:
+        return any((match := _KEY_RE.match(head)) and match["key"] == key for head in _line_heads(path))
+    except OSError:
+        return False
+
+
 def _line_heads(path: Path) -> Iterator[str]:
     """The first :data:`_HEAD` characters of every line, streamed."""
     with path.open("rb") as handle:
