@@ -9,6 +9,8 @@ pytest and prints the leaderboard and the position-bias statistics the plugin re
     python scripts/position_bias_demo.py            # biases 1.0 and 0.3, all three orders
 
 Nothing leaves 127.0.0.1 and nothing is cached between runs (``--llmjudge-cache=off``).
+A real judge's position bias, measured on pairs PARIKSHA had GPT-4 judge in both orders, is
+an assertion of ``example_suites/pariksha_arena.yaml`` (``position_bias(gpt4)``; docs/rankings.md).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ def run(directory: Path, server: LoopbackServer, order: str) -> dict[str, str]:
             "--llmjudge",
             "--llmjudge-cache=off",
             f"--junitxml={junit}",
+            "--llmjudge-junit-properties",  # the numbers are read back from the testcase <properties>
             "-q",
             "-p",
             "no:cacheprovider",
