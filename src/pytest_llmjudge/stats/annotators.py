@@ -53,8 +53,8 @@ A2-A3, A3-A1), each pair scored on the items both labelled. Weighted F1 is not s
   pair's F1 is the mean of both directions (so no side is privileged), and the ceiling is
   the mean of the pairs' F1 **weighted by the number of items each pair shares**. A 4th
   label on a few items creates pairs resting on those few items; with equal weights they
-  would count as much as the pairs seen on every item (on a PARIKSHA language with 3 such
-  items out of 212 that inflated the task-quality ceiling from 0.528 to 0.764). Fleiss'
+  would count as much as the pairs seen on every item and pull the ceiling towards their
+  small-sample F1 (``tests/unit/test_stats_annotators.py`` builds such a case). Fleiss'
   kappa uses every item with two or more labels.
 
 Who is "A1": :func:`pairwise_annotator_f1` takes each column as one person (a fixed
