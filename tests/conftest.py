@@ -41,6 +41,9 @@ def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(variable, raising=False)
     for variable in [name for name in os.environ if name.startswith("LLMJUDGE_") and name != "LLMJUDGE_LIVE_TESTS"]:
         monkeypatch.delenv(variable, raising=False)
+    # Tests run as on a developer's machine (judge items without a key are skipped) even when
+    # the suite itself runs in CI; tests of the CI default set CI themselves.
+    monkeypatch.delenv("CI", raising=False)
 
 
 @pytest.fixture

@@ -138,12 +138,11 @@ class _SuiteItem(pytest.Item):
     def _skip_or_fail_without_judge(self, metric: str, recorded: bool) -> None:
         if self.judge_problem is None or recorded or self.suite.metric_kinds.get(metric) != "rubric":
             return
+        from pytest_llmjudge.plugin import skip_or_fail_without_judge
+
         board = _scoreboard(self.config)
-        message = f"judge {board.judge_settings(self.suite).label} {self.judge_problem}"
-        if board.settings.require_judge:
-            pytest.fail(message + " (--llmjudge-require-judge is set)", pytrace=False)
-        # Report the skip at the suite's line, not at this module.
-        raise pytest.skip.Exception(message, _use_item_location=True)
+        reason = f"judge {board.judge_settings(self.suite).label} {self.judge_problem}"
+        skip_or_fail_without_judge(board.settings, reason, self.suite.judge.required)
 
     def _record(self, **properties: Any) -> None:
         from pytest_llmjudge.report.plugin import record_properties

@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from pytest_llmjudge.execution.scoreboard import ScoreBoard
     from pytest_llmjudge.execution.sharing import WorkerShare
     from pytest_llmjudge.judge import Judge
+    from pytest_llmjudge.judge_policy import NoJudge
     from pytest_llmjudge.nodes import SuiteFile
 
 # Heavy modules (numpy, scipy, the SDKs) are imported only once --llmjudge is given, so an
@@ -82,7 +83,30 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     result = getattr(item, "llmjudge_result", None)
     if result is not None and call.when == "call":
         report.llmjudge = result  # type: ignore[attr-defined]
+    no_judge = getattr(call.excinfo.value, "llmjudge_no_judge", None) if call.excinfo is not None else None
+    if no_judge is not None:  # counted in the summary (a plain dict: it travels under xdist)
+        report.llmjudge_no_judge = no_judge  # type: ignore[attr-defined]
     return report
+
+
+def skip_or_fail_without_judge(settings: Settings, reason: str, suite_required: bool | None = None) -> NoReturn:
+    """End the item (or fixture) whose judge can't be called: skip or fail, as judge_policy decides.
+
+    ``reason`` names the judge and the problem. The exception carries the outcome, so the
+    summary can count these items (``ResultsCollector``), also when a session fixture's
+    exception is raised again for every test that uses it.
+    """
+    from pytest_llmjudge.judge_policy import no_judge_outcome
+
+    outcome = no_judge_outcome(reason, settings, suite_required)
+    exc: BaseException
+    if outcome.fail:
+        exc = pytest.fail.Exception(outcome.message, pytrace=False)
+    else:
+        # Report the skip at the item's own location (the suite's line), not at this module.
+        exc = pytest.skip.Exception(outcome.message, _use_item_location=True)
+    exc.llmjudge_no_judge = {"reason": outcome.reason, "rule": outcome.rule}  # type: ignore[union-attr]
+    raise exc
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -190,6 +214,18 @@ def _worker_share(config: pytest.Config, settings: Settings) -> WorkerShare | No
     return WorkerShare(int(worker_id[2:]), count, str(workerinput.get("testrunuid", "run")), wait)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """After Ctrl-C, stop every judge call and output target at once, before the summary is written.
+
+    Replies already received are in the cache (the runner stores them before use); letting
+    the calls still in flight run on would only pay for replies no item will read.
+    """
+    board = session.config.stash.get(scoreboard_key, None)
+    if board is not None and exitstatus == pytest.ExitCode.INTERRUPTED:
+        board.abandon()
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     board = config.stash.get(scoreboard_key, None)
     if board is not None:
@@ -270,7 +306,7 @@ def llmjudge_judge(pytestconfig: pytest.Config) -> Judge:
 
     Uses the command-line/ini judge settings (``--llmjudge-provider``, ``--llmjudge-model``,
     ``--llmjudge-base-url``) over the defaults, with the run's cache and concurrency. Skips
-    the test when the judge has no credentials (fails with ``--llmjudge-require-judge``).
+    the test when the judge has no credentials, or fails it in CI (judge_policy.py).
     """
     from pytest_llmjudge.execution.scoreboard import ScoreBoard
     from pytest_llmjudge.judge import Judge
@@ -283,10 +319,7 @@ def llmjudge_judge(pytestconfig: pytest.Config) -> Judge:
     judge = Judge(board)
     problem = judge.unavailable_reason()
     if problem is not None:
-        message = f"judge {judge.model} {problem}"
-        if board.settings.require_judge:
-            pytest.fail(message)
-        pytest.skip(message)
+        skip_or_fail_without_judge(board.settings, f"judge {judge.model} {problem}")
     return judge
 
 
@@ -298,11 +331,18 @@ class ResultsCollector:
         self.records: list[dict[str, Any]] = []
         """Structured item results (``report.llmjudge``) with ``nodeid`` and ``outcome``."""
         self.worker_stats: list[dict[str, int]] = []
+        self.no_judge: list[NoJudge] = []
+        """Items that did not run because their judge can't be called (skip_or_fail_without_judge)."""
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = getattr(report, "llmjudge", None)
         if isinstance(record, dict):
             self.records.append({**record, "nodeid": report.nodeid, "outcome": report.outcome})
+        no_judge = getattr(report, "llmjudge_no_judge", None)
+        if isinstance(no_judge, dict):
+            from pytest_llmjudge.judge_policy import NoJudge
+
+            self.no_judge.append(NoJudge(str(no_judge["reason"]), no_judge["rule"]))
 
     @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown without xdist
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
@@ -334,6 +374,10 @@ class ResultsCollector:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if hasattr(self.config, "workerinput"):
             return
+        from pytest_llmjudge.judge_policy import summary_lines
         from pytest_llmjudge.report.plugin import write_terminal_summary
 
         write_terminal_summary(self.config, terminalreporter, self, self.run_stats())
+        # Always, also with -q: a run whose judge items did not run must say so.
+        for line, failed in summary_lines(self.no_judge):
+            terminalreporter.write_line(line, **({"red": True} if failed else {"yellow": True}))

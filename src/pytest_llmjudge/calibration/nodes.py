@@ -155,13 +155,10 @@ class _CalibrationItem(pytest.Item):
     def setup(self) -> None:
         if self.judge_problem is None:
             return
-        from pytest_llmjudge.plugin import settings_key
+        from pytest_llmjudge.plugin import settings_key, skip_or_fail_without_judge
 
         label = self.store.live_label(self.calibration)
-        message = f"judge {label} {self.judge_problem}"
-        if self.config.stash[settings_key].require_judge:
-            pytest.fail(message + " (--llmjudge-require-judge is set)", pytrace=False)
-        raise pytest.skip.Exception(message, _use_item_location=True)
+        skip_or_fail_without_judge(self.config.stash[settings_key], f"judge {label} {self.judge_problem}")
 
     def _record(self, **properties: Any) -> None:
         from pytest_llmjudge.report.plugin import record_properties

@@ -591,6 +591,15 @@ class ScoreBoard:
             higher_is_better=instance.higher_is_better,
         )
 
+    def abandon(self) -> None:
+        """Stop the runner now, cancelling every pending call and target (the run was interrupted).
+
+        Unlike :meth:`close`, nothing is finished for other xdist workers: they are being
+        interrupted too. Targets running in threads are left to end with the process.
+        """
+        if self._runner is not None:
+            self._runner.close()
+
     def close(self) -> None:
         """Stop the runner; under xdist, first finish the work other workers may be waiting for.
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_llmjudge.plugin import has_top_level_key, is_enabled, scoreboard_key
+from pytest_llmjudge.plugin import has_top_level_key, is_enabled, scoreboard_key, skip_or_fail_without_judge
 
 if TYPE_CHECKING:
     from pytest_llmjudge.pairwise.judge import BattleResult, PairwiseJudge
@@ -215,10 +215,8 @@ class _RankingItem(pytest.Item):
     def setup(self) -> None:
         if not self.needs_live() or self.run.judge_problem is None:
             return
-        message = f"pairwise judge {self.run.judge_label} {self.run.judge_problem}"
-        if self.config.stash[scoreboard_key].settings.require_judge:
-            pytest.fail(message + " (--llmjudge-require-judge is set)", pytrace=False)
-        raise pytest.skip.Exception(message, _use_item_location=True)
+        reason = f"pairwise judge {self.run.judge_label} {self.run.judge_problem}"
+        skip_or_fail_without_judge(self.config.stash[scoreboard_key].settings, reason)
 
     def _record(self, **properties: Any) -> None:
         from pytest_llmjudge.report.plugin import record_properties

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_llmjudge.plugin import is_enabled, results_key, scoreboard_key
+from pytest_llmjudge.plugin import is_enabled, results_key, scoreboard_key, skip_or_fail_without_judge
 
 if TYPE_CHECKING:
     from pytest_llmjudge.regression.baseline import Baseline, BaselineError, MetricScores
@@ -358,10 +358,8 @@ class RegressionItem(_Item):
         problem = board.judge_problem(self.suite)
         if problem is None:
             return
-        message = f"judge {self.suite.judge.provider}:{self.suite.judge.model} {problem}"
-        if board.settings.require_judge:
-            pytest.fail(message + " (--llmjudge-require-judge is set)", pytrace=False)
-        raise pytest.skip.Exception(message, _use_item_location=True)
+        reason = f"judge {self.suite.judge.provider}:{self.suite.judge.model} {problem}"
+        skip_or_fail_without_judge(board.settings, reason, self.suite.judge.required)
 
     def _candidate(self) -> tuple[dict[str, float | None], dict[str, str], bool | None, set[str]]:
         board = self.config.stash[scoreboard_key]
