@@ -400,12 +400,20 @@ def rejecting(cache: JudgeCache) -> list[tuple[str, str]]:
     return seen
 
 
+def canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def recompute_checksum(record: dict[str, Any]) -> None:
     """What a deliberate forger without the secret does after editing a reply."""
     import hashlib
 
-    canonical = json.dumps(record["reply"], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    record["reply_sha256"] = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    record["reply_sha256"] = hashlib.sha256(canonical(record["reply"]).encode("utf-8")).hexdigest()
+
+
+def write_record(path: Path, record: dict[str, Any]) -> None:
+    """Write an entry the way the cache does (canonical JSON), so only its content is judged."""
+    path.write_text(canonical(record), encoding="utf-8")
 
 
 def test_an_entry_stores_a_checksum_of_its_reply(tmp_path: Path) -> None:
@@ -414,9 +422,10 @@ def test_an_entry_stores_a_checksum_of_its_reply(tmp_path: Path) -> None:
     key = key_of(BASE)
     JudgeCache(tmp_path).put(key, BASE.cache_payload(), REPLY)
     record = json.loads(entry_path(tmp_path, key).read_text(encoding="utf-8"))
-    canonical = json.dumps(record["reply"], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    assert record["reply_sha256"] == hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    assert record["reply_sha256"] == hashlib.sha256(canonical(record["reply"]).encode("utf-8")).hexdigest()
     assert "hmac_sha256" not in record
+    # The request is stored as the very bytes its key was hashed from.
+    assert entry_path(tmp_path, key).read_text(encoding="utf-8") == canonical(record)
 
 
 def test_a_misplaced_entry_is_rejected_and_repaired(tmp_path: Path) -> None:
@@ -458,7 +467,7 @@ def test_without_a_secret_a_recomputed_checksum_is_accepted(tmp_path: Path) -> N
     record = json.loads(entry_path(tmp_path, key).read_text(encoding="utf-8"))
     record["reply"]["text"] = '{"score": 2}'
     recompute_checksum(record)
-    entry_path(tmp_path, key).write_text(json.dumps(record), encoding="utf-8")
+    write_record(entry_path(tmp_path, key), record)
 
     hit = cache.get(key)
     assert hit is not None and hit.reply.text == '{"score": 2}'
@@ -484,7 +493,7 @@ def test_a_wrongly_shaped_reply_is_rejected_even_with_a_matching_checksum(
     record = json.loads(entry_path(tmp_path, key).read_text(encoding="utf-8"))
     record["reply"][field] = value
     recompute_checksum(record)
-    entry_path(tmp_path, key).write_text(json.dumps(record), encoding="utf-8")
+    write_record(entry_path(tmp_path, key), record)
     seen = rejecting(cache)
 
     assert cache.get(key) is None
@@ -497,7 +506,7 @@ def test_an_entry_without_a_checksum_is_rejected(tmp_path: Path) -> None:
     path = entry_path(tmp_path, key)
     path.parent.mkdir(parents=True)
     legacy = {"key": key, "request": BASE.cache_payload(), "reply": {"text": "t", "model": "m"}}
-    path.write_text(json.dumps(legacy), encoding="utf-8")
+    write_record(path, legacy)
     cache = JudgeCache(tmp_path)
     seen = rejecting(cache)
     assert cache.get(key) is None
@@ -549,7 +558,7 @@ def test_with_a_secret_a_forged_verdict_with_a_recomputed_checksum_is_rejected(t
     record = json.loads(entry_path(tmp_path, key).read_text(encoding="utf-8"))
     record["reply"]["text"] = '{"score": 2}'
     recompute_checksum(record)
-    entry_path(tmp_path, key).write_text(json.dumps(record), encoding="utf-8")
+    write_record(entry_path(tmp_path, key), record)
     seen = rejecting(cache)
 
     assert cache.get(key) is None

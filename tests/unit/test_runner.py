@@ -693,7 +693,8 @@ def test_a_cached_verdict_edited_from_0_to_2_is_re_asked_not_passed(
         if secret is not None:  # a deliberate forger recomputes the checksum; only the signature stops it
             canonical = json.dumps(record["reply"], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
             record["reply_sha256"] = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-        path.write_text(json.dumps(record), encoding="utf-8")
+        # Written back the way the cache writes (canonical JSON), so only the content is judged.
+        path.write_text(json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False), "utf-8")
 
         second, runner = run()
         assert verdict(second).score == 0.0  # asked again, never the forged 2

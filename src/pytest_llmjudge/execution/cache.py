@@ -8,12 +8,16 @@ API keys aren't request fields, and the endpoint enters without the user info an
 credential-like query parameters a URL can carry (``judges.base.public_url``). Retry
 counts and timeouts are left out: they don't change a reply.
 
-An entry is one JSON object: ``key``, ``request`` (the payload), ``reply`` (text, model,
-usage), ``reply_sha256`` (sha256 of the reply's canonical JSON), creation time, and with a
-secret (``LLMJUDGE_CACHE_SECRET``) ``hmac_sha256`` = HMAC-SHA256(secret, key NL canonical
-request NL canonical reply). The bytes live in a :class:`~pytest_llmjudge.execution.
-stores.base.CacheStore` (by default :class:`~pytest_llmjudge.execution.cache_directory.
-DirectoryStore`, ``<root>/v1/<key[:2]>/<key>.json``); this layer is store-agnostic.
+An entry is one canonical JSON object: ``key``, ``request`` (the payload), ``reply``
+(text, model, usage), ``reply_sha256`` (sha256 of the reply's canonical JSON), creation
+time, and with a secret (``LLMJUDGE_CACHE_SECRET``) ``hmac_sha256`` = HMAC-SHA256(secret,
+key NL canonical request NL canonical reply). ``request`` is its last member, so a read
+hashes the request's stored bytes as they are (no re-serialising): verifying costs two
+sha256 of a few kilobytes per read, and the request is never parsed.
+
+The bytes live in a :class:`~pytest_llmjudge.execution.stores.base.CacheStore` (by
+default :class:`~pytest_llmjudge.execution.cache_directory.DirectoryStore`,
+``<root>/v1/<key[:2]>/<key>.json``); this layer is store-agnostic.
 
 Leases (:meth:`JudgeCache.lease`) let concurrent processes on one store pay once per
 prompt: whoever holds a key's lease is asking the judge for it, the others wait for its
@@ -59,6 +63,7 @@ from pytest_llmjudge.judges.base import ProviderReply, Usage
 CacheMode = Literal["use", "refresh", "off"]
 SECRET_ENV = "LLMJUDGE_CACHE_SECRET"
 _LAYOUT_VERSION = "v1"
+_REQUEST_MEMBER = b',"request":'
 _MIN_REDACTED = 4
 
 
@@ -153,34 +158,38 @@ class JudgeCache:
         return checked
 
     def _checked(self, key: str, data: bytes) -> CachedReply | str:
-        """The entry in ``data`` if it verifies as the answer under ``key``, else why not."""
+        """The entry in ``data`` if it verifies as the answer under ``key``, else why not.
+
+        An entry is canonical JSON whose last member is ``request`` (:meth:`put`), so the
+        request's exact bytes are hashed against the key without being parsed or
+        re-serialised: one sha256 over the request and one over the (small) reply.
+        """
+        head, mark, tail = data.partition(_REQUEST_MEMBER)
+        if not mark or not tail.endswith(b"}"):
+            return "not a cache entry"
+        request = tail[:-1]
         try:
-            record = json.loads(data)
-            request, reply = record["request"], record["reply"]
-            text, model, usage = reply["text"], reply.get("model", ""), reply.get("usage", {})
+            record = json.loads(head + b"}")
+            reply = record["reply"]
+            text, model, usage = reply["text"], reply["model"], reply["usage"]
             tokens_in, tokens_out = usage["input_tokens"], usage["output_tokens"]
             checksum, created = record["reply_sha256"], record.get("created_unix")
         except (ValueError, KeyError, TypeError, AttributeError):
             return "not a cache entry"
         if not (
-            isinstance(request, dict)
-            and isinstance(text, str)
-            and isinstance(model, str)
-            and type(tokens_in) is int
-            and type(tokens_out) is int
+            isinstance(text, str) and isinstance(model, str) and type(tokens_in) is int and type(tokens_out) is int
         ):
             return "wrongly shaped entry"
-        if cache_key(request) != key:
+        if hashlib.sha256(request).hexdigest() != key:
             return "its request does not hash to its key (a copied or misplaced entry)"
         canonical_reply = _canonical(reply)
         if hashlib.sha256(canonical_reply).hexdigest() != checksum:
             return "its reply does not match its checksum (edited or damaged)"
         if self._secret is not None:
             signature = record.get("hmac_sha256")
-            expected = self._sign(key, request, canonical_reply)
             if not isinstance(signature, str):
                 return "unsigned, and a cache secret is set"
-            if not hmac.compare_digest(signature, expected):
+            if not hmac.compare_digest(signature, self._sign(key, request, canonical_reply)):
                 return "its signature does not verify with this cache secret"
         return CachedReply(
             key=key,
@@ -188,9 +197,9 @@ class JudgeCache:
             created=float(created) if isinstance(created, (int, float)) else None,
         )
 
-    def _sign(self, key: str, request: Mapping[str, Any], canonical_reply: bytes) -> str:
+    def _sign(self, key: str, canonical_request: bytes, canonical_reply: bytes) -> str:
         assert self._secret is not None
-        message = key.encode("ascii") + b"\n" + _canonical(request) + b"\n" + canonical_reply
+        message = key.encode("ascii") + b"\n" + canonical_request + b"\n" + canonical_reply
         return hmac.new(self._secret, message, hashlib.sha256).hexdigest()
 
     # -- writing -----------------------------------------------------------------------
@@ -207,8 +216,8 @@ class JudgeCache:
             )
         if self.mode == "off" or self.store is None:
             return reply
-        request = dict(payload)
-        if cache_key(request) != key:
+        canonical_request = _canonical(payload)
+        if hashlib.sha256(canonical_request).hexdigest() != key:
             raise ValueError(f"cache key {key[:12]}... is not the hash of the request it is stored with")
         stored = {
             "text": reply.text,
@@ -220,14 +229,15 @@ class JudgeCache:
             "key": key,
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "created_unix": time.time(),
-            "request": request,
             "reply": stored,
             "reply_sha256": hashlib.sha256(canonical_reply).hexdigest(),
         }
         if self._secret is not None:
-            record["hmac_sha256"] = self._sign(key, request, canonical_reply)
-        # dumps, not dump: one call to the C encoder (dump streams through the pure-Python one).
-        self.store.put(key, json.dumps(record, ensure_ascii=False, sort_keys=True).encode("utf-8"))
+            record["hmac_sha256"] = self._sign(key, canonical_request, canonical_reply)
+        # Canonical JSON with the request as its last member ("request" sorts after every
+        # other member), spliced in as the very bytes its key was hashed from.
+        data = _canonical(record)[:-1] + _REQUEST_MEMBER + canonical_request + b"}"
+        self.store.put(key, data)
         return reply
 
     # -- coordination ------------------------------------------------------------------

@@ -346,16 +346,16 @@ class JudgeRunner:
                     with self._lock:
                         self.stats.cache_hits += 1
             else:
+                assert lease is not None  # a miss always comes with the claim to pay for it
                 asked.cached = False
                 try:
-                    reply = await self._call_with_retries(provider, current, key, payload)
+                    reply = await self._call_with_retries(provider, current, key, payload, lease)
                 except ProviderError as exc:
                     if self.share is not None:
                         self.share.mark_failed(self.cache, key, str(exc))
                     raise
                 finally:
-                    assert lease is not None
-                    lease.release()
+                    lease.release()  # after a failure or a cancellation (a stored reply released it already)
                 asked.calls += 1
                 asked.input_tokens += reply.usage.input_tokens
                 asked.output_tokens += reply.usage.output_tokens
@@ -464,14 +464,22 @@ class JudgeRunner:
             self.stats.unscored += sum(isinstance(v, UnscoredError) for v in outcome.results.values())
         return outcome
 
-    async def _store(self, key: str, payload: Mapping[str, Any], reply: ProviderReply) -> ProviderReply:
-        """Write a reply to the cache off the event loop (its fsync would stall every call in flight).
+    async def _store(self, key: str, payload: Mapping[str, Any], reply: ProviderReply, lease: Lease) -> ProviderReply:
+        """Write a reply to the cache, then release its lease, off the event loop.
 
-        Returns the reply as stored (secrets redacted), which is the one the run uses.
+        The fsync, and the unlink and close of a lease file, would stall every call in
+        flight. Returns the reply as stored (secrets redacted), which is the one the run uses.
         """
         if self.cache.mode == "off":
             return reply
-        return await asyncio.get_running_loop().run_in_executor(None, self.cache.put, key, payload, reply)
+
+        def put_and_release() -> ProviderReply:
+            try:
+                return self.cache.put(key, payload, reply)
+            finally:
+                lease.release()
+
+        return await asyncio.get_running_loop().run_in_executor(None, put_and_release)
 
     async def _claim(self, key: str) -> tuple[ProviderReply | None, Lease | None]:
         """The lease to pay for ``key``, or the reply of the process that held it.
@@ -535,9 +543,9 @@ class JudgeRunner:
         return (hit.reply if hit is not None else None), False
 
     async def _call_with_retries(
-        self, provider: JudgeProvider, request: ProviderRequest, key: str, payload: Mapping[str, Any]
+        self, provider: JudgeProvider, request: ProviderRequest, key: str, payload: Mapping[str, Any], lease: Lease
     ) -> ProviderReply:
-        """One provider call with retries; the reply is in the cache (under ``key``) when it returns.
+        """One provider call with retries; when it returns, the reply is cached under ``key`` and ``lease`` released.
 
         The reply is stored before its concurrency slot is given back, so at any moment at
         most ``concurrency`` paid-for replies are not yet on disk: a killed run loses at
@@ -567,7 +575,7 @@ class JudgeRunner:
                             redact(f"{provider.name} raised {exc.__class__.__name__}: {exc}", self.secrets)
                         ) from None
                     else:
-                        return await self._store(key, payload, reply)
+                        return await self._store(key, payload, reply, lease)
             finally:
                 budget.release(
                     ticket,
