@@ -29,10 +29,15 @@ Output is byte-for-byte reproducible: fixed seed, sorted keys, records sorted by
 UTF-8, ``\\n`` line endings. Standard library only.
 
 Re-run from the repository root (the default ``--source`` is ``../shared/data/pariksha``
-beside the repository, the default ``--out`` is ``example_suites/data/pariksha``)::
+beside the repository, the default ``--out`` is ``example_suites/data/pariksha``;
+``--languages`` and ``--items`` choose other languages and sizes)::
 
     python scripts/build_pariksha_subset.py
     python scripts/build_pariksha_subset.py --source /path/to/pariksha --out /tmp/subset
+    python scripts/build_pariksha_subset.py --out /tmp/hi --languages hindi --items 200
+
+Any other annotation table (and the whole PARIKSHA release) goes through
+``python -m pytest_llmjudge.calibration.convert`` instead (docs/calibration.md).
 """
 
 from __future__ import annotations
@@ -253,6 +258,7 @@ def build_individual(
     prompts: dict[str, dict[str, Any]],
     gpt4: dict[tuple[str, str], dict[str, dict[str, Any]]],
     human: dict[tuple[str, str], dict[str, dict[str, int]]],
+    n_items: int = N_INDIVIDUAL,
 ) -> list[dict[str, Any]]:
     code = LANGUAGES[lang]
     short = {pid: pid.split("-")[0] for pid in prompts}
@@ -270,8 +276,8 @@ def build_individual(
         if any(set(labels[m]) != workers for m in METRICS):
             raise ValueError(f"{lang}: inconsistent annotators for {(pid, model)}")
         candidates.append({"prompt_id": pid, "model": model, "n_annotators": len(workers)})
-    chosen = select_individual(lang, candidates, N_INDIVIDUAL)
-    if len(chosen) < N_INDIVIDUAL:
+    chosen = select_individual(lang, candidates, n_items)
+    if len(chosen) < n_items:
         raise ValueError(f"{lang}: only {len(chosen)} eligible items")
 
     records = []
@@ -365,8 +371,13 @@ def build_pairwise(source: Path, lang: str, prompts: dict[str, dict[str, Any]]) 
 # ----------------------------------------------------------------------------- main
 
 
-def build(source: Path, out: Path) -> list[Path]:
-    """Write the subset into ``out``; return the written paths (sorted)."""
+def build(source: Path, out: Path, languages: list[str] | None = None, n_items: int = N_INDIVIDUAL) -> list[Path]:
+    """Write the subset of ``languages`` (default: all 8) with ``n_items`` items each into
+    ``out``; return the written paths (sorted)."""
+    chosen = list(LANGUAGES) if languages is None else languages
+    unknown = sorted(set(chosen) - set(LANGUAGES))
+    if unknown:
+        raise ValueError(f"unknown languages {unknown}; the release has {', '.join(LANGUAGES)}")
     source = Path(source)
     out = Path(out)
     if not (source / "outputs").is_dir():
@@ -376,9 +387,11 @@ def build(source: Path, out: Path) -> list[Path]:
     human = load_human_individual(source)
     written: list[Path] = []
     for lang, code in LANGUAGES.items():
+        if lang not in chosen:
+            continue
         gpt4 = load_gpt4_individual(source, lang)
         path = out / f"individual_{code}.jsonl"
-        _write_jsonl(path, build_individual(lang, outputs[lang], gpt4, human))
+        _write_jsonl(path, build_individual(lang, outputs[lang], gpt4, human, n_items))
         written.append(path)
         path = out / f"pairwise_{code}.jsonl"
         _write_jsonl(path, build_pairwise(source, lang, outputs[lang]))
@@ -402,8 +415,21 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_OUT,
         help="output folder (default: example_suites/data/pariksha)",
     )
+    parser.add_argument(
+        "--languages",
+        type=lambda text: [part.strip() for part in text.split(",") if part.strip()],
+        default=None,
+        help=f"comma-separated release language names (default: all of {', '.join(LANGUAGES)})",
+    )
+    parser.add_argument(
+        "--items",
+        type=int,
+        default=N_INDIVIDUAL,
+        help=f"labelled items per language (default {N_INDIVIDUAL}); for the whole release use "
+        "python -m pytest_llmjudge.calibration.convert (docs/calibration.md)",
+    )
     args = parser.parse_args(argv)
-    for path in build(args.source, args.out):
+    for path in build(args.source, args.out, args.languages, args.items):
         print(f"{os.path.getsize(path):>9}  {path}")
     return 0
 
