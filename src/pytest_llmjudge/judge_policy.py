@@ -29,19 +29,16 @@ OPT_OUT = "set llmjudge_require_judge=false (or --llmjudge-allow-no-judge) to sk
 class NoJudge:
     """What an item whose judge can't be called does, and why."""
 
+    fail: bool
     reason: str
     """Which judge can't be called and why (``judge openai:gpt-4o-mini needs a live judge: ...``)."""
-    rule: str | None
-    """The sentence saying which rule makes the item fail; None when it is skipped."""
-
-    @property
-    def fail(self) -> bool:
-        return self.rule is not None
+    rule: str
+    """The sentence saying which rule made the item fail, or be skipped."""
 
     @property
     def message(self) -> str:
-        """What the item reports."""
-        return f"{self.reason}. {self.rule}." if self.rule is not None else self.reason
+        """What the item reports: the skip reason, or the failure with its rule and the way out."""
+        return f"{self.reason}. {self.rule}." if self.fail else self.reason
 
 
 def judge_required(settings: Settings, suite_required: bool | None = None) -> bool:
@@ -53,19 +50,22 @@ def judge_required(settings: Settings, suite_required: bool | None = None) -> bo
     return settings.ci
 
 
-def _rule(settings: Settings, suite_required: bool | None) -> str:
-    """Which rule makes the judge required, as a sentence saying that the run fails."""
+def _rule(settings: Settings, suite_required: bool | None, required: bool) -> str:
+    """Which rule decided, as a sentence saying what that does to the run."""
+    effect = "this fails the run" if required else "they are skipped"
     if settings.require_judge is not None:
-        return "llmjudge_require_judge is true, so this fails the run"
+        return f"The setting llmjudge_require_judge is {str(required).lower()}, so {effect}"
     if suite_required is not None:
-        return "The suite sets judge.required: true, so this fails the run"
-    return "In CI this fails the run; " + OPT_OUT
+        return f"The suite sets judge.required: {str(required).lower()}, so {effect}"
+    if required:
+        return "In CI this fails the run; " + OPT_OUT
+    return "In CI (CI=true) they would fail the run"
 
 
 def no_judge_outcome(reason: str, settings: Settings, suite_required: bool | None = None) -> NoJudge:
     """The outcome of an item whose judge can't be called; ``reason`` says which judge and why."""
-    rule = _rule(settings, suite_required) if judge_required(settings, suite_required) else None
-    return NoJudge(reason, rule)
+    required = judge_required(settings, suite_required)
+    return NoJudge(required, reason, _rule(settings, suite_required, required))
 
 
 def summary_lines(outcomes: list[NoJudge]) -> list[tuple[str, bool]]:
@@ -79,11 +79,9 @@ def summary_lines(outcomes: list[NoJudge]) -> list[tuple[str, bool]]:
         if not chosen:
             continue
         reasons = list(dict.fromkeys(outcome.reason for outcome in chosen))
+        rules = "; ".join(dict.fromkeys(outcome.rule for outcome in chosen))
         items = f"{len(chosen)} judge item{'s' if len(chosen) != 1 else ''}"
         why = "; ".join(reasons[:3]) + (f"; and {len(reasons) - 3} more" if len(reasons) > 3 else "")
-        if failed:
-            lines.append((f"llmjudge: {items} could not run: {why}. {chosen[0].rule}.", True))
-        else:
-            text = f"llmjudge: {items} skipped, not judged: {why}. In CI (CI=true) they would fail the run."
-            lines.append((text, False))
+        what = "could not run" if failed else "skipped, not judged"
+        lines.append((f"llmjudge: {items} {what}: {why}. {rules}.", failed))
     return lines

@@ -105,7 +105,8 @@ def skip_or_fail_without_judge(settings: Settings, reason: str, suite_required: 
     else:
         # Report the skip at the item's own location (the suite's line), not at this module.
         exc = pytest.skip.Exception(outcome.message, _use_item_location=True)
-    exc.llmjudge_no_judge = {"reason": outcome.reason, "rule": outcome.rule}  # type: ignore[union-attr]
+    record = {"fail": outcome.fail, "reason": outcome.reason, "rule": outcome.rule}
+    exc.llmjudge_no_judge = record  # type: ignore[union-attr]
     raise exc
 
 
@@ -342,7 +343,7 @@ class ResultsCollector:
         if isinstance(no_judge, dict):
             from pytest_llmjudge.judge_policy import NoJudge
 
-            self.no_judge.append(NoJudge(str(no_judge["reason"]), no_judge["rule"]))
+            self.no_judge.append(NoJudge(bool(no_judge["fail"]), str(no_judge["reason"]), str(no_judge["rule"])))
 
     @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown without xdist
     def pytest_testnodedown(self, node: Any, error: Any) -> None:

@@ -72,7 +72,7 @@ def test_in_ci_the_opt_out_skips(
     result = pytester.runpytest("--llmjudge", "-p", "no:cacheprovider", *args)
     result.assert_outcomes(passed=2, skipped=2)
     assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines([LOCAL_HEADLINE])
+    result.stdout.fnmatch_lines(["llmjudge: 2 judge items skipped, not judged: *. *they are skipped."])
 
 
 def test_a_suite_can_declare_its_judge_optional_but_the_run_setting_wins(
@@ -83,11 +83,14 @@ def test_a_suite_can_declare_its_judge_optional_but_the_run_setting_wins(
     optional = pytester.runpytest("--llmjudge", "-p", "no:cacheprovider")
     optional.assert_outcomes(passed=2, skipped=2)
     assert optional.ret == pytest.ExitCode.OK
+    optional.stdout.fnmatch_lines(
+        ["llmjudge: 2 judge items skipped, not judged: *. The suite sets judge.required: false, so they are skipped."]
+    )
 
     required = pytester.runpytest("--llmjudge", "-p", "no:cacheprovider", "--llmjudge-require-judge")
     required.assert_outcomes(passed=2, errors=2)
     required.stdout.fnmatch_lines(
-        ["llmjudge: 2 judge items could not run: *. llmjudge_require_judge is true, so this fails the run."]
+        ["llmjudge: 2 judge items could not run: *. The setting llmjudge_require_judge is true, so this fails the run."]
     )
 
 
