@@ -12,9 +12,18 @@ between) change that:
 * ``<!-- doc-test: skip (reason) -->``: don't run the block;
 * ``<!-- doc-test: exit N -->``: the block's last command must exit N.
 
-Files run side by side (at most 4 at a time); blocks of one file run in order. A command
-that fails only because it imports an optional module this interpreter lacks
-(``ModuleNotFoundError``, say ``jsonschema``) is reported as not run, not as a failure.
+Files run side by side (at most one per CPU, at most 4); blocks of one file run in order.
+Under pytest-xdist each file is its own test, so the workers already use the CPUs and a
+file's commands run one at a time. A command that fails only because it imports an
+optional module this interpreter lacks (``ModuleNotFoundError``, say ``jsonschema``) is
+reported as not run, not as a failure.
+
+A command that appears, with the same expected exit status, in several files runs once,
+in the first file (README.md, then docs/*.md by name), when it reads nothing an earlier
+command could have written: no ``/tmp`` path and no ``cd``. Running the example suites
+again for another page would only repeat the same work (each ``pytest --llmjudge`` command
+pays an interpreter start and the plugin's imports); the later file lists it as checked
+in the first one.
 
 Never run: ``pip install`` commands ("CI runs the install"), and commands that call a
 program outside :data:`SAFE_PROGRAMS` (for example ``curl`` or ``docker``), reported as
@@ -195,6 +204,23 @@ def test_parser_reads_directives_and_continuations(tmp_path: Path) -> None:
     assert why_not_run("LLMJUDGE_X=1 timeout -s INT 4 python -m x; echo $?") is None
 
 
+def test_a_repeated_command_runs_once_unless_it_reads_what_earlier_commands_wrote(tmp_path: Path) -> None:
+    one, two = tmp_path / "a.md", tmp_path / "b.md"
+    fence = "```console\n$ python -m pytest --llmjudge example_suites -q\n$ cat /tmp/x.txt\n$ cd sub && ls\n```\n"
+    one.write_text(fence, encoding="utf-8")
+    two.write_text(
+        fence + "<!-- doc-test: exit 1 -->\n```console\n$ python -m pytest --llmjudge example_suites -q\n```\n",
+        encoding="utf-8",
+    )
+    blocks = [*parse_blocks(one), *parse_blocks(two)]
+    first = first_runs(blocks)
+    assert first == {
+        ("python -m pytest --llmjudge example_suites -q", 0): blocks[0],
+        ("python -m pytest --llmjudge example_suites -q", 1): blocks[2],  # another expected status
+    }
+    assert not repository_only("cat /tmp/x.txt") and not repository_only("cd sub && ls")
+
+
 def _environment() -> dict[str, str]:
     environment = dict(os.environ)
     bin_dir = str(Path(sys.executable).parent)
@@ -234,12 +260,15 @@ def run_file(path: Path) -> FileRun:
         if block.skip:
             outcome.skipped.append(f"{block.id}: {block.skip}")
             continue
-        for position, command in enumerate(block.commands):
+        for command, expected in zip(block.commands, _expected_exits(block)):
             reason = why_not_run(command)
             if reason:
                 outcome.skipped.append(f"{block.id}: {reason}: {command[:80]}")
                 continue
-            expected = block.exit_code if position == len(block.commands) - 1 else 0
+            runner = FIRST_RUNS.get((command, expected), block)
+            if runner.path != path:
+                outcome.skipped.append(f"{block.id}: the same command runs (and is checked) in {runner.id}")
+                continue
             started = time.monotonic()
             try:
                 result = subprocess.run(
@@ -273,6 +302,30 @@ def run_file(path: Path) -> FileRun:
 FILES = [p for p in DOCS if any(b.path == p for b in ALL_BLOCKS)]
 
 
+def repository_only(command: str) -> bool:
+    """Whether a command's result depends on the repository only, not on what earlier commands wrote."""
+    return "/tmp" not in command and "cd" not in programs(command)
+
+
+def _expected_exits(block: Block) -> list[int]:
+    return [block.exit_code if i == len(block.commands) - 1 else 0 for i in range(len(block.commands))]
+
+
+def first_runs(blocks: list[Block]) -> dict[tuple[str, int], Block]:
+    """The block that runs each repository-only command (with its expected exit status) first."""
+    first: dict[tuple[str, int], Block] = {}
+    for block in blocks:
+        if block.skip:
+            continue
+        for command, expected in zip(block.commands, _expected_exits(block)):
+            if repository_only(command) and why_not_run(command) is None:
+                first.setdefault((command, expected), block)
+    return first
+
+
+FIRST_RUNS = first_runs(ALL_BLOCKS)
+
+
 @pytest.fixture(scope="module")
 def doc_runs(request: pytest.FixtureRequest) -> dict[Path, FileRun]:
     """The selected files' commands; files run side by side (blocks of one file stay in order).
@@ -291,7 +344,7 @@ def doc_runs(request: pytest.FixtureRequest) -> dict[Path, FileRun]:
         and hasattr(item, "callspec")
     ]
     files = [path for path in FILES if path in selected] or FILES
-    workers = max(1, min(len(files), os.cpu_count() or 1, 4))
+    workers = max(1, min(len(files), os.cpu_count() or 1, 4))  # more would only contend for the CPUs
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
         return dict(zip(files, pool.map(run_file, files)))
 
