@@ -175,7 +175,7 @@ def encoding_entries() -> list[Entry]:
     broken16 = codecs.BOM_UTF16_LE + "suite: x\ncases: []\n".encode("utf-16-le") + b"\x00\xdc\n\x00"
     entries.append(Entry("enc_utf16_lone_surrogate", {"enc_utf16_lone_surrogate.yaml": broken16}, "UTF-16", 3))
     misspelt = suite("x").replace("suite: x", "suit: enc-misspelt")
-    entries.append(_yaml("enc_misspelt_suite_key", misspelt, "'suite'", None))
+    entries.append(_yaml("enc_misspelt_suite_key", misspelt, "unknown field 'suit'", "suit:"))
     top_list = "- suite: top-list\n  cases: []\n"
     entries.append(_yaml("struct_top_level_list", top_list, "must be a YAML mapping", "- suite"))
     return entries

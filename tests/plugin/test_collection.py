@@ -61,6 +61,29 @@ def test_yaml_without_suite_key_is_ignored(pytester: pytest.Pytester) -> None:
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
 
 
+def test_other_yaml_with_suite_words_is_ignored(pytester: pytest.Pytester) -> None:
+    # Only a file with suite sections *and* checks, but no 'suite:' key, is taken for a broken suite.
+    pytester.makefile(".yaml", workflow="name: ci\ncases: [unit, e2e]\n", nested="jobs:\n  suite: nightly\n")
+    result = pytester.runpytest("--llmjudge")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+def test_a_utf16_suite_from_powershell_is_collected_and_can_fail(pytester: pytest.Pytester) -> None:
+    text = RECORDED_SUITE.replace("mean(linguistic_acceptability) >= 1.6", "mean(linguistic_acceptability) >= 1.9")
+    (pytester.path / "suite.yaml").write_bytes(b"\xff\xfe" + text.encode("utf-16-le"))
+    result = pytester.runpytest("--llmjudge")
+    result.assert_outcomes(passed=4, failed=1)  # the mean over all languages, 1.5, is below 1.9
+
+
+def test_a_misspelt_suite_key_fails_instead_of_being_skipped(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", suite=RECORDED_SUITE.replace("suite: recorded", "suit: recorded"))
+    result = pytester.runpytest("--llmjudge", "-rN")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["invalid suite: *suite.yaml:1: unknown field 'suit'*", "  hint: did you mean 'suite'?"]
+    )
+
+
 @pytest.mark.parametrize(
     ("expression", "selected"),
     [

@@ -1,14 +1,25 @@
-"""Reading suite files with a line number for every value (``suite.loader``)."""
+"""Reading suite files with a line number for every value (``suite.loader``), and hostile input to it."""
 
 from __future__ import annotations
 
+import codecs
+import re
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from pytest_llmjudge.errors import SuiteError
-from pytest_llmjudge.suite.loader import LocatedDocument, iter_jsonl, line_for, load_yaml
+from pytest_llmjudge.suite.loader import (
+    MAX_DEPTH,
+    MAX_JSONL_LINE,
+    MAX_YAML_BYTES,
+    LocatedDocument,
+    iter_jsonl,
+    line_for,
+    load_yaml,
+)
+from pytest_llmjudge.suite.sniff import SUITE_LIKE, sniff_kind
 
 SUITE = """\
 suite: demo
@@ -290,3 +301,178 @@ def test_iter_jsonl_non_utf8_is_a_suite_error(tmp_path: Path) -> None:
     with pytest.raises(SuiteError, match="UTF-8") as excinfo:
         list(iter_jsonl(path))
     assert excinfo.value.path == path
+
+
+# --------------------------------------------------------------------------- hostile input
+
+
+@pytest.mark.parametrize(
+    ("codec", "bom"),
+    [
+        ("utf-8", codecs.BOM_UTF8),
+        ("utf-16-le", codecs.BOM_UTF16_LE),
+        ("utf-16-be", codecs.BOM_UTF16_BE),
+        ("utf-32-le", codecs.BOM_UTF32_LE),
+        ("utf-32-be", codecs.BOM_UTF32_BE),
+        ("utf-16-le", b""),
+    ],
+)
+def test_byte_order_marks_pick_the_encoding(tmp_path: Path, codec: str, bom: bytes) -> None:
+    path = tmp_path / "suite.yaml"
+    path.write_bytes(bom + "suite: हिन्दी\ncases: []\n".encode(codec))
+
+    assert load_yaml(path).data == {"suite": "हिन्दी", "cases": []}
+    assert sniff_kind(path) == "suite"
+
+
+@pytest.mark.parametrize("key", ["suite", "calibration", "ranking"])
+def test_the_sniffer_finds_a_key_after_a_long_prefix(tmp_path: Path, key: str) -> None:
+    path = tmp_path / "late.yaml"
+    path.write_text("# " + "x" * 3_000_000 + "\n" + "# c\n" * 20_000 + f"{key}: late\n", encoding="utf-8")
+    assert sniff_kind(path) == key
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ('"suite": quoted\n', "suite"),
+        ("{suite: flow, cases: []}\n", "suite"),
+        ("- suite: in-a-list\n", "suite"),
+        ("suit: typo\ncases: []\nassert: []\n", SUITE_LIKE),
+        ("suit: typo\ncases_file: c.jsonl\naggregate: []\n", SUITE_LIKE),
+        ("name: ci\ncases: [1]\n", None),  # cases: alone is not enough to claim a file
+        ("steps:\n  suite: nested\n", None),  # not at column 0
+        ("suites: plural\n", None),
+        ("", None),
+    ],
+)
+def test_what_the_sniffer_calls_a_suite(tmp_path: Path, text: str, kind: str | None) -> None:
+    path = tmp_path / "file.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert sniff_kind(path) == kind
+
+
+def test_the_sniffer_ignores_unreadable_paths(tmp_path: Path) -> None:
+    (tmp_path / "dir.yaml").mkdir()
+    (tmp_path / "loop.yaml").symlink_to(tmp_path / "loop.yaml")
+    assert sniff_kind(tmp_path / "dir.yaml") is None
+    assert sniff_kind(tmp_path / "loop.yaml") is None
+
+
+def test_nesting_is_limited_without_recursion(tmp_path: Path) -> None:
+    # 100,000 nested brackets crash libyaml's own composer (a segfault); ours stops at 100.
+    path = write(tmp_path, "suite: x\ndescription: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(SuiteError, match=f"nesting deeper than {MAX_DEPTH} levels") as excinfo:
+        load_yaml(path)
+    assert excinfo.value.line == 2
+
+
+def test_nesting_at_the_limit_loads(tmp_path: Path) -> None:
+    depth = MAX_DEPTH - 1  # plus the top-level mapping
+    doc = load_yaml(write(tmp_path, "suite: x\nd: " + "[" * depth + "]" * depth + "\n"))
+    value = doc.data["d"]
+    for _ in range(depth - 1):
+        value = value[0]
+    assert value == []
+
+
+def test_an_alias_bomb_is_stopped_before_it_expands(tmp_path: Path) -> None:
+    lines = ["suite: bomb", "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"a{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * 10) + "]" for n in range(1, 20)]
+    with pytest.raises(SuiteError, match=r"expand to more than 1,000,000 values \(alias \*a4\)") as excinfo:
+        load_yaml(write(tmp_path, "\n".join(lines) + "\n"))
+    assert excinfo.value.line == 7
+
+
+def test_aliases_within_the_cap_are_expanded(tmp_path: Path) -> None:
+    doc = load_yaml(write(tmp_path, "suite: x\nbase: &b {k: [1, 2]}\nuse: [*b, *b]\n"))
+    assert doc.data["use"] == [{"k": [1, 2]}, {"k": [1, 2]}]
+
+
+def test_an_unknown_alias_names_its_line(tmp_path: Path) -> None:
+    with pytest.raises(SuiteError, match=r"alias \*nope refers to no anchor") as excinfo:
+        load_yaml(write(tmp_path, "suite: x\nvalue: *nope\n"))
+    assert excinfo.value.line == 2
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        '!!python/object/apply:os.system ["touch MARKER"]',
+        "!!python/object/apply:os.system {args: ['touch MARKER']}",
+        '!!python/object/apply:builtins.open ["MARKER", "w"]',
+        "!!python/name:os.system",
+        "!custom {a: 1}",
+        "!custom [1]",
+        "!custom text",
+        "!!binary aGVsbG8=",
+        "!!set {a, b}",
+    ],
+)
+def test_tags_are_rejected_and_never_constructed(tmp_path: Path, value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SuiteError, match="YAML tag .* is not allowed") as excinfo:
+        load_yaml(write(tmp_path, f"suite: x\ncases:\n  - {value}\n"))
+    assert excinfo.value.line == 3
+    assert not (tmp_path / "MARKER").exists()
+
+
+def test_core_tags_are_allowed(tmp_path: Path) -> None:
+    doc = load_yaml(write(tmp_path, "suite: !!str 12\nn: !!int '3'\nf: !!float '1.5'\nl: !!seq [1]\nm: !!map {a: 1}\n"))
+    assert doc.data == {"suite": "12", "n": 3, "f": 1.5, "l": [1], "m": {"a": 1}}
+
+
+def test_nul_characters_are_an_error_with_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "nul.yaml"
+    path.write_bytes(b"suite: x\noutput: a\x00b\n")
+    with pytest.raises(SuiteError, match="NUL character") as excinfo:
+        load_yaml(path)
+    assert excinfo.value.line == 2
+
+
+def test_a_huge_yaml_file_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "huge.yaml"
+    with path.open("wb") as handle:
+        handle.write(b"suite: x\n")
+        handle.truncate(MAX_YAML_BYTES + 1)
+    with pytest.raises(SuiteError, match="YAML files are read up to 32 MiB"):
+        load_yaml(path)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"score": Infinity}', "Infinity is not a finite number"),
+        ('{"score": -Infinity}', "-Infinity is not a finite number"),
+        ('{"score": NaN}', "NaN is not a finite number"),
+        ('{"a": ' + "[" * 5000 + "]" * 5000 + "}", f"nesting deeper than {MAX_DEPTH} levels"),
+        ('{"a": ' + "[" * 150 + "]" * 150 + "}", f"nesting deeper than {MAX_DEPTH} levels"),
+        ('{"a": "x\u0000y"}', "NUL character"),
+    ],
+)
+def test_iter_jsonl_rejects_hostile_lines(tmp_path: Path, line: str, message: str) -> None:
+    path = tmp_path / "cases.jsonl"
+    path.write_text('{"id": "a"}\n' + line + "\n", encoding="utf-8")
+    with pytest.raises(SuiteError, match=re.escape(message)) as excinfo:
+        list(iter_jsonl(path))
+    assert excinfo.value.line == 2
+
+
+def test_iter_jsonl_bounds_a_huge_line(tmp_path: Path) -> None:
+    path = tmp_path / "cases.jsonl"
+    path.write_bytes(b'{"id": "a"}\n{"output": "' + b"x" * (MAX_JSONL_LINE + 10) + b'"}\n')
+    with pytest.raises(SuiteError, match="line longer than 16 MiB") as excinfo:
+        list(iter_jsonl(path))
+    assert excinfo.value.line == 2
+
+
+@pytest.mark.parametrize(("codec", "bom"), [("utf-8", codecs.BOM_UTF8), ("utf-16-le", codecs.BOM_UTF16_LE)])
+def test_iter_jsonl_reads_byte_order_marks(tmp_path: Path, codec: str, bom: bytes) -> None:
+    path = tmp_path / "cases.jsonl"
+    path.write_bytes(bom + '{"id": "a"}\n\n{"id": "ब"}\n'.encode(codec))
+    assert list(iter_jsonl(path)) == [(1, {"id": "a"}), (3, {"id": "ब"})]
+
+
+def test_iter_jsonl_of_a_directory(tmp_path: Path) -> None:
+    with pytest.raises(SuiteError, match="is a directory"):
+        list(iter_jsonl(tmp_path))

@@ -244,7 +244,9 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
     try:
         config = SuiteConfig.model_validate(doc.data)
     except ValidationError as exc:
-        raise validation_error(exc, path, doc.lines, doc.data) from None
+        # Without 'suite:' the file was collected as suite-like (suite/sniff.py): a misspelt
+        # key ('suit:') is then the real problem, not the missing one.
+        raise validation_error(exc, path, doc.lines, doc.data, unknown_fields_first="suite" not in doc.data) from None
 
     base_dir = path.parent
     judge = config.judge
