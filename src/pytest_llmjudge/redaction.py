@@ -63,8 +63,16 @@ def url_secrets(url: str | None) -> list[str]:
 
 def redact(text: str, secrets: Sequence[str] = ()) -> str:
     """``text`` with every secret, URL user info and credential query value replaced by ``***``."""
-    for secret in sorted(secrets, key=len, reverse=True):
-        if len(secret) >= MIN_SECRET_LENGTH and secret in text:
+    return _redact(text, _ordered(secrets))
+
+
+def _ordered(secrets: Sequence[str]) -> list[str]:
+    return [s for s in sorted(set(secrets), key=len, reverse=True) if len(s) >= MIN_SECRET_LENGTH]
+
+
+def _redact(text: str, ordered: list[str]) -> str:
+    for secret in ordered:
+        if secret in text:
             text = text.replace(secret, MASK)
     if "://" in text:
         text = _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", text)
@@ -75,14 +83,36 @@ def redact(text: str, secrets: Sequence[str] = ()) -> str:
 
 def redact_value(value: Any, secrets: Sequence[str] = ()) -> Any:
     """``value`` (JSON-like: dicts, lists, strings) with :func:`redact` applied to every string and key."""
-    ordered = sorted(secrets, key=len, reverse=True)
+    ordered = _ordered(secrets)
+    # Most strings of a report hold neither a URL, nor "=", nor a secret: one search skips them.
+    needs_work = re.compile("|".join(["://", "=", *(re.escape(secret) for secret in ordered)]))
+
+    def clean(text: str) -> str:
+        return _redact(text, ordered) if needs_work.search(text) else text
+
+    keys: dict[str, str] = {}  # a document repeats the same few keys thousands of times
+
+    def key(name: Any) -> str:
+        text = str(name)
+        found = keys.get(text)
+        if found is None:
+            found = keys[text] = clean(text)
+        return found
 
     def walk(item: Any) -> Any:
+        # Plain types first: an isinstance check against the Mapping ABC is slow, and a report
+        # holds hundreds of thousands of numbers.
         if isinstance(item, str):
-            return redact(item, ordered)
+            return clean(item)
+        if isinstance(item, dict):
+            return {key(k): walk(v) for k, v in item.items()}
+        if isinstance(item, list):
+            return [walk(v) for v in item]
+        if item is None or isinstance(item, (int, float)):
+            return item
         if isinstance(item, Mapping):
-            return {redact(str(k), ordered): walk(v) for k, v in item.items()}
-        if isinstance(item, (list, tuple)):
+            return {key(k): walk(v) for k, v in item.items()}
+        if isinstance(item, tuple):
             return [walk(v) for v in item]
         return item
 
