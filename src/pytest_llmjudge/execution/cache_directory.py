@@ -7,43 +7,53 @@ cleanup / close); entries are opaque bytes here, checked, signed and redacted by
 
 - ``put`` writes ``.tmp-<host>-<pid>-*.json`` in the entry's directory, fsyncs it, and
   ``os.replace``-s it over the entry: a reader sees the old or the new bytes, never a mix.
-- A lease is ``<key>.lease`` held with ``fcntl.flock(LOCK_EX | LOCK_NB)`` on a file
-  descriptor the store keeps open, plus the owner and expiry time written into the file
-  (no fsync: leases needn't survive a crash). The kernel drops the lock when the holder's
-  process ends, even by SIGKILL, so a dead holder's lease is free at once. A live holder's
-  lease past its expiry (a hung process) is broken: renamed away, checked to be the very
-  file judged expired, and removed. Taking a lease re-checks that the locked file is still
-  the one at the path (its inode), because releasing (and ``cleanup``) unlink it: a lock
-  on an unlinked file would be a claim on nothing. Release unlinks, then unlocks.
-- ``cleanup`` removes lease files nobody holds (locking them first, so never one in use)
-  and temporary files of writers that are dead on this host, or an hour old (a writer on
-  another host, whose pid can't be checked).
+- Leases are open-file-description byte-range locks (``F_OFD_SETLK``) on one lock file,
+  ``<root>/leases``: a key's lease is the byte at offset ``int(key[:15], 16)``. Taking or
+  giving one back is a single ``fcntl`` call, with no file created, written or removed
+  per key (creating and unlinking a lease file per call cost 2-6 ms each on this
+  machine's disk under load). The kernel drops the locks when their holder's process
+  ends, even by SIGKILL, so a dead holder's lease is free at once and nothing is left
+  behind. Different processes, and different stores in one process, exclude each other;
+  within one store, ``_held`` keeps one owner per key.
+- Expiry: within a store, a lease past its ttl is taken over. Across processes a lock
+  can't expire (the file says nothing about its age); a process that stays alive but
+  hangs holding a lease is outwaited by the waiter's own deadline in the runner, which then
+  pays without a lease.
+- ``cleanup`` removes temporary files of writers that are dead on this host, or an hour
+  old (a writer on another host, whose pid can't be checked).
 
-Degenerate cases: a shard directory is made on its first write or lease. On a filesystem
-whose ``flock`` fails with ``ENOLCK``/``EOPNOTSUPP`` (some network mounts) every lease is
-granted: processes may then pay twice, as before leases existed, but never wait. Two
-processes breaking the same expired lease at the same instant can both win it (the race
-costs one duplicate call, and needs a holder hung past the expiry).
+Degenerate cases: the root and shard directories are made on first use. Where OFD locks
+don't exist (not Linux) or fail (``ENOLCK``/``EOPNOTSUPP`` on some network mounts), or the
+lock file can't be created (a read-only cache), every lease is granted: processes may
+then pay twice, as before leases existed, but never wait. Two keys whose first 15 hex
+digits agree (one pair in about 10^18) share a lease: one of them waits for the other.
 """
 
 from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import os
 import socket
+import struct
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from pytest_llmjudge.execution.stores.base import check_ttl
 
 _TMP_PREFIX = ".tmp-"
-_LEASE_SUFFIX = ".lease"
+_LOCK_FILE = "leases"
 _FOREIGN_TMP_AGE = 3600.0
 """Seconds after which a temporary file of another host's writer is taken as abandoned."""
+_OFD_SETLK: int | None = getattr(fcntl, "F_OFD_SETLK", None)
+_FLOCK = struct.Struct("hhqqi4x")
+"""``struct flock`` (Linux, 64-bit ``off_t``): type, whence, start, length, pid (0 for OFD locks)."""
+_CONTENDED = (errno.EAGAIN, errno.EACCES)
+_NO_LOCKS = (errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL)
+_READ_ONLY = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
 def _host() -> str:
@@ -61,21 +71,25 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _offset(key: str) -> int:
+    return int(key[:15], 16)
+
+
 class DirectoryStore:
     """Entries as files under ``root`` (see the module docstring)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.root = root
         self._host = _host()
-        self._held: dict[str, tuple[str, int]] = {}
-        """Leases this store holds: key -> (owner, locked file descriptor)."""
+        self._clock = clock
+        self._held: dict[str, tuple[str, float]] = {}
+        """Leases this store holds: key -> (owner, expiry on ``clock``)."""
         self._lock = threading.Lock()
+        self._lock_fd: int | None = None
+        self._locks_work = _OFD_SETLK is not None
 
     def _entry(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
-
-    def _lease_path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}{_LEASE_SUFFIX}"
 
     # -- entries -------------------------------------------------------------------------
 
@@ -111,18 +125,14 @@ class DirectoryStore:
     def try_lease(self, key: str, owner: str, ttl_seconds: float) -> bool:
         check_ttl(ttl_seconds)
         with self._lock:
+            now = self._clock()
             held = self._held.get(key)
-            if held is not None:
-                if held[0] != owner:
-                    return False
-                self._stamp(held[1], owner, ttl_seconds)
-                return True
-            fd = self._lock_file(self._lease_path(key))
-            if fd is None:
+            if held is not None and held[0] != owner and held[1] > now:
                 return False
-            if fd >= 0:
-                self._stamp(fd, owner, ttl_seconds)
-            self._held[key] = (owner, fd)
+            if held is None and not self._lock_range(_offset(key), fcntl.F_WRLCK):
+                return False
+            # Free, ours already (the ttl restarts), or expired in this store (taken over).
+            self._held[key] = (owner, now + ttl_seconds)
             return True
 
     def release(self, key: str, owner: str) -> None:
@@ -131,83 +141,33 @@ class DirectoryStore:
             if held is None or held[0] != owner:
                 return
             del self._held[key]
-        self._drop(self._lease_path(key), held[1])
+            self._lock_range(_offset(key), fcntl.F_UNLCK)
 
     def close(self) -> None:
         with self._lock:
-            held, self._held = self._held, {}
-        for key, (_, fd) in held.items():
-            self._drop(self._lease_path(key), fd)
+            self._held.clear()
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)  # drops every lock it held
+                self._lock_fd = None
 
-    def _lock_file(self, path: Path) -> int | None:
-        """A descriptor of ``path`` locked by us; None if held by a live lease; -1 without locks."""
-        while True:
-            try:
-                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-            except FileNotFoundError:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                continue
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                broken = self._expired(fd) and self._break(path, os.fstat(fd).st_ino)
-                os.close(fd)
-                if broken:
-                    continue
-                return None
-            except OSError as exc:
-                os.close(fd)
-                if exc.errno in (errno.ENOLCK, errno.EOPNOTSUPP):
-                    return -1
-                raise
-            if _same_file(path, fd):
-                return fd
-            os.close(fd)  # locked a file its holder had just released and unlinked: try the new one
-
-    @staticmethod
-    def _stamp(fd: int, owner: str, ttl_seconds: float) -> None:
-        if fd < 0:
-            return
-        record = json.dumps({"owner": owner, "pid": os.getpid(), "expires": time.time() + ttl_seconds})
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, record.encode("utf-8"), 0)
-
-    @staticmethod
-    def _expired(fd: int) -> bool:
+    def _lock_range(self, offset: int, kind: int) -> bool:
+        """Lock (or unlock) one byte of the lock file; False if another holder has it."""
+        if not self._locks_work:
+            return True
+        assert _OFD_SETLK is not None
         try:
-            expires = json.loads(os.pread(fd, 4096, 0))["expires"]
-            return bool(expires < time.time())
-        except (OSError, ValueError, KeyError, TypeError):
-            return False  # being written right now, or not ours to judge
-
-    @staticmethod
-    def _break(path: Path, inode: int) -> bool:
-        """Remove the expired lease file ``inode`` at ``path``; False if it was no longer there."""
-        aside = path.with_name(f"{path.name}.broken-{os.getpid()}-{threading.get_ident()}")
-        try:
-            os.rename(path, aside)
-        except OSError:
-            return False
-        if os.stat(aside).st_ino != inode:
-            # Moved a fresh lease someone took meanwhile: put it back unless yet another exists.
-            try:
-                os.link(aside, path)
-            except OSError:
-                pass
-        os.unlink(aside)
+            if self._lock_fd is None:
+                self.root.mkdir(parents=True, exist_ok=True)
+                self._lock_fd = os.open(self.root / _LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.fcntl(self._lock_fd, _OFD_SETLK, _FLOCK.pack(kind, os.SEEK_SET, offset, 1, 0))
+        except OSError as exc:
+            if exc.errno in _CONTENDED and self._lock_fd is not None:
+                return False
+            if exc.errno in _NO_LOCKS or exc.errno in _READ_ONLY:
+                self._locks_work = False  # nothing to coordinate through: grant, as before leases
+                return True
+            raise
         return True
-
-    @staticmethod
-    def _drop(path: Path, fd: int) -> None:
-        if fd < 0:
-            return
-        # Unlink while still locked, so nobody can lock this file and believe it current.
-        if _same_file(path, fd):
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-        os.close(fd)  # closing drops the flock
 
     # -- cleanup -------------------------------------------------------------------------
 
@@ -219,14 +179,12 @@ class DirectoryStore:
         now = time.time()
         for shard in shards:
             try:
-                names = [n for n in os.listdir(shard) if n.startswith(_TMP_PREFIX) or n.endswith(_LEASE_SUFFIX)]
+                names = [name for name in os.listdir(shard) if name.startswith(_TMP_PREFIX)]
             except OSError:
                 continue
             for name in names:
                 path = os.path.join(shard, name)
-                if name.endswith(_LEASE_SUFFIX):
-                    self._remove_free_lease(Path(path))
-                elif self._abandoned(name, path, now):
+                if self._abandoned(name, path, now):
                     try:
                         os.unlink(path)
                     except OSError:
@@ -241,23 +199,3 @@ class DirectoryStore:
             return now - os.stat(path).st_mtime > _FOREIGN_TMP_AGE
         except OSError:
             return False
-
-    @staticmethod
-    def _remove_free_lease(path: Path) -> None:
-        try:
-            fd = os.open(path, os.O_RDWR)
-        except OSError:
-            return
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # held: a live process is paying for this key
-            os.close(fd)
-            return
-        DirectoryStore._drop(path, fd)
-
-
-def _same_file(path: Path, fd: int) -> bool:
-    try:
-        return os.stat(path).st_ino == os.fstat(fd).st_ino
-    except OSError:
-        return False

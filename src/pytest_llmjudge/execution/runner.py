@@ -13,8 +13,9 @@ Per call:
    miss, counted in ``RunnerStats.cache_rejected``, and is overwritten by the fresh reply);
    on a miss, take the key's lease (``cache.lease``): if another process holds it, it is
    paying for this very prompt, so wait for its reply instead (polling with back-off)
-   until the entry appears or the lease is free (released, its holder dead, or expired
-   after ``lease_ttl`` seconds: the holder is hung); then call the provider, retrying
+   until the entry appears or the lease is free (released, or its holder dead), for at
+   most ``lease_ttl`` seconds (then the holder is taken as hung, and this runner pays
+   without the lease); then call the provider, retrying
    retryable
    failures (429, 5xx, timeouts, dropped connections) with exponential back-off and full
    jitter, or exactly the server's ``Retry-After`` when it sends one; the sleep happens
@@ -491,9 +492,9 @@ class JudgeRunner:
         """
         if self.cache.mode != "use":
             return None, Lease(None, key, "")
-        # The store expires a hung holder's lease after lease_ttl; the deadline only guards
-        # against a store that never does.
-        deadline = time.monotonic() + 2 * self.lease_ttl
+        # A hung holder's lease may never expire across processes (the directory store's
+        # locks end only with their process): waiting at most the ttl is the expiry.
+        deadline = time.monotonic() + self.lease_ttl
         delay = 0.02
         while True:
             lease = self.cache.lease(key, self.lease_ttl)
