@@ -158,8 +158,8 @@ OPTIONS: tuple[Option, ...] = (
         "require_judge",
         "--llmjudge-require-judge",
         "LLMJUDGE_REQUIRE_JUDGE",
-        "Fail (true) or skip (false) judge items whose judge can't be called; unset: fail in CI (env CI), "
-        "skip elsewhere.",
+        "Fail judge items whose judge can't be called (no key, unknown provider) instead of skipping them "
+        "(default: fail in CI, i.e. env CI set, skip elsewhere).",
         None,
         switch=True,
     ),
