@@ -63,7 +63,6 @@ def test_killed_run_resumes_without_paying_twice(tmp_path: Path, sig: signal.Sig
         leftovers = list((tmp_path / ".llmjudge_cache").rglob(".tmp-*"))
         if sig == signal.SIGINT:
             assert not leftovers, "no half-written files are left"
-            assert not list((tmp_path / ".llmjudge_cache").rglob("*.lease")), "every lease was released"
         else:  # a SIGKILL can cut a write short; its temporary file is never read as an entry
             assert len(leftovers) <= 4
         # Replies in flight when the process died were paid for but never stored: at most
@@ -74,8 +73,8 @@ def test_killed_run_resumes_without_paying_twice(tmp_path: Path, sig: signal.Sig
         assert rerun.returncode == 0, rerun.stdout[-2000:]
         assert f"{CASES} passed" in rerun.stdout
         assert server.stats()["requests"] - paid_first == CASES - len(entries)
-        # The re-run cleaned up what the killed run left: temporary files of a dead writer,
-        # leases of a dead holder (which the kernel had already freed, so nothing waited).
-        left = [p.name for p in (tmp_path / ".llmjudge_cache").rglob("*") if p.is_file() and p.suffix != ".json"]
-        left += [p.name for p in (tmp_path / ".llmjudge_cache").rglob(".tmp-*")]
-        assert left == []
+        # The re-run cleaned up what the killed run left (temporary files of a dead writer);
+        # the killed run's leases ended with its process, so nothing waited for them. What
+        # remains is the entries and the one lock file the leases are taken in.
+        left = [p.name for p in (tmp_path / ".llmjudge_cache").rglob("*") if p.is_file()]
+        assert sorted(name for name in left if not name.endswith(".json") or name.startswith(".tmp-")) == ["leases"]

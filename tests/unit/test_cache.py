@@ -601,3 +601,33 @@ def test_the_payload_holds_the_endpoint_without_credentials(url: str | None, pub
     payload = dataclasses.replace(BASE, base_url=url).cache_payload()
     assert payload["base_url"] == public
     assert "pa55word" not in json.dumps(payload)
+
+
+# --------------------------------------------------------------------------- the store seam
+
+
+def test_the_checks_hold_over_another_store(tmp_path: Path) -> None:
+    # The verification, signing and lease layer is store-agnostic: the same over SQLite.
+    from pytest_llmjudge.execution.stores import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "cache.db")
+    cache = JudgeCache(None, store=store, secret=SECRET)
+    try:
+        key = key_of(BASE)
+        cache.put(key, BASE.cache_payload(), ProviderReply(text='{"score": 0}', model="m"))
+        hit = cache.get(key)
+        assert hit is not None and hit.reply.text == '{"score": 0}'
+
+        forged = store.get(key)
+        assert forged is not None
+        store.put(key, forged.replace(b'\\"score\\": 0', b'\\"score\\": 2'))
+        seen = rejecting(cache)
+        assert cache.get(key) is None
+        assert [reason for _, reason in seen] == ["its reply does not match its checksum (edited or damaged)"]
+
+        lease = cache.lease(key, 60)
+        assert lease is not None and cache.lease(key, 60) is None
+        lease.release()
+        assert cache.lease(key, 60) is not None
+    finally:
+        cache.close()

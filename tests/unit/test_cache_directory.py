@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -15,10 +14,11 @@ import pytest
 from pytest_llmjudge.execution.cache_directory import DirectoryStore
 
 KEY = "ab" * 32
+OTHER = "cd" * 32
 
 
-def leftovers(root: Path) -> list[str]:
-    return sorted(p.name for p in root.rglob("*") if p.is_file() and not p.name.endswith(f"{KEY}.json"))
+def files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
 
 
 def test_put_then_get(tmp_path: Path) -> None:
@@ -26,25 +26,30 @@ def test_put_then_get(tmp_path: Path) -> None:
     assert store.get(KEY) is None
     store.put(KEY, b"\x00entry")
     assert store.get(KEY) == b"\x00entry"
-    assert (tmp_path / "ab" / f"{KEY}.json").read_bytes() == b"\x00entry"
+    assert files(tmp_path) == [f"ab/{KEY}.json"]
 
 
-def test_a_lease_is_exclusive_between_owners_and_processes_stores(tmp_path: Path) -> None:
+def test_a_lease_is_exclusive_between_owners_and_stores(tmp_path: Path) -> None:
     first, second = DirectoryStore(tmp_path), DirectoryStore(tmp_path)
-    assert first.try_lease(KEY, "a", 60)
-    assert first.try_lease(KEY, "a", 60)  # the holder again: still held
-    assert not first.try_lease(KEY, "b", 60)
-    assert not second.try_lease(KEY, "c", 60)
+    try:
+        assert first.try_lease(KEY, "a", 60)
+        assert first.try_lease(KEY, "a", 60)  # the holder again: still held
+        assert not first.try_lease(KEY, "b", 60)
+        assert not second.try_lease(KEY, "c", 60)
+        assert second.try_lease(OTHER, "c", 60)  # another key is another lease
 
-    second.release(KEY, "c")  # not the holder: nothing happens
-    first.release(KEY, "b")
-    assert not second.try_lease(KEY, "c", 60)
+        second.release(KEY, "c")  # not the holder: nothing happens
+        first.release(KEY, "b")
+        assert not second.try_lease(KEY, "c", 60)
 
-    first.release(KEY, "a")
-    assert leftovers(tmp_path) == []  # a released lease leaves no file
-    assert second.try_lease(KEY, "c", 60)
-    second.close()  # closing lets go of what it held
-    assert leftovers(tmp_path) == []
+        first.release(KEY, "a")
+        assert second.try_lease(KEY, "c", 60)
+        second.close()  # closing lets go of everything it held
+        assert first.try_lease(KEY, "a", 60) and first.try_lease(OTHER, "a", 60)
+    finally:
+        first.close()
+        second.close()
+    assert files(tmp_path) == ["leases"]  # one lock file, nothing per key
 
 
 def test_a_lease_needs_a_positive_ttl(tmp_path: Path) -> None:
@@ -66,20 +71,24 @@ def test_exactly_one_of_eight_concurrent_claimants_wins(tmp_path: Path) -> None:
         thread.start()
     for thread in threads:
         thread.join()
+    for store in stores:
+        store.close()
     assert sum(won) == 1
 
 
-def test_an_expired_lease_of_a_live_holder_is_taken_over(tmp_path: Path) -> None:
-    hung, waiting = DirectoryStore(tmp_path), DirectoryStore(tmp_path)
-    assert hung.try_lease(KEY, "hung", 0.05)
-    assert not waiting.try_lease(KEY, "waiting", 60)
-    time.sleep(0.1)  # let the lease expire (no timing is asserted)
-    assert waiting.try_lease(KEY, "waiting", 60)
-    hung.release(KEY, "hung")  # the late holder's release doesn't free the new lease
-    assert not DirectoryStore(tmp_path).try_lease(KEY, "third", 60)
-    waiting.release(KEY, "waiting")
-    hung.close()
-    assert leftovers(tmp_path) == []
+def test_an_expired_lease_is_taken_over_and_its_old_owner_cannot_release_it(tmp_path: Path) -> None:
+    now = [0.0]
+    store = DirectoryStore(tmp_path, clock=lambda: now[0])
+    try:
+        assert store.try_lease(KEY, "hung", 10)
+        assert not store.try_lease(KEY, "waiting", 60)
+        now[0] = 10.5
+        assert store.try_lease(KEY, "waiting", 60)
+        store.release(KEY, "hung")  # the late holder's release doesn't free the new lease
+        assert not store.try_lease(KEY, "third", 60)
+        assert not DirectoryStore(tmp_path).try_lease(KEY, "elsewhere", 60)
+    finally:
+        store.close()
 
 
 HOLDER = """
@@ -93,25 +102,34 @@ time.sleep(600)
 """
 
 
-def test_a_killed_holders_lease_is_free_at_once_and_cleanup_removes_its_leftovers(tmp_path: Path) -> None:
+def test_a_killed_holders_lease_is_free_at_once(tmp_path: Path) -> None:
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path), KEY], stdout=subprocess.PIPE, text=True)
+    store = DirectoryStore(tmp_path)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        store = DirectoryStore(tmp_path)
         assert not store.try_lease(KEY, "me", 600)
-        store.cleanup()  # a held lease is never removed
-        assert leftovers(tmp_path) == [f"{KEY}.lease"]
+        assert store.try_lease(OTHER, "me", 600)
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait(timeout=30)
-    # A temporary file of the dead writer (named after its pid), and one of a live one.
-    shard = tmp_path / "ab"
-    (shard / f".tmp-{DirectoryStore(tmp_path)._host}-{holder.pid}-x1.json").write_bytes(b"half")
-    (shard / f".tmp-{DirectoryStore(tmp_path)._host}-{os.getpid()}-x2.json").write_bytes(b"writing")
+    try:
+        assert store.try_lease(KEY, "me", 600)
+    finally:
+        store.close()
 
-    DirectoryStore(tmp_path).cleanup()
-    assert leftovers(tmp_path) == [f".tmp-{DirectoryStore(tmp_path)._host}-{os.getpid()}-x2.json"]
-    assert DirectoryStore(tmp_path).try_lease(KEY, "me", 600)
+
+def test_cleanup_removes_temporary_files_of_dead_writers_only(tmp_path: Path) -> None:
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    store = DirectoryStore(tmp_path)
+    host = store._host
+    shard = tmp_path / "ab"
+    shard.mkdir()
+    (shard / f".tmp-{host}-{dead.stdout.strip()}-x1.json").write_bytes(b"half")  # its writer is gone
+    (shard / f".tmp-{host}-{os.getpid()}-x2.json").write_bytes(b"writing")  # a live writer's
+    (shard / ".tmp-otherhost-1-x3.json").write_bytes(b"elsewhere")  # another host's, fresh
+
+    store.cleanup()
+    assert files(tmp_path) == sorted([f"ab/.tmp-{host}-{os.getpid()}-x2.json", "ab/.tmp-otherhost-1-x3.json"])
 
 
 def test_cleanup_of_a_missing_root_does_nothing(tmp_path: Path) -> None:

@@ -763,4 +763,4 @@ def test_two_runners_on_one_cache_directory_pay_once_per_prompt(tmp_path: Path) 
     assert sum(r.stats.provider_calls for r in runners) == prompts
     # The other runner's replies: waited for, or already stored when it submitted.
     assert sum(r.stats.shared_hits + r.stats.cache_hits for r in runners) == prompts
-    assert not [p for p in (tmp_path / "shared").rglob("*") if p.name.endswith(".lease") or p.name.startswith(".tmp-")]
+    assert not [p for p in (tmp_path / "shared").rglob("*") if p.name.startswith(".tmp-")]
