@@ -64,3 +64,49 @@ def scripted_judge() -> ScriptedJudge:
 def loopback(scripted_judge: ScriptedJudge) -> Iterator[LoopbackServer]:
     with LoopbackServer(responder=scripted_judge) as server:
         yield server
+
+
+# ---------------------------------------------------------------------------- scheduling
+# pytest-xdist hands tests to workers in collection order, so a long test collected late
+# runs alone at the end while the other worker idles. The long ones (each runs pytest in
+# subprocesses) go first, longest first, and each worker takes the next test only when it
+# is nearly free (--maxschedchunk=1 by default): longest-first scheduling. Measured costs,
+# in tests/README.md.
+LONG_TESTS = (
+    "tests/plugin/test_soak.py",
+    "tests/test_docs_commands.py::test_doc_commands_run",
+    "tests/plugin/test_xdist.py",
+    "tests/plugin/test_resume.py",
+    "tests/plugin/test_batch.py::test_a_run_killed",
+    "tests/plugin/test_secrets.py",
+)
+"""Node-id prefixes of the longest tests, longest first; tests with "xdist" in their name follow."""
+
+
+def _cost_rank(item: pytest.Item) -> tuple[int, int]:
+    """Sort key: the position of the item's prefix in LONG_TESTS (then the rest), and within
+    the docs commands the number of pytest commands of the page (each starts a run), most first."""
+    for rank, prefix in enumerate(LONG_TESTS):
+        if item.nodeid.startswith(prefix):
+            page = (
+                item.callspec.params.get("path")
+                if isinstance(item, pytest.Function) and hasattr(item, "callspec")
+                else None
+            )
+            return rank, -_pytest_commands(page) if isinstance(page, Path) else 0
+    return (len(LONG_TESTS), 0) if "xdist" in item.name else (len(LONG_TESTS) + 1, 0)
+
+
+def _pytest_commands(page: Path) -> int:
+    return sum(
+        1 for line in page.read_text(encoding="utf-8").splitlines() if line.startswith("$ ") and "pytest" in line
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=_cost_rank)  # stable: the rest keep pytest's order (and module fixtures their reuse)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.hasplugin("xdist") and config.getoption("maxschedchunk", None) is None:
+        config.option.maxschedchunk = 1
