@@ -396,6 +396,28 @@ def target_entries() -> list[Entry]:
                 line_of(text, "outputs:"),
             )
         )
+    for name, function, cause in [
+        ("target_returns_int", "return 42", "returned int, expected str"),
+        ("target_returns_none", "return None", "returned NoneType, expected str"),
+    ]:
+        # Checked when the target is called: the case is unscored, a failure (never a pass).
+        module = f"hostile_{name}"
+        text = suite(
+            name.replace("_", "-"),
+            case='    reference: "42"\n',
+            asserts="  - chrf >= 0\n",
+            extra=f"outputs: {{target: '{module}:generate'}}\n",
+        )
+        entries.append(
+            Entry(
+                name,
+                {f"{name}.yaml": text.encode(), f"{module}.py": f"def generate(case):\n    {function}\n".encode()},
+                cause,
+                None,
+                item="c1[chrf]",
+                error_file="",
+            )
+        )
     for name, spec, cause in [
         ("target_missing_module", "hostile_no_such_module:generate", "No module named"),
         ("target_no_colon", "not a spec", "neither a registered target"),
@@ -486,6 +508,84 @@ def structure_entries() -> list[Entry]:
     return entries
 
 
+def calibration_and_ranking_entries() -> list[Entry]:
+    """Side files and encodings of calibration sets and ranking files."""
+    entries = []
+    item = '{"id": "i1", "language": "hi", "output": "x", "metric": "linguistic_acceptability", "labels": {"a": 1}'
+    for name, line, cause in [
+        (
+            "cal_items_infinity",
+            item + ', "recorded": {"linguistic_acceptability": Infinity}}\n',
+            "Infinity is not a finite",
+        ),
+        ("cal_items_deep", item + ', "metadata": {"m": ' + _deep(3000) + "}}\n", "nesting deeper than 100 levels"),
+        ("cal_items_nul", item.replace('"x"', '"a\x00b"') + "}\n", "NUL character"),
+    ]:
+        text = f"calibration: {name}\ngate: {{threshold: 0.5}}\nitems_file: {name}.jsonl\n"
+        entries.append(
+            Entry(
+                name,
+                {f"{name}.yaml": text.encode(), f"{name}.jsonl": line.encode()},
+                cause,
+                1,
+                item="calibration-error",
+                error_file=f"{name}.jsonl",
+            )
+        )
+    cal16 = f'calibration: utf16\ngate: {{threshold: 0.5}}\nitems: !!python/object/apply:os.system ["touch {MARKER}"]\n'
+    entries.append(
+        Entry(
+            "cal_utf16_tag",
+            {"cal_utf16_tag.yaml": codecs.BOM_UTF16_LE + cal16.encode("utf-16-le")},
+            "is not allowed",
+            3,
+            item="calibration-error",
+        )
+    )
+    cal_latin = "calibration: café\ngate: {threshold: 0.5}\n"
+    entries.append(
+        Entry(
+            "cal_latin1",
+            {"cal_latin1.yaml": cal_latin.encode("latin-1")},
+            "not valid UTF-8",
+            1,
+            item="calibration-error",
+        )
+    )
+    entries.append(
+        _yaml(
+            "cal_documents", "calibration: a\n---\ncalibration: b\n", "single document", "---", item="calibration-error"
+        )
+    )
+    rank_jsonl = '{"id": "q1", "language": "hi", "outputs": {"a": "x", "b": ' + _deep(3000) + "}}\n"
+    entries.append(
+        Entry(
+            "rank_cases_deep",
+            {
+                "rank_cases_deep.yaml": b"ranking: deep-cases\ncases_file: rank_cases_deep.jsonl\n",
+                "rank_cases_deep.jsonl": rank_jsonl.encode(),
+            },
+            "nesting deeper than 100 levels",
+            1,
+            item="ranking-error",
+            error_file="rank_cases_deep.jsonl",
+        )
+    )
+    rank_bomb = "ranking: bomb\n" + _bomb()
+    entries.append(_yaml("rank_alias_bomb", rank_bomb, "aliases expand to more than", "a5: &a5", item="ranking-error"))
+    rank32 = "ranking: utf32\ncases: !custom [1]\n"
+    entries.append(
+        Entry(
+            "rank_utf32_tag",
+            {"rank_utf32_tag.yaml": codecs.BOM_UTF32_BE + rank32.encode("utf-32-be")},
+            "'!custom' is not allowed",
+            2,
+            item="ranking-error",
+        )
+    )
+    return entries
+
+
 def baseline_entries() -> list[Entry]:
     """Suites whose ``regression.baseline`` file is bad: the regression item fails, naming it."""
     entries = []
@@ -532,6 +632,7 @@ def build() -> Corpus:
         + path_entries()
         + target_entries()
         + structure_entries()
+        + calibration_and_ranking_entries()
         + baseline_entries()
     )
     names = [entry.name for entry in entries]
