@@ -319,10 +319,9 @@ def test_concurrency_latency_and_max_in_flight() -> None:
     with LoopbackServer(responder=lambda req: req.last_user_text) as srv:
         baseline, wall = asyncio.run(run(srv))
         stats = srv.stats()
-    # Two waves of 0.2 s.  The SDK spends ~3-5 ms of CPU per request on the
-    # client side (openai 3.x + httpx2), which does not overlap with anything,
-    # so allow the measured no-latency baseline on top of 0.4 s.
-    assert 0.4 <= wall < 0.55 + 1.5 * baseline, (wall, baseline)
+    # Two waves of 0.2 s: 32 requests at the server at once (no upper bound on the wall
+    # time, which a loaded machine stretches; the overlap is what shows concurrency).
+    assert 0.4 <= wall, (wall, baseline)
     assert stats["max_in_flight"] == 32
     assert stats["in_flight"] == 0
     assert stats["requests"] == 64
@@ -349,8 +348,8 @@ def test_64_concurrent_requests_anthropic_async() -> None:
     with LoopbackServer(latency=1.0, responder=lambda req: req.last_user_text) as srv:
         wall = asyncio.run(run(srv))
         stats = srv.stats()
-    assert 1.0 <= wall < 3.0, wall  # one latency, not 64 of them
-    assert stats["max_in_flight"] == 64
+    assert 1.0 <= wall, wall
+    assert stats["max_in_flight"] == 64  # one latency, not 64 of them: all overlap at the server
     assert stats["connections"] == 64
 
 
@@ -386,8 +385,8 @@ def test_raw_capacity_256_connections_at_once() -> None:
         wall = time.perf_counter() - t0
         stats = srv.stats()
     assert results == [[200]] * 256
-    assert 0.5 <= wall < 2.5, wall  # one latency, not 256 of them
-    assert stats["max_in_flight"] == 256
+    assert 0.5 <= wall, wall
+    assert stats["max_in_flight"] == 256  # one latency, not 256 of them: all overlap at the server
 
 
 def test_soak_thousands_of_requests_low_server_cpu() -> None:
@@ -469,18 +468,19 @@ def test_sdk_retry_honours_retry_after(provider: str) -> None:
 
         call()  # warm-up: first-call costs (lazy imports, connection) stay out of the timing
         srv.reset()
-        srv.inject(Fault.RATE_LIMIT, times=1, retry_after=0.2)
+        srv.inject(Fault.RATE_LIMIT, times=1, retry_after=1.0)
         t0 = time.perf_counter()
         text = call()
         elapsed = time.perf_counter() - t0
         assert text == "after retry"
-        assert elapsed >= 0.2, elapsed
+        assert elapsed >= 1.0, elapsed
         first, retry = srv.requests
         assert (first.headers["x-stainless-retry-count"], retry.headers["x-stainless-retry-count"]) == ("0", "1")
-        # Without Retry-After both SDKs would back off 0.5 s * jitter in [0.75, 1]
-        # (>= 0.375 s) between the attempts, so a shorter gap shows the header was used.
+        # Without Retry-After both SDKs would back off at most 0.5 s (0.5 s * jitter in
+        # [0.75, 1]) before the first retry, so a gap of a whole second shows the header was
+        # used. Only a lower bound: a loaded machine can lengthen the gap, never shorten it.
         gap = retry.received_at - first.received_at
-        assert 0.2 <= gap < 0.37, gap
+        assert gap >= 1.0, gap
         stats = srv.stats()
         assert stats["requests"] == 2
         assert stats["by_status"] == {"429": 1, "200": 1}
@@ -511,9 +511,9 @@ def test_timeout_fault_client_gives_up() -> None:
     with LoopbackServer(hang_seconds=5.0) as srv:
         srv.inject(Fault.TIMEOUT)
         t0 = time.perf_counter()
-        with pytest.raises(openai.APITimeoutError):
+        with pytest.raises(openai.APITimeoutError):  # not the connection closed after 5 s
             chat(oai(srv, timeout=0.3))
-        assert 0.3 <= time.perf_counter() - t0 < 1.5
+        assert 0.3 <= time.perf_counter() - t0
         srv.inject(Fault.TIMEOUT)
         with pytest.raises(anthropic.APITimeoutError):
             message(ant(srv, timeout=0.3))
@@ -535,7 +535,7 @@ def test_timeout_fault_hang_seconds_then_close() -> None:
         with pytest.raises(openai.APIConnectionError) as err:
             chat(oai(srv, timeout=3.0))
         assert not isinstance(err.value, openai.APITimeoutError)
-        assert 0.2 <= time.perf_counter() - t0 < 1.5
+        assert 0.2 <= time.perf_counter() - t0
 
 
 @pytest.mark.parametrize("fault", [Fault.CONNECTION_RESET, Fault.TRUNCATED])
@@ -668,11 +668,11 @@ def test_stop_aborts_hung_requests_and_frees_port() -> None:
     deadline = time.monotonic() + 5
     while srv.stats()["in_flight"] == 0 and time.monotonic() < deadline:
         time.sleep(0.01)
-    t0 = time.perf_counter()
     srv.stop()
-    thread.join(timeout=5)
-    assert time.perf_counter() - t0 < 2
+    thread.join(timeout=60)  # a hang guard only
+    # A connection error, not the client's 20 s timeout: stop() closed the hung connection.
     assert len(errors) == 1 and isinstance(errors[0], openai.APIConnectionError)
+    assert not isinstance(errors[0], openai.APITimeoutError)
     with (
         pytest.raises(OSError),
         socket.create_connection(("127.0.0.1", port), timeout=1),
