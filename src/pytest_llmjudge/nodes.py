@@ -301,12 +301,13 @@ class AggregateItem(_SuiteItem):
     def runtest(self) -> None:
         rows = self.rows()
         row = next(r for r in rows if r.language == self.language)
+        judges = ", ".join(sorted({str(c["judge"]) for c in self.case_scores if c["judge"]}))
         self._record(
             suite=self.suite.name,
             metric=self.check.spec.metric,
             aggregate=self.check.spec.label,
             language=self.language,
-            judge=", ".join(sorted({str(c["judge"]) for c in self.case_scores if c["judge"]})) or None,
+            judge=judges or None,
             score=row.value,
             threshold=f"{row.spec.op} {row.spec.value:g}",
             ci_low=row.ci_low,
@@ -344,9 +345,11 @@ class AggregateItem(_SuiteItem):
             return
         verdict = "ERROR" if row.problem else "FAILED"
         detail = f" ({row.problem})" if row.problem else ""
+        judged_by = f"  judge: {judges}\n" if judges else ""  # where CI shows only the failure message
         raise CaseFailure(
             f"{verdict}: {row.spec.label} for {self.language} = {_format_value(row.value)}, "
-            f"expected {row.spec.op} {row.spec.value:g}{detail}\n{render_table(rows, highlight=self.language)}"
+            f"expected {row.spec.op} {row.spec.value:g}{detail}\n"
+            f"{judged_by}{render_table(rows, highlight=self.language)}"
         )
 
     def reportinfo(self) -> tuple[Path, int | None, str]:

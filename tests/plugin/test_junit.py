@@ -121,6 +121,9 @@ def test_default_junit_validates_and_shows_each_result_in_system_out(run_dir: py
     out = aggregate.findtext("system-out") or ""
     assert "\naggregate: mean(linguistic_acceptability)\n" in out and "\nn_unscored: 1\n" in out
     assert "judge openai:loopback-judge" in out.splitlines()[0]
+    message = cases["mean(linguistic_acceptability)[ja]"].find("failure").get("message", "")  # type: ignore[union-attr]
+    assert message.startswith("FAILED: mean(linguistic_acceptability) for ja = 0, expected >= 1.5\n")
+    assert message.splitlines()[1] == "  judge: openai:loopback-judge"
 
     skipped = cases["de-1[linguistic_acceptability]"]
     assert [child.tag for child in skipped] == ["skipped"]

@@ -13,9 +13,10 @@ schema, shown by Jenkins for every test and by GitLab for failed ones), as text:
 
 The first line is the headline (outcome, metric, score, threshold, language, judge: the
 pieces the item recorded; a missing piece is left out, an item without a score shows
-``-``, an agreement gate shows its weighted F1 and minimum as ``metric F1 = 0.9 (>= 0.7)``); then every recorded ``name: value`` pair in the order the item recorded them.
-A value spanning several lines continues on lines indented by two spaces. Values arrive
-already redacted and control-escaped (``report/plugin.py::record_properties``).
+``-``, an agreement gate shows its weighted F1 and minimum as ``metric F1 = 0.9 (>= 0.7)``);
+then every recorded ``name: value`` pair in the order the item recorded them. A value
+spanning several lines continues on lines indented by two spaces. Values arrive already
+redacted and control-escaped (``report/plugin.py::record_properties``).
 """
 
 from __future__ import annotations
