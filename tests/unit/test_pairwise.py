@@ -12,6 +12,7 @@ import pytest
 from pytest_llmjudge.errors import StatisticsError, UnscoredError
 from pytest_llmjudge.judges.prompts import JudgeSettings
 from pytest_llmjudge.pairwise.bootstrap import bootstrap_leaderboard
+from pytest_llmjudge.pairwise.cases import RankedCase
 from pytest_llmjudge.pairwise.judge import (
     Battle,
     Presentation,
@@ -22,7 +23,6 @@ from pytest_llmjudge.pairwise.judge import (
     recorded_position_bias,
 )
 from pytest_llmjudge.pairwise.prompts import PairwiseText, build_pairwise_request, parse_pairwise_reply
-from pytest_llmjudge.pairwise.cases import RankedCase
 from pytest_llmjudge.pairwise.ranking import (
     annotator_agreement,
     fit_leaderboard,
@@ -30,7 +30,7 @@ from pytest_llmjudge.pairwise.ranking import (
     parse_assertion,
     wilson_interval,
 )
-from pytest_llmjudge.pairwise.schema import BootstrapConfig, PairwiseConfig, SurrogateConfig
+from pytest_llmjudge.pairwise.schema import BootstrapConfig, SurrogateConfig
 from pytest_llmjudge.pairwise.surrogate import run_surrogate, script_shares, trigram_f1
 from pytest_llmjudge.stats.bradley_terry import bootstrap_rankings
 

@@ -615,7 +615,6 @@ class Leaderboard:
         }
 
 
-
 def fit_leaderboard(
     source: str,
     language: str,
