@@ -28,11 +28,11 @@ from pytest_llmjudge.pairwise.ranking import (
     fit_leaderboard,
     majority_verdict,
     parse_assertion,
-    wilson_interval,
 )
 from pytest_llmjudge.pairwise.schema import BootstrapConfig, SurrogateConfig
 from pytest_llmjudge.pairwise.surrogate import run_surrogate, script_shares, trigram_f1
 from pytest_llmjudge.stats.bradley_terry import bootstrap_rankings
+from pytest_llmjudge.stats.proportion import wilson_interval
 
 SETTINGS = JudgeSettings(provider="openai", model="gpt-4o-mini")
 
