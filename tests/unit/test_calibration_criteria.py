@@ -222,3 +222,23 @@ def test_metal_convention_needs_slots_and_group_by_starts_with_language(
     path.write_text(cal_text(items, {"threshold": 0.5}, group_by=["task", "language"]))
     with pytest.raises(SuiteError, match="group_by must start with 'language'"):
         CalibrationStore(store.board).load(path)
+
+
+def test_conventions_choose_the_items_of_the_human_side_by_hand() -> None:
+    # Four complete items, one with two labels (disagreeing), one with one label.
+    human = np.array([[2, 2, 2], [1, 1, 2], [0, 0, 0], [2, 1, 2], [0, 2, np.nan], [1, np.nan, np.nan]], dtype=float)
+    judge = np.array([2, 1, 0, 2, 1, 1], dtype=float)
+    ours = evaluate_gate(human, judge, [0, 1, 2], GateOptions(threshold=0.5, min_items=1))
+    metal = evaluate_gate(human, judge, [0, 1, 2], GateOptions(threshold=0.5, min_items=1, convention="metal"))
+    assert (ours.fleiss_items, ours.ceiling_items) == (5, 5)
+    assert (metal.fleiss_items, metal.ceiling_items) == (4, 4)
+    assert ours.f1 == metal.f1  # the judge side does not depend on the convention
+    # Fleiss by hand on the 4 complete items: P_i = 1, 1/3, 1, 1/3 -> Pbar 2/3; class shares
+    # 0: 3/12, 1: 3/12, 2: 6/12 -> Pe 3/8; kappa (2/3 - 3/8) / (5/8) = 7/15.
+    assert metal.fleiss_kappa == pytest.approx(7 / 15)
+    # With the 2-label item (P = 0): Pbar 8/15; shares over 14 labels 0: 4, 1: 3, 2: 7 -> Pe 74/196.
+    assert ours.fleiss_kappa == pytest.approx((8 / 15 - 74 / 196) / (1 - 74 / 196))
+    # METAL ceiling by hand, slots A1 = 2 1 0 2, A2 = 2 1 0 1, A3 = 2 2 0 2:
+    # A1->A2: per-class F1 (1, 2/3, 2/3), support (1, 1, 2) -> 3/4; A2->A3: (1, 0, 1/2),
+    # support (1, 2, 1) -> 3/8; A3->A1: (1, 0, 4/5), support (1, 0, 3) -> 17/20.
+    assert metal.ceiling == pytest.approx((3 / 4 + 3 / 8 + 17 / 20) / 3)
