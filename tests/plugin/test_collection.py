@@ -166,3 +166,17 @@ def test_bad_option_value_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--llmjudge", "--llmjudge-concurrency=zero")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--llmjudge-concurrency must be a whole number*"])
+
+
+def test_an_interrupt_while_importing_a_target_still_stops_the_run(pytester: pytest.Pytester) -> None:
+    # Any other exception (SyntaxError, SystemExit, ...) fails only its suite (tests/hostile);
+    # Ctrl-C must keep meaning "stop".
+    pytester.makepyfile(interrupting_target="raise KeyboardInterrupt\n")
+    pytester.makefile(
+        ".yaml",
+        suite="suite: interrupted\noutputs: {target: 'interrupting_target:f'}\n"
+        "cases: [{id: c1, language: hi}]\nassert: ['chrf >= 0']\n",
+    )
+    # A subprocess: in-process, pytester hands the KeyboardInterrupt on to this session.
+    result = pytester.runpytest_subprocess("--llmjudge")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
