@@ -14,10 +14,12 @@ from pytest_llmjudge.calibration.correction import evaluate_correction, fit_corr
 from pytest_llmjudge.calibration.gate import GateOptions, evaluate_gate
 from pytest_llmjudge.calibration.report import gate_message
 from pytest_llmjudge.calibration.store import CalibrationStore
-from pytest_llmjudge.execution.scoreboard import ScoreBoard
+from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.settings import Settings
 from pytest_llmjudge.stats.agreement import confusion_matrix, weighted_f1_from_confusion
+from pytest_llmjudge.suite.model import Case, Suite
+from pytest_llmjudge.suite.schema import JudgeConfig
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "example_suites" / "pariksha_calibration.yaml"
@@ -94,3 +96,27 @@ def test_what_the_correction_does_on_the_shipped_pariksha_subset(tmp_path: Path)
     # Only the two collapsed Bengali maps have a gain interval above 0; no usable one does.
     clear = sorted(k for k, r in reports.items() if r and r.gain_low is not None and r.gain_low > 0)
     assert clear == [("bn", la), ("bn", tq)]
+
+
+def test_a_suite_never_gets_a_degenerate_correction(tmp_path: Path) -> None:
+    registry = Registry(
+        providers=dict(builtins.pytest_llmjudge_providers()), rubrics=dict(builtins.pytest_llmjudge_rubrics())
+    )
+    store = CalibrationStore(ScoreBoard(registry, Settings(cache_mode="off", cache_dir=tmp_path / "cache")))
+    cal = store.load(EXAMPLE)
+    judge = JudgeConfig(calibration=str(EXAMPLE), correction=True)
+    suite = Suite(name="s", path=tmp_path / "s.yaml", cases=(), judge=judge, rubrics=cal.rubrics, metric_kinds={})
+    la = "linguistic_acceptability"
+
+    def adjusted(language: str, metric: str, raw: float = 2.0) -> Score:
+        case = Case(suite="s", id="c", language=language, output="x")
+        return store.adjust(suite, case, Score(metric=metric, value=raw, source="judge"))
+
+    # Bengali LA maps every score to 1 on the calibration set: refused, the raw 2 is kept.
+    refused = adjusted("bn", la)
+    assert refused.value == 2.0
+    assert refused.detail["correction"] == "refused, score left raw: degenerate map: every judge score becomes 1"
+    # Marathi TQ (0->0, 1->0, 2->2) is usable and applied.
+    applied = adjusted("mr", "task_quality", raw=1.0)
+    assert applied.value == 0.0 and applied.detail["raw judge score"] == "1"
+    assert applied.detail["correction"].startswith("most_likely (0->0, 1->0, 2->2) fitted on 50 mr items")
