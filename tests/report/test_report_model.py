@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from pytest_llmjudge.aggregate import mean_ci
 from pytest_llmjudge.redaction import redact_value, secrets_from_environment
 from pytest_llmjudge.report.json_report import dumps
 from pytest_llmjudge.report.model import (
@@ -114,7 +115,8 @@ def test_summary_counts_cases_once_and_gives_mean_ci_per_language_and_all() -> N
     assert [a["label"] for a in hi["aggregates"]] == ["mean(linguistic_acceptability)"]
     assert {"op": ">", "value": 0} in hi["case_thresholds"]
     ta = summary_row(document, "linguistic_acceptability", "ta")
-    assert ta["mean"] == 0 and ta["ci_low"] == 0 and not ta["passed"]
+    single = mean_ci([0.0])  # one case: the aggregates' interval of a single value, if any
+    assert ta["mean"] == 0 and ta["ci_low"] == (None if single is None else single[0]) and not ta["passed"]
     everything = summary_row(document, "linguistic_acceptability", "all")
     assert everything["n"] == 4
     languages = [r["language"] for r in document["summary"]]

@@ -20,7 +20,8 @@ differs under xdist), so two runs' documents diff cleanly; only ``run.timestamp`
 
 ``summary`` has one row per suite x metric x language (plus an ``all`` row when a suite
 has several languages): n counts distinct cases (a case asserted under two thresholds
-counts once), the mean and its 95% Student-t interval are over the scored numeric cases.
+counts once), the mean and its 95% interval (``aggregate.mean_ci``, the one the aggregate
+items use) are over the scored numeric cases.
 
 Degenerate cases: no records gives an empty but valid document; categorical scores (a
 detected language) have no mean, the row shows the case pass rate instead; a metric only
@@ -238,7 +239,10 @@ def _mean_ci(values: Sequence[float]) -> tuple[float | None, float | None, float
         return None, None, None
     from pytest_llmjudge.aggregate import mean_ci
 
-    low, high = mean_ci(values)
+    # The aggregates' interval, so a summary row agrees with its aggregate item; it may have
+    # none (a single value), which the row shows as "-".
+    ci = mean_ci(values)
+    low, high = ci if ci is not None else (None, None)
     return statistics.fmean(values), low, high
 
 
