@@ -137,3 +137,21 @@ def test_migrate_directory_imports_every_entry_byte_for_byte(tmp_path: Path) -> 
     assert migrate_directory(tmp_path / "dir" / "v1", store) == 40  # the v1 directory itself works too
     assert migrate_directory(tmp_path / "missing", store) == 0
     store.close()
+
+
+def test_signed_entries_still_verify_after_migration_through_judge_cache(tmp_path: Path) -> None:
+    """The cache layer over SQLite reads migrated, signed entries as hits: bytes were copied exactly."""
+    directory = JudgeCache(tmp_path / "dir", secret="signing-secret")
+    payload = {"model": "judge", "prompt": "rate this"}
+    directory.put(cache_key(payload), payload, ProviderReply(text="score: 2", model="judge", usage=Usage(5, 1)))
+    store = SQLiteStore(tmp_path / "cache.db")
+    assert migrate_directory(tmp_path / "dir", store) == 1
+    rejected: list[tuple[str, str]] = []
+    over_sqlite = JudgeCache(None, secret="signing-secret", store=store)
+    over_sqlite.on_reject = lambda key, reason: rejected.append((key, reason))
+    hit = over_sqlite.get(cache_key(payload))
+    assert hit is not None and hit.reply.text == "score: 2" and rejected == []
+    other_secret = JudgeCache(None, secret="another-secret", store=store)
+    other_secret.on_reject = lambda key, reason: rejected.append((key, reason))
+    assert other_secret.get(cache_key(payload)) is None and len(rejected) == 1  # the check is live
+    store.close()
