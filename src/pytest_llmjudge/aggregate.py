@@ -32,6 +32,8 @@ class ScoredValue:
     language: str
     value: float | str | None
     scored: bool
+    group: str | None = None
+    """The name of the case's group (``stats/grouping.py``) when rows are not per language."""
 
 
 @dataclass(frozen=True)
@@ -121,13 +123,16 @@ def compute_rows(
     min_cases: int = 1,
     max_unscored_rate: float = 0.0,
 ) -> list[AggregateRow]:
-    """One row per language (sorted) plus the ``all`` row."""
-    languages = sorted({v.language for v in values})
+    """One row per group (sorted; a value's group is its language unless it names one) plus the ``all`` row.
+
+    ``spec_for`` is keyed by the same names; a row's ``language`` holds its group's name.
+    """
+    languages = sorted({v.group or v.language for v in values})
     rows = [
         compute_row(
             language,
             spec_for.get(language, default_spec),
-            [v for v in values if v.language == language],
+            [v for v in values if (v.group or v.language) == language],
             min_cases=min_cases,
             max_unscored_rate=max_unscored_rate,
         )

@@ -4,8 +4,9 @@
   invalid suite yields one :class:`InvalidSuiteItem` that errors with ``file:line: message``
   so the other suites still run (a real collection error would stop the whole session).
 * :class:`CaseItem`: one case x one threshold, node id ``suite.yaml::case-id[metric]``.
-* :class:`AggregateItem`: one suite aggregate for one language (or ``all``), node id
-  ``suite.yaml::mean(metric)[hi]``.
+* :class:`AggregateItem`: one suite aggregate for one group of cases (or ``all``), node id
+  ``suite.yaml::mean(metric)[hi]``; with ``group_by: [language, task]``
+  ``suite.yaml::mean(metric)[hi-task=qa]`` (the grouping is ``AggregateCheck.groups``).
 
 Items record their results (score, threshold, metric, language, judge, cached, source,
 suite) with ``report.plugin.record_properties``: JUnit shows them as a ``<system-out>`` of
@@ -86,7 +87,7 @@ class SuiteFile(pytest.File):
                     self, name=name, suite=suite, case=case, threshold=threshold, judge_problem=problem
                 )
         for check in suite.aggregates:
-            for language in (*suite.languages, ALL_LANGUAGES):
+            for language in (*(group.name for group in check.groups(suite.cases)), ALL_LANGUAGES):
                 yield AggregateItem.from_parent(
                     self,
                     name=f"{check.spec.label}[{language}]",
@@ -253,7 +254,7 @@ class CaseItem(_SuiteItem):
 
 
 class AggregateItem(_SuiteItem):
-    """One suite aggregate, asserted for one language or for all cases."""
+    """One suite aggregate, asserted for one group (``language`` holds its name: ``hi``, ``hi-task=qa``) or all."""
 
     def __init__(
         self, *, suite: Suite, check: AggregateCheck, language: str, judge_problem: str | None, **kwargs: Any
@@ -277,8 +278,9 @@ class AggregateItem(_SuiteItem):
         self.case_scores: list[dict[str, Any]] = []  # per-case scores of this row, for baselines
         for case in self.suite.cases:
             score = board.score(self.suite, case, self.check.spec.metric)
-            values.append(ScoredValue(case.language, score.value, score.scored))
-            if self.language in (ALL_LANGUAGES, case.language):
+            group = case.group(self.check.group_by).name
+            values.append(ScoredValue(case.language, score.value, score.scored, group=group))
+            if self.language in (ALL_LANGUAGES, group):
                 self.case_scores.append(
                     {
                         "case": case.id,
@@ -289,7 +291,7 @@ class AggregateItem(_SuiteItem):
                         "higher_is_better": score.higher_is_better,
                     }
                 )
-        overrides = {lang: self.check.for_language(lang) for lang in self.check.overrides}
+        overrides = {group.name: self.check.for_group(group) for group in self.check.groups(self.suite.cases)}
         return compute_rows(
             overrides,
             self.check.spec,
