@@ -211,7 +211,9 @@ def _worker_share(config: pytest.Config, settings: Settings) -> WorkerShare | No
     count = int(workerinput.get("workercount", 1))
     if count < 2 or not worker_id.startswith("gw"):
         return None
-    wait = settings.timeout * (settings.max_retries + 1) + 60
+    # How long a worker waits for a judge reply or an output another worker owns: the owner's
+    # longest judge call (all its retries) or output-target call, plus a margin.
+    wait = max(settings.timeout * (settings.max_retries + 1), settings.target_timeout) + 60
     return WorkerShare(int(worker_id[2:]), count, str(workerinput.get("testrunuid", "run")), wait)
 
 
