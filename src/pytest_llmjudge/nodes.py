@@ -349,7 +349,7 @@ class AggregateItem(_SuiteItem):
         detail = f" ({row.problem})" if row.problem else ""
         judged_by = f"  judge: {judges}\n" if judges else ""  # where CI shows only the failure message
         raise CaseFailure(
-            f"{verdict}: {row.spec.label} for {self.language} = {_format_value(row.value)}, "
+            f"{verdict}: {row.spec.label} for {self.language} = {_format_value(row.asserted)}, "
             f"expected {row.spec.op} {row.spec.value:g}{detail}\n"
             f"{judged_by}{render_table(rows, highlight=self.language)}"
         )

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 
+import numpy as np
 import pytest
 from scipy import stats
+from statsmodels.stats.proportion import proportion_confint
 
 from pytest_llmjudge.aggregate import (
     ALL_LANGUAGES,
+    BOOTSTRAP_RESAMPLES,
     AggregateRow,
     ScoredValue,
+    _bootstrap_mean,
     compute_row,
     compute_rows,
     mean_ci,
@@ -32,8 +37,6 @@ def unscored(language: str, count: int = 1) -> list[ScoredValue]:
 
 # Scores 1, 2, 2, 0 (linguistic acceptability of four Hindi cases):
 #   mean 5/4 = 1.25, median (1 + 2)/2 = 1.5, min 0, max 2
-#   sd = sqrt(((-.25)^2 + .75^2 + .75^2 + (-1.25)^2) / 3) = sqrt(2.75 / 3) = 0.957427
-#   t_{0.975, 3} = 3.182446, half width = 3.182446 * 0.957427 / 2 = 1.523480
 FOUR = scored("hi", 1, 2, 2, 0)
 
 
@@ -47,15 +50,30 @@ def test_hand_computed_statistics(stat: str, value: float) -> None:
     assert row.problem is None
 
 
-def test_the_mean_comes_with_a_t_interval() -> None:
+# --------------------------------------------------------------------------- the mean's interval
+
+
+def exact_bootstrap_quantiles(values: list[float], confidence: float = 0.95) -> tuple[float, float]:
+    """The percentile interval over all n^n equally likely resamples (what B -> infinity gives)."""
+    means = sorted(statistics.fmean(resample) for resample in itertools.product(values, repeat=len(values)))
+    alpha = 1 - confidence
+    low, high = np.percentile(means, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return float(low), float(high)
+
+
+def test_the_mean_comes_with_a_bootstrap_interval_near_the_exact_one() -> None:
+    # All 4^4 = 256 resamples of 1, 2, 2, 0 enumerated: the exact percentile interval is
+    # [0.5, 2.0]; 2000 drawn resamples land within one step of the resampled means (0.25).
+    exact = exact_bootstrap_quantiles([1.0, 2.0, 2.0, 0.0])
     row = compute_row("hi", parse_aggregate("mean(la) >= 1"), FOUR)
 
-    assert row.ci_low == pytest.approx(1.25 - 1.523480, abs=1e-6)
-    assert row.ci_high == pytest.approx(1.25 + 1.523480, abs=1e-6)
+    assert exact == pytest.approx((0.5, 2.0))
+    assert row.ci_low == pytest.approx(exact[0], abs=0.25)
+    assert row.ci_high == pytest.approx(exact[1], abs=0.25)
 
 
 @pytest.mark.parametrize("stat", ["median", "min", "max"])
-def test_only_the_mean_has_an_interval(stat: str) -> None:
+def test_only_the_mean_and_pass_rate_have_an_interval(stat: str) -> None:
     row = compute_row("hi", parse_aggregate(f"{stat}(la) >= 0"), FOUR)
     assert (row.ci_low, row.ci_high) == (None, None)
 
@@ -65,18 +83,56 @@ def test_only_the_mean_has_an_interval(stat: str) -> None:
     [[1.0, 2.0, 2.0, 0.0], [45.2, 51.0, 38.7], [0.1, 0.9], list(range(30)), [3.5, -1.25, 7.0, 7.0, 2.0, 9.75]],
 )
 @pytest.mark.parametrize("confidence", [0.95, 0.9, 0.99])
-def test_mean_ci_equals_scipy_t_interval(values: list[float], confidence: float) -> None:
+def test_mean_ci_equals_scipy_percentile_bootstrap(values: list[float], confidence: float) -> None:
+    reference = stats.bootstrap(
+        (np.asarray(values, dtype=float),),
+        np.mean,
+        n_resamples=BOOTSTRAP_RESAMPLES,
+        confidence_level=confidence,
+        method="percentile",
+        rng=np.random.default_rng(0),
+    ).confidence_interval
+    assert mean_ci(values, confidence) == pytest.approx((reference.low, reference.high), rel=1e-12, abs=1e-12)
+
+
+def test_the_interval_is_the_same_on_every_run() -> None:
+    values = [0.0, 1.0, 2.0, 2.0, 1.0, 0.0, 2.0]
+    first = mean_ci(values)
+    _bootstrap_mean.cache_clear()
+    assert mean_ci(values) == first
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[2.0, 1.0], [0.0, 2.0, 2.0], [2.0, 2.0, 2.0, 0.0], [1.0, 2.0, 2.0, 1.0, 2.0, 0.0, 2.0, 2.0]],
+)
+def test_the_interval_stays_on_the_scale_where_student_t_leaves_it(values: list[float]) -> None:
+    # On LA's 0-2 scale, Student's t (the old interval) runs past 0 or 2 for these samples;
+    # the bootstrap's bounds are means of resamples, so they stay within the scores.
     n = len(values)
-    expected = stats.t.interval(
-        confidence, n - 1, loc=statistics.fmean(values), scale=statistics.stdev(values) / math.sqrt(n)
+    t_low, t_high = stats.t.interval(
+        0.95, n - 1, loc=statistics.fmean(values), scale=statistics.stdev(values) / math.sqrt(n)
     )
-    assert mean_ci(values, confidence) == pytest.approx(expected, rel=1e-12, abs=1e-12)
+    assert t_low < 0 or t_high > 2
+
+    interval = mean_ci(values)
+    assert interval is not None
+    assert min(values) <= interval[0] <= statistics.fmean(values) <= interval[1] <= max(values)
 
 
-def test_one_value_has_the_point_as_its_interval() -> None:
-    assert mean_ci([1.5]) == (1.5, 1.5)
+def test_the_issue_example_stays_within_0_to_2() -> None:
+    # Issue 13: "1.50 [-0.09, 3.09] on 0-2": four cases 2, 1, 2, 1 (t_{0.975,3} * 0.577 / 2 = 0.92)
+    # is [0.58, 2.42] with t; any two-point sample of n = 2 such as 1, 2 is 1.5 +- 6.35.
+    assert mean_ci([1.0, 2.0]) == (1.0, 2.0)
+    low, high = mean_ci([2.0, 1.0, 2.0, 1.0]) or (math.nan, math.nan)
+    assert 1.0 <= low < 1.5 < high <= 2.0
+
+
+def test_no_interval_for_zero_or_one_value() -> None:
+    assert mean_ci([]) is None
+    assert mean_ci([1.5]) is None
     row = compute_row("hi", parse_aggregate("mean(la) >= 1"), scored("hi", 2))
-    assert (row.value, row.ci_low, row.ci_high) == (2.0, 2.0, 2.0)
+    assert (row.value, row.ci_low, row.ci_high, row.passed) == (2.0, None, None, True)
 
 
 def test_identical_values_have_the_point_as_their_interval() -> None:
@@ -84,9 +140,81 @@ def test_identical_values_have_the_point_as_their_interval() -> None:
 
 
 def test_the_interval_narrows_with_more_data() -> None:
-    low_small, high_small = mean_ci([0.0, 1.0] * 5)
-    low_big, high_big = mean_ci([0.0, 1.0] * 50)
+    low_small, high_small = mean_ci([0.0, 1.0] * 5) or (math.nan, math.nan)
+    low_big, high_big = mean_ci([0.0, 1.0] * 50) or (math.nan, math.nan)
     assert high_big - low_big < high_small - low_small
+
+
+def test_ten_thousand_continuous_scores_match_scipy_with_resamples_drawn_in_blocks() -> None:
+    # 2000 x 10,000 indices are drawn in blocks (memory); the stream, hence the interval, is scipy's.
+    values = np.random.default_rng(7).uniform(0, 100, 10_000)
+    reference = stats.bootstrap(
+        (values,), np.mean, n_resamples=BOOTSTRAP_RESAMPLES, method="percentile", rng=np.random.default_rng(0)
+    ).confidence_interval
+    assert mean_ci(list(values)) == pytest.approx((reference.low, reference.high), rel=1e-12)
+
+
+# --------------------------------------------------------------------------- pass_rate's interval
+
+
+# Wilson score interval, z = 1.959964, z^2 = 3.841459, by hand:
+#   2 of 5: centre (0.4 + 0.384146) / 1.768292 = 0.443448,
+#           half 1.959964 * sqrt(0.048 + 0.038415) / 1.768292 = 0.325827  -> [0.117621, 0.769275]
+#   5 of 5: centre 0.782759, half 0.217241 -> [0.565518, 1]
+#   0 of 5: [0, 1 - 0.565518] = [0, 0.434482]
+#   1 of 1: centre 1.920729 / 4.841459 ... -> [0.206549, 1]
+@pytest.mark.parametrize(
+    ("passing", "n", "expected"),
+    [(2, 5, (0.117621, 0.769275)), (5, 5, (0.565518, 1.0)), (0, 5, (0.0, 0.434482)), (1, 1, (0.206549, 1.0))],
+)
+def test_pass_rate_has_a_wilson_interval(passing: int, n: int, expected: tuple[float, float]) -> None:
+    values = scored("hi", *([50.0] * passing + [40.0] * (n - passing)))
+    row = compute_row("hi", parse_aggregate("pass_rate(chrf >= 45) >= 0"), values)
+
+    assert row.value == pytest.approx(passing / n)
+    assert (row.ci_low, row.ci_high) == pytest.approx(expected, abs=1e-6)
+    reference = proportion_confint(passing, n, alpha=0.05, method="wilson")
+    assert (row.ci_low, row.ci_high) == pytest.approx(reference, abs=1e-12)
+
+
+def test_pass_rate_of_no_cases_has_no_value_and_no_interval() -> None:
+    row = compute_row("hi", parse_aggregate("pass_rate(chrf >= 45) >= 0"), [], min_cases=0)
+    assert (row.value, row.ci_low, row.ci_high, row.passed) == (None, None, None, False)
+
+
+# --------------------------------------------------------------------------- lower() and upper()
+
+
+def test_lower_asserts_on_the_lower_bound_not_the_mean() -> None:
+    values = scored("hi", 2, 2, 1, 2, 2, 2, 1, 2)  # mean 1.75
+    interval = mean_ci([2.0, 2.0, 1.0, 2.0, 2.0, 2.0, 1.0, 2.0])
+    assert interval is not None and interval[0] < 1.6
+
+    point = compute_row("hi", parse_aggregate("mean(la) >= 1.6"), values)
+    bounded = compute_row("hi", parse_aggregate("lower(mean(la)) >= 1.6"), values)
+    loose = compute_row("hi", parse_aggregate(f"lower(mean(la)) >= {interval[0]}"), values)
+
+    assert point.passed and not bounded.passed and loose.passed
+    assert (bounded.value, bounded.asserted, bounded.problem) == (1.75, interval[0], None)
+
+
+def test_upper_asserts_on_the_upper_bound() -> None:
+    values = scored("hi", 50, 40, 46, 40, 40)  # 2 of 5 pass: Wilson [0.1176, 0.7693]
+    assert compute_row("hi", parse_aggregate("upper(pass_rate(chrf >= 45)) >= 0.75"), values).passed
+    row = compute_row("hi", parse_aggregate("upper(pass_rate(chrf >= 45)) >= 0.8"), values)
+    assert not row.passed
+    assert row.asserted == pytest.approx(0.769275, abs=1e-6)
+
+
+def test_a_bound_without_an_interval_is_an_error_not_a_pass() -> None:
+    row = compute_row("hi", parse_aggregate("lower(mean(la)) >= 0"), scored("hi", 2))
+    assert not row.passed
+    assert row.problem == "lower(mean(la)) needs an interval, hence at least 2 scored cases; hi has 1"
+
+
+def test_the_table_names_the_bound_it_tested() -> None:
+    row = compute_row("hi", parse_aggregate("lower(mean(la)) >= 1.5"), FOUR)
+    assert "lower >= 1.5" in render_table([row])
 
 
 # --------------------------------------------------------------------------- passing and failing
@@ -170,7 +298,7 @@ def test_pass_rate_counts_unscored_cases_as_not_passing() -> None:
 
     assert row.value == pytest.approx(2 / 5)
     assert row.passed
-    assert (row.ci_low, row.ci_high) == (None, None)
+    assert (row.ci_low, row.ci_high) == pytest.approx((0.117621, 0.769275), abs=1e-6)
 
 
 def test_pass_rate_over_categorical_values() -> None:

@@ -365,3 +365,41 @@ def test_booleans_are_not_numbers(flag: bool) -> None:
 def test_a_nan_number_override_is_rejected_like_the_text_nan() -> None:
     with pytest.raises(ExpressionError, match="NaN"):
         parse_override(math.nan, ">=")
+
+
+# --------------------------------------------------------------------------- lower() and upper()
+
+
+@pytest.mark.parametrize(
+    ("text", "stat", "metric", "bound", "label"),
+    [
+        ("lower(mean(linguistic_acceptability)) >= 1.5", "mean", "linguistic_acceptability", "lower", None),
+        ("upper( pass_rate(chrf >= 45) ) <= 0.9", "pass_rate", "chrf", "upper", "upper(pass_rate(chrf >= 45))"),
+        ("lower(mean(chrf++)) > 40", "mean", "chrf++", "lower", None),
+    ],
+)
+def test_a_bound_of_the_interval_parses(text: str, stat: str, metric: str, bound: str, label: str | None) -> None:
+    spec = parse_aggregate(text)
+    assert (spec.stat, spec.metric, spec.bound) == (stat, metric, bound)
+    assert spec.label == (label or f"{bound}({stat}({metric}))")
+    assert parse_aggregate(spec.render()) == spec
+    assert spec.with_threshold(">=", 1.0).bound == bound
+
+
+def test_without_a_bound_there_is_none() -> None:
+    assert parse_aggregate("mean(la) >= 1").bound is None
+
+
+@pytest.mark.parametrize("stat", ["median", "min", "max"])
+def test_a_bound_needs_a_statistic_with_an_interval(stat: str) -> None:
+    with pytest.raises(ExpressionError, match=r"lower\(\.\.\.\) takes mean\(\.\.\.\) or pass_rate\(\.\.\.\)"):
+        parse_aggregate(f"lower({stat}(la)) >= 1")
+
+
+@pytest.mark.parametrize(
+    "text", ["lower(lower(mean(la))) >= 1", "lower(mean(la) >= 1", "lower(mean(la)) >= 1 extra", "lower(mean(la))"]
+)
+def test_malformed_bounds_are_rejected_quoting_what_was_written(text: str) -> None:
+    with pytest.raises(ExpressionError) as excinfo:
+        parse_aggregate(text)
+    assert repr(text) in str(excinfo.value)

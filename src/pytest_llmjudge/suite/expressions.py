@@ -6,9 +6,13 @@ Two small grammars, parsed with regular expressions (no ``eval``):
   ``citation_recall@10`` are names), OP one of ``>= > <= < == !=`` and VALUE a number, a
   quoted string, or ``case.language`` (resolved per case, for the language-ID metric).
 * aggregate assertion: ``STAT(INNER) OP NUMBER`` with STAT in ``mean median min max`` over a
-  metric name, or ``pass_rate(...)`` over a case assertion (``pass_rate(chrf >= 45) >= 0.8``).
+  metric name, or ``pass_rate(...)`` over a case assertion (``pass_rate(chrf >= 45) >= 0.8``);
+  ``lower(...)`` or ``upper(...)`` around a ``mean`` or ``pass_rate`` asserts on that bound of
+  its 95% interval instead of the point (``lower(mean(linguistic_acceptability)) >= 1.5``), so
+  a gate can require confidence (the intervals: ``aggregate.py``).
 
-Degenerate cases: comparing a categorical value with ``>=`` is rejected when parsed; so is a
+Degenerate cases: comparing a categorical value with ``>=`` is rejected when parsed; so are
+``lower``/``upper`` around a statistic without an interval (median, min, max), and a
 NaN or infinite threshold (``1e999`` parses as infinity, which ``<=`` always meets); NaN
 never satisfies any comparison, so an undefined score can't pass.
 """
@@ -26,6 +30,7 @@ from pytest_llmjudge.metrics.language_codes import language_family
 
 Op = Literal[">=", ">", "<=", "<", "==", "!="]
 AggregateStat = Literal["mean", "median", "min", "max", "pass_rate"]
+Bound = Literal["lower", "upper"]
 
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     ">=": operator.ge,
@@ -41,6 +46,9 @@ _CASE_RE = re.compile(rf"^\s*(?P<metric>{_METRIC})\s*(?P<op>{_OP})\s*(?P<value>.
 _AGG_RE = re.compile(
     rf"^\s*(?P<stat>mean|median|min|max|pass_rate)\s*\(\s*(?P<inner>.+?)\s*\)\s*(?P<op>{_OP})\s*(?P<value>\S+)\s*$"
 )
+_BOUND_RE = re.compile(rf"^\s*(?P<bound>lower|upper)\s*\(\s*(?P<inner>.+\))\s*\)\s*(?P<rest>(?:{_OP}).*)$")
+# Statistics that come with an interval (aggregate.py), hence a lower and an upper bound.
+_WITH_INTERVAL = ("mean", "pass_rate")
 _OVERRIDE_RE = re.compile(rf"^\s*(?P<op>{_OP})?\s*(?P<value>\S+)\s*$")
 
 CASE_LANGUAGE = "case.language"
@@ -87,13 +95,17 @@ class Threshold:
 
 @dataclass(frozen=True)
 class AggregateSpec:
-    """``stat(metric) op value``; for ``pass_rate`` the inner part is a case threshold."""
+    """``stat(metric) op value``; for ``pass_rate`` the inner part is a case threshold.
+
+    ``bound`` set: the threshold applies to that bound of the statistic's interval.
+    """
 
     stat: AggregateStat
     metric: str
     op: Op
     value: float
     inner: Threshold | None = None
+    bound: Bound | None = None
 
     def holds(self, observed: float | None) -> bool:
         if observed is None or math.isnan(observed):
@@ -101,12 +113,13 @@ class AggregateSpec:
         return _OPERATORS[self.op](observed, self.value)
 
     def with_threshold(self, op: Op, value: float) -> AggregateSpec:
-        return AggregateSpec(self.stat, self.metric, op, value, self.inner)
+        return AggregateSpec(self.stat, self.metric, op, value, self.inner, self.bound)
 
     @property
     def label(self) -> str:
         inner = self.inner.render() if self.inner is not None else self.metric
-        return f"{self.stat}({inner})"
+        statistic = f"{self.stat}({inner})"
+        return statistic if self.bound is None else f"{self.bound}({statistic})"
 
     def render(self) -> str:
         return f"{self.label} {self.op} {_number(self.value)}"
@@ -148,18 +161,33 @@ def parse_threshold(text: str) -> Threshold:
 
 
 def parse_aggregate(text: str) -> AggregateSpec:
-    """Parse ``STAT(METRIC) OP NUMBER`` or ``pass_rate(METRIC OP VALUE) OP NUMBER``."""
+    """Parse ``STAT(METRIC) OP NUMBER`` or ``pass_rate(METRIC OP VALUE) OP NUMBER``, maybe in ``lower(...)``."""
+    bounded = _BOUND_RE.match(text)
+    if bounded is not None:
+        spec = _parse_statistic(f"{bounded['inner']} {bounded['rest']}", text)
+        if spec.stat not in _WITH_INTERVAL:
+            raise ExpressionError(
+                f"{bounded['bound']}(...) takes mean(...) or pass_rate(...), the statistics with an interval, "
+                f"got {bounded['inner']!r}"
+            )
+        bound: Bound = bounded["bound"]  # type: ignore[assignment]
+        return AggregateSpec(spec.stat, spec.metric, spec.op, spec.value, spec.inner, bound)
+    return _parse_statistic(text, text)
+
+
+def _parse_statistic(text: str, shown: str) -> AggregateSpec:
+    """``STAT(INNER) OP NUMBER``; error messages quote ``shown``, what the suite wrote."""
     match = _AGG_RE.match(text)
     if match is None:
         raise ExpressionError(
-            f"can't parse aggregate {text!r}; expected e.g. 'mean(linguistic_acceptability) >= 1.6' "
-            "or 'pass_rate(chrf >= 45) >= 0.8'"
+            f"can't parse aggregate {shown!r}; expected e.g. 'mean(linguistic_acceptability) >= 1.6' "
+            "or 'pass_rate(chrf >= 45) >= 0.8' or 'lower(mean(linguistic_acceptability)) >= 1.5'"
         )
     stat: AggregateStat = match["stat"]  # type: ignore[assignment]
     op: Op = match["op"]  # type: ignore[assignment]
     value = _parse_value(match["value"])
     if isinstance(value, str):
-        raise ExpressionError(f"an aggregate threshold must be a number in {text!r}")
+        raise ExpressionError(f"an aggregate threshold must be a number in {shown!r}")
     inner_text = match["inner"]
     if stat == "pass_rate":
         if not _CASE_RE.match(inner_text):
