@@ -42,6 +42,12 @@ Where
     ``llmjudge_baselines`` under pytest's rootdir). A NAME ending in ``.json`` or holding a
     path separator is a file path instead.
 
+Groups
+    Scores are stored per language and case id whatever the suite's ``group_by``; a
+    comparison per group (``[language, task]``) recomputes each case's group from the suite
+    (:meth:`MetricScores.group`), so a baseline saved before a suite gained ``group_by`` (or
+    before grouping existed) is compared per group unchanged.
+
 Degenerate cases: a record without a numeric score and not unscored (a categorical value)
 is skipped; a case seen twice (two thresholds on one metric) keeps its first score, and
 the two must agree; a file of another format or a newer version is a
@@ -57,7 +63,7 @@ import platform
 import re
 import subprocess
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -86,6 +92,22 @@ class MetricScores:
 
     def language(self, language: str) -> dict[str, float | None]:
         return self.scores.get(language, {})
+
+    def group(
+        self, language: str, group_cases: Collection[str], suite_cases: Collection[str]
+    ) -> tuple[dict[str, float | None], tuple[str, ...]]:
+        """The baseline scores of one group of ``language``, and the ids of the cases it could not place.
+
+        A baseline stores scores per language, not case fields, so groups are recomputed
+        from the suite's cases: a case is in the group when the suite puts it there
+        (``group_cases``). A baseline case the suite no longer has (not in ``suite_cases``,
+        the suite's case ids in that language) can't be placed; it is kept in every group of
+        its language, so that it is reported missing rather than silently dropped.
+        """
+        scores = self.language(language)
+        unplaced = tuple(sorted(case for case in scores if case not in suite_cases))
+        kept = {case: value for case, value in scores.items() if case in group_cases or case not in suite_cases}
+        return kept, unplaced
 
 
 @dataclass

@@ -7,8 +7,9 @@ Registered as a feature plugin (``plugin.FEATURE_PLUGINS``); inert without ``--l
   the scores of the run's case and aggregate items as baseline ``NAME``
   (``regression.baseline`` has the format).
 * ``--llmjudge-baseline=NAME``, or a suite's ``regression: {baseline: ...}``: every suite
-  file also collects one :class:`RegressionItem` per metric of the baseline and language,
-  node id ``suite.yaml::regression[metric-language]``. Each asks the scoreboard for the
+  file also collects one :class:`RegressionItem` per metric of the baseline and group of
+  cases (``group_by``, default ``[language]``), node id ``suite.yaml::regression[metric-hi]``,
+  or ``regression[metric-hi-task=qa]`` with ``group_by: [language, task]``. Each asks the scoreboard for the
   candidate's scores itself (recorded, judged or computed), so it does not depend on the
   suite's case items having run in the same process, and compares them with the baseline
   (``regression.compare``): a significant drop beyond the margin fails, a drop that is not
@@ -37,6 +38,7 @@ from pytest_llmjudge.plugin import is_enabled, results_key, scoreboard_key, skip
 if TYPE_CHECKING:
     from pytest_llmjudge.regression.baseline import Baseline, BaselineError, MetricScores
     from pytest_llmjudge.regression.compare import RegressionResult, RegressionSettings
+    from pytest_llmjudge.stats.grouping import Group
     from pytest_llmjudge.suite.model import Case, Suite
 
 _EXCERPT = 5
@@ -186,6 +188,7 @@ class RegressionFile(pytest.File):
         from pytest_llmjudge.errors import LLMJudgeError
         from pytest_llmjudge.registry import Registry
         from pytest_llmjudge.regression.baseline import BaselineError, resolve_path
+        from pytest_llmjudge.stats.grouping import MISSING, Group
         from pytest_llmjudge.suite.build import build_suite
 
         state = self.config.stash[state_key]
@@ -217,19 +220,27 @@ class RegressionFile(pytest.File):
                 )
             ]
         wanted = config.metrics if config is not None and config.metrics is not None else sorted(entry.metrics)
+        fields = tuple((config.group_by if config is not None else None) or suite.group_by)
         items: list[pytest.Item] = []
         for metric in wanted:
             scores = entry.metrics.get(metric)
-            languages = set(scores.scores) if scores is not None else set()
-            languages |= {case.language for case in suite.cases if _applies(suite, case, metric)}
-            for language in sorted(languages):
+            groups = {case.group(fields) for case in suite.cases if _applies(suite, case, metric)}
+            # A baseline keeps scores per language, not case fields: a language the suite no
+            # longer scores gets one group, "(none)" for the other fields.
+            placed = {group.value("language") for group in groups}
+            groups |= {
+                Group(fields, (language, *[MISSING] * (len(fields) - 1)))
+                for language in (scores.scores if scores is not None else ())
+                if language not in placed
+            }
+            for group in sorted(groups):
                 items.append(
                     RegressionItem.from_parent(
                         self,
-                        name=f"regression[{metric}-{language}]",
+                        name=f"regression[{metric}-{group.name}]",
                         suite=suite,
                         metric=metric,
-                        language=language,
+                        group=group,
                         baseline=baseline,
                         baseline_name=name,
                         baseline_suite=suite_name,
@@ -284,14 +295,14 @@ def _listing(values: tuple[str, ...]) -> str:
 
 
 class RegressionItem(_Item):
-    """Candidate vs baseline for one suite, metric and language."""
+    """Candidate vs baseline for one suite, metric and group of cases (a language by default)."""
 
     def __init__(
         self,
         *,
         suite: Suite,
         metric: str,
-        language: str,
+        group: Group,
         baseline: Baseline,
         baseline_name: str,
         baseline_suite: str,
@@ -300,19 +311,20 @@ class RegressionItem(_Item):
         super().__init__(**kwargs)
         self.suite = suite
         self.metric = metric
-        self.language = language
+        self.group = group
+        self.language = group.value("language") or group.name
         self.baseline = baseline
         self.baseline_name = baseline_name
         self.baseline_suite = baseline_suite
         self.llmjudge_result: dict[str, Any] | None = None
-        self.extra_keyword_matches.update({language, metric, "regression"})
+        self.extra_keyword_matches.update({self.language, group.name, metric, "regression"})
 
     @property
     def cases(self) -> list[Case]:
         return [
             case
             for case in self.suite.cases
-            if case.language == self.language and _applies(self.suite, case, self.metric)
+            if case.group(self.group.fields) == self.group and _applies(self.suite, case, self.metric)
         ]
 
     def settings(self) -> RegressionSettings:
@@ -323,7 +335,10 @@ class RegressionItem(_Item):
         margin = 0.0
         values: dict[str, Any] = {}
         if config is not None:
-            margin = config.per_language.get(self.language, config.per_metric.get(self.metric, config.margin))
+            margin = config.per_group.get(
+                self.group.name,
+                config.per_language.get(self.language, config.per_metric.get(self.metric, config.margin)),
+            )
             values = {
                 "alpha": config.alpha,
                 "confidence": config.confidence,
@@ -391,14 +406,28 @@ class RegressionItem(_Item):
         from pytest_llmjudge.regression.compare import RegressionWarning, compare
 
         stored: MetricScores | None = self.baseline.metric(self.baseline_suite, self.metric)
-        base = dict(stored.language(self.language)) if stored is not None else {}
+        in_language = {case.id for case in self.suite.cases if case.language == self.language}
+        base, unplaced = (
+            stored.group(
+                self.language,
+                {case.id for case in self.suite.cases if case.group(self.group.fields) == self.group},
+                in_language,
+            )
+            if stored is not None
+            else ({}, ())
+        )
         candidate, reasons, higher, judges = self._candidate()
         if higher is None:
             higher = stored.higher_is_better if stored is not None else True
         notes: list[str] = []
         if not self.cases:
             notes.append(
-                f"the suite no longer scores {self.metric!r} in {self.language!r} (no threshold or aggregate on it)"
+                f"the suite no longer scores {self.metric!r} in {self.group.name!r} (no threshold or aggregate on it)"
+            )
+        if unplaced and len(self.group.fields) > 1:
+            notes.append(
+                f"{len(unplaced)} baseline case(s) of {self.language!r} are no longer in the suite; a baseline "
+                f"stores no case fields, so they are listed in every {self.language!r} group"
             )
         if stored is not None and stored.judges and judges and stored.judges != judges:
             notes.append(
@@ -426,7 +455,8 @@ class RegressionItem(_Item):
                 "suite": self.suite.name,
                 "suite_path": str(self.suite.path),
                 "metric": self.metric,
-                "language": self.language,
+                "language": self.group.name,
+                "group_by": list(self.group.fields),
                 "baseline": self.baseline_name,
                 "baseline_path": str(self.baseline.path) if self.baseline.path else None,
                 "baseline_suite": self.baseline_suite,
@@ -453,7 +483,7 @@ class RegressionItem(_Item):
         properties: dict[str, Any] = {
             "suite": self.suite.name,
             "metric": self.metric,
-            "language": self.language,
+            "language": self.group.name,
             "baseline": self.baseline_name,
             "score": result.mean_difference,
             "mean_candidate": result.mean_candidate,
@@ -489,14 +519,14 @@ class RegressionItem(_Item):
             parts.append(
                 f"{len(result.baseline_unscored)} unscored in the baseline ({_listing(result.baseline_unscored)})"
             )
-        return f"{self.suite.name} {self.metric} [{self.language}]: cases missing: " + "; ".join(parts)
+        return f"{self.suite.name} {self.metric} [{self.group.name}]: cases missing: " + "; ".join(parts)
 
     def _explain(self, result: RegressionResult, largest_drops: list[dict[str, Any]]) -> str:
         s = result.settings
         head = {"fail": "REGRESSION", "error": "ERROR", "warn": "WARNING", "pass": "OK"}[result.gate]
         direction = "higher is better" if result.higher_is_better else "lower is better"
         lines = [
-            f"{head}: {self.suite.name} {self.metric} [{self.language}] vs baseline {self.baseline_name}: "
+            f"{head}: {self.suite.name} {self.metric} [{self.group.name}] vs baseline {self.baseline_name}: "
             + (
                 result.problem
                 if result.problem

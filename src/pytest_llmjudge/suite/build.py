@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 from pytest_llmjudge.errors import LLMJudgeError, MetricError, MissingDependencyError, SuiteError
 from pytest_llmjudge.judges.rubrics import Rubric
 from pytest_llmjudge.registry import Registry
+from pytest_llmjudge.stats.grouping import Group
 from pytest_llmjudge.suite import schema
 from pytest_llmjudge.suite.expressions import (
     ExpressionError,
@@ -379,17 +380,22 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             overrides = {
                 language: parse_override(value, spec.op) for language, value in aggregate_config.per_language.items()
             }
+            group_overrides = {
+                group: parse_override(value, spec.op) for group, value in aggregate_config.per_group.items()
+            }
         except ExpressionError as exc:
             raise SuiteError(str(exc), path=path, line=line_for(doc.lines, at), field=_loc_text(at)) from None
-        aggregates.append(
-            AggregateCheck(
-                spec=spec,
-                overrides=overrides,
-                min_cases=aggregate_config.min_cases,
-                max_unscored_rate=aggregate_config.max_unscored_rate,
-                line=line_for(doc.lines, at),
-            )
+        check = AggregateCheck(
+            spec=spec,
+            overrides=overrides,
+            min_cases=aggregate_config.min_cases,
+            max_unscored_rate=aggregate_config.max_unscored_rate,
+            line=line_for(doc.lines, at),
+            group_by=tuple(aggregate_config.group_by or config.group_by),
+            group_overrides=group_overrides,
         )
+        _check_group_names(group_overrides, check.groups(cases), path, doc.lines, (*at, "per_group"))
+        aggregates.append(check)
 
     # Every metric named anywhere must be something we can score.
     used: dict[str, tuple[Path, int | None]] = {}
@@ -447,6 +453,16 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                     field=f"recorded.{name}",
                 )
 
+    if config.regression is not None and config.regression.per_group:
+        regression_fields = config.regression.group_by or config.group_by
+        _check_group_names(
+            config.regression.per_group,
+            {case.group(regression_fields) for case in cases},
+            path,
+            doc.lines,
+            ("regression", "per_group"),
+        )
+
     return Suite(
         name=config.suite,
         path=path,
@@ -461,4 +477,22 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         output_target=target,
         target_timeout=config.outputs.timeout if config.outputs is not None else None,
         regression=config.regression,
+        group_by=tuple(config.group_by),
     )
+
+
+def _check_group_names(
+    named: Iterable[str], groups: Iterable[Group], path: Path, lines: Mapping[Any, int], at: tuple[Any, ...]
+) -> None:
+    """A ``per_group`` key that names no group of the cases is an error: a typo must not silently do nothing."""
+    known = sorted(group.name for group in groups)
+    for name in named:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            raise SuiteError(
+                f"no case is in group {name!r}; the groups are: {', '.join(known)}",
+                path=path,
+                line=line_for(lines, (*at, name)),
+                field=_loc_text((*at, name)),
+                hint=f"did you mean {close[0]!r}?" if close else None,
+            )

@@ -22,7 +22,8 @@ rules in JSON Schema, so the ones an editor can check are added by hand here:
 * rubric ``scores`` keys are integers (JSON object keys are strings, so a pattern);
 * a case ``id`` has no ``[ ] / :``, newline, or leading/trailing whitespace;
 * ``judge.correction: true`` needs ``judge.calibration`` (``JudgeConfig``);
-* ``regression.per_metric`` and ``per_language`` margins are not negative.
+* ``regression.per_metric``, ``per_language`` and ``per_group`` margins are not negative;
+* every ``group_by`` list starts with ``language`` and has no repeated field.
 
 Degenerate cases: the schema is a necessary check, not a sufficient one. What needs more
 than the file itself (threshold expressions, metric names, side files, recorded scores
@@ -72,8 +73,12 @@ def _add_validator_rules(schema: dict[str, Any]) -> None:
     defs["JudgeConfig"]["if"] = {"required": ["correction"], "properties": {"correction": {"const": True}}}
     defs["JudgeConfig"]["then"] = {"required": ["calibration"], "properties": {"calibration": {"type": "string"}}}
     regression = defs["RegressionConfig"]["properties"]
-    for name in ("per_metric", "per_language"):
+    for name in ("per_metric", "per_language", "per_group"):
         regression[name]["additionalProperties"]["minimum"] = 0
+    group_by = {"prefixItems": [{"const": "language"}], "minItems": 1, "uniqueItems": True}
+    schema["properties"]["group_by"].update(group_by)
+    for model in ("AggregateConfig", "RegressionConfig"):
+        defs[model]["properties"]["group_by"]["anyOf"][0].update(group_by)
 
 
 def suite_json_schema() -> dict[str, Any]:

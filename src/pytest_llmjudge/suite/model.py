@@ -11,12 +11,13 @@ This is what collection works from; it is built from the YAML schema by
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pytest_llmjudge.judges.rubrics import Rubric
+from pytest_llmjudge.stats.grouping import Group, group_of
 from pytest_llmjudge.suite.expressions import AggregateSpec, Op, Threshold
 from pytest_llmjudge.suite.schema import JudgeConfig, RegressionConfig
 
@@ -51,22 +52,50 @@ class Case:
     def key(self) -> str:
         return f"{self.suite}::{self.id}"
 
+    def group(self, fields: Sequence[str]) -> Group:
+        """The case's group under ``group_by`` fields: a case key (``language``, ``id``, ...) or a metadata key."""
+        record = {
+            "id": self.id,
+            "language": self.language,
+            "input": self.input,
+            "output": self.output,
+            "reference": self.reference,
+            "metadata": self.metadata,
+        }
+        return group_of(record, fields)
+
 
 @dataclass(frozen=True)
 class AggregateCheck:
-    """A suite-level threshold; ``overrides`` replace the threshold for single languages."""
+    """A suite-level threshold, one row per group of ``group_by`` (plus ``all``).
+
+    ``group_overrides`` replace the threshold for one group (by name, ``hi-task=qa``);
+    ``overrides`` for every group of one language, unless the group has its own.
+    """
 
     spec: AggregateSpec
     overrides: Mapping[str, tuple[Op, float]] = field(default_factory=dict)
     min_cases: int = 1
     max_unscored_rate: float = 0.0
     line: int | None = None
+    group_by: tuple[str, ...] = ("language",)
+    group_overrides: Mapping[str, tuple[Op, float]] = field(default_factory=dict)
 
     def for_language(self, language: str | None) -> AggregateSpec:
         if language is not None and language in self.overrides:
             op, value = self.overrides[language]
             return self.spec.with_threshold(op, value)
         return self.spec
+
+    def for_group(self, group: Group) -> AggregateSpec:
+        if group.name in self.group_overrides:
+            op, value = self.group_overrides[group.name]
+            return self.spec.with_threshold(op, value)
+        return self.for_language(group.value("language"))
+
+    def groups(self, cases: Sequence[Case]) -> list[Group]:
+        """The groups of ``cases``, sorted (by language first: ``group_by`` starts with it)."""
+        return sorted({case.group(self.group_by) for case in cases})
 
 
 @dataclass(frozen=True)
@@ -86,6 +115,8 @@ class Suite:
     """Seconds one call of the output target may take (``outputs.timeout``); None: the run's setting."""
     regression: RegressionConfig | None = None
     """The suite's ``regression:`` section (baseline comparison), if any."""
+    group_by: tuple[str, ...] = ("language",)
+    """The suite's ``group_by``: aggregates and regressions without their own use it."""
 
     @property
     def languages(self) -> tuple[str, ...]:

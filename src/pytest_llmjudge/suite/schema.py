@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 
 def _not_bool(value: Any) -> Any:
@@ -27,6 +27,18 @@ def _not_bool(value: Any) -> Any:
 
 Number = Annotated[float, BeforeValidator(_not_bool)]
 """A finite number that is not a boolean (every float field is finite: ``allow_inf_nan=False``)."""
+
+
+def _group_fields(value: list[str] | None) -> list[str] | None:
+    # The first field is the language so that every group belongs to one language (per_language
+    # overrides and baselines, which are keyed by language, then still apply), as for calibration sets.
+    if value is not None and (not value or value[0] != "language" or len(set(value)) != len(value)):
+        raise ValueError("group_by must start with 'language' and name each field once, e.g. [language, task]")
+    return value
+
+
+GroupBy = Annotated[list[str], AfterValidator(_group_fields)]
+"""Case fields whose values form one group (``stats/grouping.py``): a case key or a ``metadata`` key."""
 
 
 class _Strict(BaseModel):
@@ -180,10 +192,16 @@ class CasesFileConfig(_Strict):
 
 
 class AggregateConfig(_Strict):
-    """A suite-level threshold with optional per-language overrides."""
+    """A suite-level threshold with optional per-language and per-group overrides."""
 
     expr: str = Field(..., description="e.g. 'mean(linguistic_acceptability) >= 1.6'")
+    group_by: GroupBy | None = Field(
+        None, description="Case fields forming one row, e.g. [language, task] (default: the suite's group_by)."
+    )
     per_language: dict[str, str | Number] = Field(default_factory=dict)
+    per_group: dict[str, str | Number] = Field(
+        default_factory=dict, description="Threshold per group name, e.g. {'hi-task=qa': '>= 1.2'}; beats per_language."
+    )
     min_cases: int = Field(1, ge=1, description="Fewer scored cases in a language is an error, not a pass.")
     max_unscored_rate: float = Field(
         0.0, ge=0.0, le=1.0, description="Share of unscored cases tolerated before the aggregate fails (default 0)."
@@ -208,6 +226,12 @@ class RegressionConfig(_Strict):
     per_language: dict[str, float] = Field(
         default_factory=dict, description="Margin per language (wins over per_metric)."
     )
+    group_by: GroupBy | None = Field(
+        None, description="Case fields forming one comparison, e.g. [language, task] (default: the suite's group_by)."
+    )
+    per_group: dict[str, float] = Field(
+        default_factory=dict, description="Margin per group name, e.g. {'hi-task=qa': 0.1} (wins over per_language)."
+    )
     alpha: float = Field(0.05, gt=0.0, lt=1.0, description="Significance level of the one-sided test for a drop.")
     confidence: float = Field(0.95, gt=0.0, lt=1.0, description="Level of the reported confidence interval.")
     method: Literal["bootstrap", "permutation"] = Field(
@@ -218,7 +242,7 @@ class RegressionConfig(_Strict):
     max_unscored_rate: float = Field(0.0, ge=0.0, le=1.0, description="Share of unscored candidate cases tolerated.")
     fail_on_missing: bool = Field(False, description="Fail (not only report) when cases are missing on either side.")
 
-    @field_validator("per_metric", "per_language")
+    @field_validator("per_metric", "per_language", "per_group")
     @classmethod
     def _margins_not_negative(cls, value: dict[str, float]) -> dict[str, float]:
         negative = sorted(key for key, margin in value.items() if margin < 0)
@@ -248,6 +272,11 @@ class SuiteConfig(_Strict):
     )
     aggregate: list[AggregateConfig | str] = Field(default_factory=list)
     languages: list[str] | None = Field(None, description="Only run cases in these languages.")
+    group_by: GroupBy = Field(
+        default_factory=lambda: ["language"],
+        description="Case fields whose values form one aggregate row and one regression comparison: "
+        "e.g. [language, task]; a field is a case key or a metadata key. The first must be language.",
+    )
     regression: RegressionConfig | None = Field(None, description="Compare with a stored baseline (docs/baselines.md).")
 
     @model_validator(mode="after")
