@@ -15,9 +15,8 @@ Per call:
    paying for this very prompt, so wait for its reply instead (polling with back-off)
    until the entry appears or the lease is free (released, or its holder dead), for at
    most ``lease_ttl`` seconds (then the holder is taken as hung, and this runner pays
-   without the lease); then call the provider, retrying
-   retryable
-   failures (429, 5xx, timeouts, dropped connections) with exponential back-off and full
+   without the lease); then call the provider, retrying retryable failures (429, 5xx,
+   timeouts, dropped connections) with exponential back-off and full
    jitter, or exactly the server's ``Retry-After`` when it sends one; the sleep happens
    outside the concurrency slot so other calls proceed;
 2. store the reply in the cache (redacted: see ``execution/cache.py``) *before* giving back
@@ -25,18 +24,29 @@ Per call:
    loses at most one round), then release the lease;
 3. parse; if the reply is unusable, re-ask with a note naming the problem (a changed
    prompt, hence its own cache entry) up to ``max_reasks`` times, keeping every valid
-   verdict seen; rubrics still without one are unscored with the parser's reason.
+   verdict seen; rubrics still without one are unscored with the parser's reason (and the
+   raw reply, for the reports).
+
+A cached reply that does not parse is not a usable hit for a fresh run: an earlier run
+stored it, and replaying it would repeat that run's failure without a word. The prompt
+is asked again (counted in ``RunnerStats.cache_unparseable``) and the new reply
+overwrites it; a reply this runner paid for, or another xdist worker stored during this
+run, is used as it is, so a run never pays twice for one unparseable prompt (the
+re-asks with a note are other prompts). A non-owning xdist worker waits for the owner's
+fresh reply instead of asking itself.
 
 Under pytest-xdist a :class:`~pytest_llmjudge.execution.sharing.WorkerShare` makes each
 call once per run across workers (see that module).
 
 A provider failure after the last retry is an outcome with ``error`` set, never an
-exception that escapes into pytest, and never a score. Identical calls submitted twice
+exception that escapes into pytest, and never a score; its message names the endpoint
+(``judges/diagnosis.py``, credentials removed), and ``JudgeRunner.endpoints`` counts each
+endpoint's calls and failures by cause for the run's headline. Identical calls submitted twice
 share one future. Error messages pass through :func:`redact` so configured API keys can't
 leak into reports; the same secrets are redacted from replies before they are cached.
 
-At start the runner removes what killed runs left in the cache (``cache.cleanup``:
-temporary files of dead writers, leases nobody holds).
+At start the runner removes what killed runs left in the cache (``cache.cleanup``: the
+temporary files of dead writers).
 """
 
 from __future__ import annotations
@@ -62,6 +72,7 @@ from pytest_llmjudge.judges.base import (
     ProviderRequest,
     Usage,
 )
+from pytest_llmjudge.judges.diagnosis import PROVIDER_FAILED, EndpointTally, classify, endpoint_label
 from pytest_llmjudge.judges.parsing import Verdict, parse_reply
 from pytest_llmjudge.judges.rubrics import Rubric
 
@@ -116,6 +127,8 @@ class RunnerStats:
     """Provider answers 429/529 (each shrinks the provider's adaptive window; see ratelimit.py)."""
     cache_rejected: int = 0
     """Cache entries that failed verification (misplaced, edited, wrongly shaped, unsigned): re-asked."""
+    cache_unparseable: int = 0
+    """Cached replies of earlier runs that did not parse: asked again instead of replayed."""
 
 
 @dataclass
@@ -167,6 +180,10 @@ class JudgeRunner:
         self.secrets = (*secrets, *cache.secrets)
         self.share = share if cache.mode == "use" else None
         self.stats = RunnerStats()
+        self.endpoints = EndpointTally()
+        """Calls and failures per judge endpoint, made by this process (not waited for)."""
+        self._paid: set[str] = set()
+        """Cache keys whose reply this runner got from the provider: used as they are, even unparseable."""
         self._rejected: set[str] = set()
         cache.on_reject = self._count_rejected
         cache.cleanup()
@@ -261,7 +278,20 @@ class JudgeRunner:
         results: dict[str, Verdict | UnscoredError] = {}
         if self._merge(results, hit.reply, rubrics) is not None:
             return None
+        self._count(request, None)
         return CallOutcome(results=results, cached=True, model=hit.reply.model or request.model)
+
+    def _endpoint(self, request: ProviderRequest) -> str:
+        return endpoint_label(request.provider, request.model, request.base_url, self.secrets)
+
+    def _count(self, request: ProviderRequest, failure: ProviderError | None) -> None:
+        """Tally one finished judge call of this process under its endpoint (``judges/diagnosis.py``)."""
+        endpoint = self._endpoint(request)
+        with self._lock:
+            if failure is None:
+                self.endpoints.succeeded(endpoint)
+            else:
+                self.endpoints.failed(endpoint, *classify(failure.status, str(failure).removeprefix(f"{endpoint}: ")))
 
     def submit_judgment_after(
         self,
@@ -333,10 +363,20 @@ class JudgeRunner:
             payload = current.cache_payload()
             key = cache_key(payload)
             found, shared = await self._find_reply(key, owner_elsewhere)
+            problem = None if found is None else interpret(found)
+            stale: str | None = None
+            if found is not None and problem is not None and not shared and key not in self._paid:
+                # An earlier run's unparseable reply: ask again rather than replay its failure.
+                stale = found.text
+                with self._lock:
+                    self.stats.cache_unparseable += 1
+                found, shared = await self._fresh_from_owner(key) if owner_elsewhere and self.share else (None, False)
+                problem = None if found is None else interpret(found)
             lease: Lease | None = None
             if found is None:
-                found, lease = await self._claim(key)
+                found, lease = await self._claim(key, stale)
                 shared = found is not None
+                problem = None if found is None else interpret(found)
             if found is not None:
                 reply = found
                 if shared:
@@ -357,11 +397,13 @@ class JudgeRunner:
                     raise
                 finally:
                     lease.release()  # after a failure or a cancellation (a stored reply released it already)
+                self._paid.add(key)
                 asked.calls += 1
                 asked.input_tokens += reply.usage.input_tokens
                 asked.output_tokens += reply.usage.output_tokens
+                problem = interpret(reply)
             asked.model = reply.model or asked.model
-            asked.problem = interpret(reply)
+            asked.problem = problem
             if asked.problem is None or reask == max_reasks:
                 return
             current = replace(
@@ -399,7 +441,12 @@ class JudgeRunner:
             error = asked.problem
             cached = asked.cached
         except ProviderError as exc:
-            value, error, cached = None, f"provider failed: {exc}", False
+            value, error, cached = None, f"{PROVIDER_FAILED}{exc}", False
+            if not owner_elsewhere:
+                self._count(request, exc)
+        else:
+            if not owner_elsewhere:
+                self._count(request, None)
         result: CallResult[T] = CallResult(
             value=value if error is None else None,
             error=error,
@@ -414,7 +461,7 @@ class JudgeRunner:
             self.stats.input_tokens += result.usage.input_tokens
             self.stats.output_tokens += result.usage.output_tokens
             if result.error is not None:
-                if result.error.startswith("provider failed: "):
+                if result.error.startswith(PROVIDER_FAILED):
                     self.stats.failed_calls += 1
                 else:
                     self.stats.unscored += 1
@@ -447,9 +494,13 @@ class JudgeRunner:
                 usage=asked.usage,
                 model=asked.model,
             )
+            if not owner_elsewhere:
+                self._count(request, None)
         except ProviderError as exc:
+            if not owner_elsewhere:
+                self._count(request, exc)
             outcome = CallOutcome(
-                results={r.name: UnscoredError(f"provider failed: {exc}") for r in rubrics},
+                results={r.name: UnscoredError(f"{PROVIDER_FAILED}{exc}") for r in rubrics},
                 error=str(exc),
                 cached=False,
                 provider_calls=asked.calls,
@@ -466,10 +517,9 @@ class JudgeRunner:
         return outcome
 
     async def _store(self, key: str, payload: Mapping[str, Any], reply: ProviderReply, lease: Lease) -> ProviderReply:
-        """Write a reply to the cache, then release its lease, off the event loop.
+        """Store a reply, then let go of its lease, off the event loop (an fsync would stall every call).
 
-        The fsync, and the unlink and close of a lease file, would stall every call in
-        flight. Returns the reply as stored (secrets redacted), which is the one the run uses.
+        Returns the reply as stored (secrets redacted), which is the one the run uses.
         """
         if self.cache.mode == "off":
             return reply
@@ -482,13 +532,14 @@ class JudgeRunner:
 
         return await asyncio.get_running_loop().run_in_executor(None, put_and_release)
 
-    async def _claim(self, key: str) -> tuple[ProviderReply | None, Lease | None]:
+    async def _claim(self, key: str, stale: str | None = None) -> tuple[ProviderReply | None, Lease | None]:
         """The lease to pay for ``key``, or the reply of the process that held it.
 
         Returns ``(None, lease)`` when this runner should call the provider (holding
         ``lease`` until the reply is stored), or ``(reply, None)`` when another process
         paid for it meanwhile. In ``refresh`` mode nothing is read, so there is nothing to
-        wait for.
+        wait for. An entry whose text is ``stale`` (the unparseable reply being re-asked)
+        counts as no entry.
         """
         if self.cache.mode != "use":
             return None, Lease(None, key, "")
@@ -499,7 +550,7 @@ class JudgeRunner:
         while True:
             lease = self.cache.lease(key, self.lease_ttl)
             hit = self.cache.get(key)  # also after winning: the holder may have stored it and let go
-            if hit is not None:
+            if hit is not None and hit.reply.text != stale:
                 if lease is not None:
                     lease.release()
                 return hit.reply, None
@@ -542,6 +593,17 @@ class JudgeRunner:
             if hit.created is not None and hit.created >= self._started - 1.0:
                 return hit.reply, True
         return (hit.reply if hit is not None else None), False
+
+    async def _fresh_from_owner(self, key: str) -> tuple[ProviderReply | None, bool]:
+        """The reply the owning xdist worker stores this run for ``key`` (an earlier run's did not parse).
+
+        ``(None, False)`` when waiting gave nothing (the owner crashed): this runner then pays.
+        """
+        assert self.share is not None
+        waited = await self.share.wait_for_owner(self.cache, key, since=self._started - 1.0)
+        if isinstance(waited, str):
+            raise ProviderError(waited)
+        return (waited.reply, True) if waited is not None else (None, False)
 
     async def _call_with_retries(
         self, provider: JudgeProvider, request: ProviderRequest, key: str, payload: Mapping[str, Any], lease: Lease
@@ -593,7 +655,7 @@ class JudgeRunner:
             if not failure.retryable or attempt > self.max_retries:
                 tries = f" after {attempt} attempts" if attempt > 1 else ""
                 raise ProviderError(
-                    redact(f"{provider.name}: {failure}{tries}", self.secrets),
+                    redact(f"{self._endpoint(request)}: {failure}{tries}", self.secrets),
                     status=failure.status,
                     attempts=attempt,
                 )
