@@ -171,7 +171,9 @@ def test_repeats_assert_on_the_mean_and_report_the_spread(
 ) -> None:
     scripted_judge.scores = lambda q: 2 if (q.seed or 0) % 2 == 0 else 1
     pytester.makefile(".yaml", suite=live_suite(loopback.openai_base_url, extra="  repeats: 3\n  seed: 10"))
-    result = pytester.runpytest("--llmjudge", "-k", "fr-1 and linguistic", "--junitxml=r.xml", "--llmjudge-junit-properties")
+    result = pytester.runpytest(
+        "--llmjudge", "-k", "fr-1 and linguistic", "--junitxml=r.xml", "--llmjudge-junit-properties"
+    )
     result.assert_outcomes(passed=1)
     seeds = sorted(r.seed for r in loopback.requests)
     assert seeds == [10, 11, 12]

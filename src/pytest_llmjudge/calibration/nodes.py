@@ -374,7 +374,7 @@ def guard_suite_item(item: pytest.Item) -> None:
             ("calibration", first.calibration),
             ("uncalibrated", message),
         ]
-        + ([("case", case_id)] if case_id is not None else [])
+        + ([("case", case_id)] if case_id is not None else []),
     )
     item.llmjudge_result = json_safe(
         {

@@ -34,11 +34,10 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
-
-from pytest_llmjudge.escaping import MULTILINE, escape_controls
 from pathlib import Path
 from typing import Any
 
+from pytest_llmjudge.escaping import MULTILINE, escape_controls
 from pytest_llmjudge.report import charts
 from pytest_llmjudge.report.json_report import write_text_atomic
 from pytest_llmjudge.report.model import (

@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-
 _RAW_CONTROL = re.compile("[\x7f-\x9f]")
 
 

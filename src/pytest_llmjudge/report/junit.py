@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+
 def system_out(properties: Sequence[tuple[str, str]], outcome: str) -> str:
     """The ``<system-out>`` text of one item: a headline, then one ``name: value`` line per property."""
     values: dict[str, str] = {}

@@ -29,10 +29,10 @@ from __future__ import annotations
 import os
 import platform
 import time
+from collections.abc import Generator, Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from collections.abc import Generator, Iterable
 from typing import TYPE_CHECKING, Any
 
 import pytest
