@@ -187,3 +187,16 @@ def test_unscored_candidate_and_nothing_paired_are_errors() -> None:
     assert nothing.gate == "error" and nothing.problem == "no case is scored on both sides"
     single = compare({"a": 0.0}, {"a": 2.0})
     assert single.gate == "warn" and math.isinf(single.ci_high or 0.0), "one pair carries no variability estimate"
+
+
+def test_group_scores_are_recomputed_from_the_suite_and_unplaced_cases_kept_in_every_group() -> None:
+    """A per-language baseline split by the suite's groups: q1/q2 are QA, s1 summary, gone left the suite."""
+    stored = MetricScores(scores={"hi": {"q1": 2.0, "q2": None, "s1": 1.0, "gone": 2.0}, "bn": {"q1": 0.0}})
+    in_suite = {"q1", "q2", "s1"}
+    qa, unplaced = stored.group("hi", {"q1", "q2"}, in_suite)
+    assert qa == {"q1": 2.0, "q2": None, "gone": 2.0} and unplaced == ("gone",)
+    summary, _ = stored.group("hi", {"s1"}, in_suite)
+    assert summary == {"s1": 1.0, "gone": 2.0}
+    # The default grouping (the language alone) keeps the whole language: comparisons are as before.
+    assert stored.group("hi", in_suite, in_suite) == (stored.language("hi"), ("gone",))
+    assert stored.group("ta", set(), set()) == ({}, ())

@@ -1,0 +1,161 @@
+"""Suite aggregates and regression items per group of case fields (``group_by: [language, task]``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+# (language, task) -> recorded task_quality scores; task None: a case without the field.
+Scores = dict[tuple[str, str | None], list[int]]
+SCORES: Scores = {
+    ("hi", "qa"): [2, 2, 2, 1],  # mean 1.75: passes the default >= 1.5, fails its per_group >= 1.9
+    ("hi", "summary"): [2, 2, 2, 2],
+    ("bn", "qa"): [1, 1, 1, 1],  # mean 1.0: fails the default, passes per_language bn >= 1.0
+    ("bn", "summary"): [2, 1, 1, 1],  # mean 1.25: per_language bn applies to every bn group
+    ("hi", None): [2],
+}
+
+
+def suite_text(scores: Scores = SCORES, *, head: str = "", aggregate: str = "") -> str:
+    lines = ["suite: grouped", head, "cases:"]
+    for (language, task), values in scores.items():
+        for index, value in enumerate(values):
+            metadata = f", metadata: {{task: {task}}}" if task else ""
+            lines.append(
+                f"  - {{id: {language}-{task or 'x'}-{index}, language: {language}, output: x{metadata}, "
+                f"recorded: {{task_quality: {value}}}}}"
+            )
+    lines += ["assert:", "  - task_quality >= 0", "aggregate:", aggregate or "  - mean(task_quality) >= 1.5"]
+    return "\n".join(lines) + "\n"
+
+
+OVERRIDES = """  - expr: mean(task_quality) >= 1.5
+    per_language: {bn: ">= 1.0"}
+    per_group: {hi-task=qa: ">= 1.9"}"""
+
+
+def test_aggregate_items_are_one_per_group_with_per_group_and_per_language_overrides(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makefile(".yaml", suite=suite_text(head="group_by: [language, task]", aggregate=OVERRIDES))
+    result = pytester.runpytest("--llmjudge", "-k", "aggregate", "-rA")
+    result.assert_outcomes(passed=5, failed=1, deselected=17)
+    result.stdout.fnmatch_lines(
+        [
+            "PASSED suite.yaml::mean(task_quality)[[]bn-task=qa[]]",
+            "PASSED suite.yaml::mean(task_quality)[[]bn-task=summary[]]",
+            "PASSED suite.yaml::mean(task_quality)[[]hi-task=(none)[]]",
+            "PASSED suite.yaml::mean(task_quality)[[]hi-task=summary[]]",
+            "PASSED suite.yaml::mean(task_quality)[[]all[]]",
+            "FAILED suite.yaml::mean(task_quality)[[]hi-task=qa[]]*",
+        ],
+        consecutive=False,
+    )
+    # The failure names the group and prints every group's row with its own threshold.
+    result.stdout.fnmatch_lines(
+        [
+            "FAILED: mean(task_quality) for hi-task=qa = 1.75, expected >= 1.9",
+            "*bn-task=qa * 4 * 0 * 1.000 *>= 1  pass",
+            "*hi-task=(none) * 1 * 0 * 2.000 *>= 1.5  pass",
+            "> hi-task=qa * 4 * 0 * 1.750 *>= 1.9  FAIL",
+        ],
+        consecutive=False,
+    )
+
+
+def test_default_grouping_keeps_per_language_names(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", suite=suite_text(aggregate=OVERRIDES.split("\n    per_group")[0]))
+    result = pytester.runpytest("--llmjudge", "-k", "aggregate", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(
+        [
+            "suite.yaml::mean(task_quality)[[]bn[]]",
+            "suite.yaml::mean(task_quality)[[]hi[]]",
+            "suite.yaml::mean(task_quality)[[]all[]]",
+        ]
+    )
+    assert "task=" not in result.stdout.str()
+
+
+def test_an_aggregate_groups_by_its_own_fields(pytester: pytest.Pytester) -> None:
+    aggregate = "  - {expr: mean(task_quality) >= 1.0, group_by: [language, task]}\n  - mean(task_quality) >= 1.0"
+    pytester.makefile(".yaml", suite=suite_text(aggregate=aggregate))
+    result = pytester.runpytest("--llmjudge", "-k", "aggregate", "--collect-only", "-q")
+    names = [line for line in result.stdout.lines if "mean(" in line]
+    assert names == [
+        "suite.yaml::mean(task_quality)[bn-task=qa]",
+        "suite.yaml::mean(task_quality)[bn-task=summary]",
+        "suite.yaml::mean(task_quality)[hi-task=(none)]",
+        "suite.yaml::mean(task_quality)[hi-task=qa]",
+        "suite.yaml::mean(task_quality)[hi-task=summary]",
+        "suite.yaml::mean(task_quality)[all]",
+        "suite.yaml::mean(task_quality)[bn]",
+        "suite.yaml::mean(task_quality)[hi]",
+        "suite.yaml::mean(task_quality)[all]",
+    ]
+
+
+def test_a_per_group_name_that_matches_no_group_is_a_located_error(pytester: pytest.Pytester) -> None:
+    aggregate = "  - expr: mean(task_quality) >= 1.5\n    per_group: {hi-task=qq: '>= 1'}"
+    pytester.makefile(".yaml", suite=suite_text(head="group_by: [language, task]", aggregate=aggregate))
+    result = pytester.runpytest("--llmjudge")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*suite.yaml:25: aggregate[[]0[]].per_group.hi-task=qq: no case is in group 'hi-task=qq'*",
+            "  hint: did you mean 'hi-task=qa'?",
+        ]
+    )
+
+
+def test_group_by_must_start_with_language(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", suite=suite_text(head="group_by: [task]"))
+    result = pytester.runpytest("--llmjudge")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*group_by must start with 'language'*"])
+
+
+def _baseline(pytester: pytest.Pytester, scores: Scores) -> None:
+    # Saved by a suite without group_by: the baseline is keyed per language, as before grouping existed.
+    pytester.makefile(".yaml", suite=suite_text(scores))
+    pytester.runpytest("--llmjudge", "--llmjudge-save-baseline=prod", "-k", "not aggregate").assert_outcomes(
+        passed=sum(len(values) for values in scores.values()), deselected=len({lang for lang, _ in scores}) + 1
+    )
+    stored = json.loads((pytester.path / "llmjudge_baselines" / "prod.json").read_text(encoding="utf-8"))
+    assert sorted(stored["suites"]["grouped"]["metrics"]["task_quality"]["scores"]) == sorted(
+        {lang for lang, _ in scores}
+    )
+
+
+def test_regression_per_group_detects_a_drop_in_one_group_only(pytester: pytest.Pytester) -> None:
+    base: Scores = {("hi", "qa"): [2] * 10, ("hi", "summary"): [2] * 10, ("bn", "qa"): [2] * 10, ("hi", None): [1]}
+    _baseline(pytester, base)
+    # hi QA drops by 1 on 8 of 10 cases; hi summary drops by 0.3 on average, within its per_group
+    # margin of 0.5 (without it, a significant drop beyond the default margin 0); bn is unchanged.
+    candidate = {**base, ("hi", "qa"): [1] * 8 + [2] * 2, ("hi", "summary"): [1] * 3 + [2] * 7}
+    head = "group_by: [language, task]\nregression: {per_group: {hi-task=summary: 0.5}}"
+    pytester.makefile(".yaml", suite=suite_text(candidate, head=head))
+    result = pytester.runpytest("--llmjudge", "--llmjudge-baseline=prod", "-k", "regression", "-rA")
+    result.assert_outcomes(passed=3, failed=1, deselected=36)
+    result.stdout.fnmatch_lines(
+        [
+            "*REGRESSION: grouped task_quality [[]hi-task=qa[]] vs baseline prod: candidate - baseline = -0.800*",
+            "*over 10 paired cases*",
+            "PASSED suite.yaml::regression[[]task_quality-bn-task=qa[]]",
+            "PASSED suite.yaml::regression[[]task_quality-hi-task=(none)[]]",
+            "PASSED suite.yaml::regression[[]task_quality-hi-task=summary[]]",
+        ],
+        consecutive=False,
+    )
+
+
+def test_baseline_cases_gone_from_the_suite_are_reported_in_every_group_of_their_language(
+    pytester: pytest.Pytester,
+) -> None:
+    base: Scores = {("hi", "qa"): [2] * 3, ("hi", "summary"): [2] * 3}
+    _baseline(pytester, {**base, ("hi", "gone"): [2]})
+    pytester.makefile(".yaml", suite=suite_text(base, head="group_by: [language, task]"))
+    result = pytester.runpytest("--llmjudge", "--llmjudge-baseline=prod", "-k", "regression")
+    result.assert_outcomes(passed=2, deselected=7, warnings=2)
+    result.stdout.fnmatch_lines(["*[[]hi-task=qa[]]: cases missing: 1 no longer in the suite (hi-gone-0)*"])
+    result.stdout.fnmatch_lines(["*[[]hi-task=summary[]]: cases missing: 1 no longer in the suite (hi-gone-0)*"])
