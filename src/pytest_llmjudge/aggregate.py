@@ -193,7 +193,10 @@ def compute_rows(
 
 def render_table(rows: Sequence[AggregateRow], highlight: str | None = None) -> str:
     """A plain-text table of rows, marking the row being asserted with ``>``."""
-    header = f"  {'language':<10} {'n':>5} {'unscored':>8} {'value':>8} {'95% CI':>17} {'threshold':>12}  result"
+    # Rows are languages, or groups (``hi-task=qa``: the further fields are named) that need a wider column.
+    title = "group" if any("=" in row.language for row in rows) else "language"
+    width = max([10, *(len(row.language) for row in rows)])
+    header = f"  {title:<{width}} {'n':>5} {'unscored':>8} {'value':>8} {'95% CI':>17} {'threshold':>12}  result"
     lines = [header]
     for row in rows:
         value = "-" if row.value is None else f"{row.value:.3f}"
@@ -203,6 +206,6 @@ def render_table(rows: Sequence[AggregateRow], highlight: str | None = None) -> 
         result = "pass" if row.passed else ("FAIL" if row.problem is None else "ERROR")
         mark = ">" if row.language == highlight else " "
         lines.append(
-            f"{mark} {row.language:<10} {row.n:>5} {row.n_unscored:>8} {value:>8} {ci:>17} {threshold:>12}  {result}"
+            f"{mark} {row.language:<{width}} {row.n:>5} {row.n_unscored:>8} {value:>8} {ci:>17} {threshold:>12}  {result}"
         )
     return "\n".join(lines)
