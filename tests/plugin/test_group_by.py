@@ -156,6 +156,6 @@ def test_baseline_cases_gone_from_the_suite_are_reported_in_every_group_of_their
     _baseline(pytester, {**base, ("hi", "gone"): [2]})
     pytester.makefile(".yaml", suite=suite_text(base, head="group_by: [language, task]"))
     result = pytester.runpytest("--llmjudge", "--llmjudge-baseline=prod", "-k", "regression")
-    result.assert_outcomes(passed=2, deselected=7, warnings=2)
+    result.assert_outcomes(passed=2, deselected=9, warnings=2)
     result.stdout.fnmatch_lines(["*[[]hi-task=qa[]]: cases missing: 1 no longer in the suite (hi-gone-0)*"])
     result.stdout.fnmatch_lines(["*[[]hi-task=summary[]]: cases missing: 1 no longer in the suite (hi-gone-0)*"])
