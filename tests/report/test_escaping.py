@@ -2,7 +2,8 @@
 
 A suite whose name, case id, input, output and judge justification carry ``ESC [31m``
 (recolours a terminal), BEL, the one-byte C1 escape ``\\x9b`` and NUL runs end to end
-against the loopback judge; the bytes pytest printed and every file written are searched.
+against the loopback judge, next to a calibration set whose name, judge and known-failure
+reason carry them too; the bytes pytest printed and every file written are searched.
 """
 
 from __future__ import annotations
@@ -38,12 +39,34 @@ aggregate: [mean(linguistic_acceptability) >= 1.5]
 """
 
 
+def write_calibration(path: Path) -> None:
+    """A calibration set whose Bengali gate fails and is declared a known failure, with a hostile reason."""
+    items = [
+        {
+            "id": f"bn-{i}",
+            "language": "bn",
+            "input": "Write something.",
+            "output": f"answer {i}",
+            "human": {"linguistic_acceptability": {"a1": i % 3, "a2": i % 3}},
+            "recorded": {"linguistic_acceptability": {"score": 2, "judge": "scripted\x1b[31m-v1"}},
+        }
+        for i in range(12)
+    ]
+    (path / "items.jsonl").write_text("\n".join(json.dumps(i) for i in items) + "\n", encoding="utf-8")
+    (path / "cal.yaml").write_text(
+        'calibration: "cal\\e[31m"\nitems_file: {path: items.jsonl}\n'
+        'gate:\n  threshold: 0.7\n  min_items: 10\n  xfail: {bn: "known\\e[31m bias\\x9b"}\n',
+        encoding="utf-8",
+    )
+
+
 def test_no_raw_control_character_reaches_terminal_html_or_junit(
     pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
 ) -> None:
     scripted_judge.scores = lambda query: 0 if "out" in query.output else 2
     scripted_judge.justification = "bad\x1b[31m red\x07 bell\x9b2J csi\x00 nul"
     pytester.makefile(".yaml", suite=hostile_suite(loopback.openai_base_url))
+    write_calibration(pytester.path)
     result = pytester.runpytest(
         "--llmjudge",
         "-v",
@@ -52,7 +75,7 @@ def test_no_raw_control_character_reaches_terminal_html_or_junit(
         "--llmjudge-report=html:r.html",
         "--llmjudge-report=json:r.json",
     )
-    result.assert_outcomes(passed=1, failed=3)
+    result.assert_outcomes(passed=1, failed=3, xfailed=1)
     terminal = result.stdout.str() + result.stderr.str()
     assert [c for c in RAW if c in terminal] == []
     # The data is shown, as visible text.
@@ -60,6 +83,8 @@ def test_no_raw_control_character_reaches_terminal_html_or_junit(
     assert "suite.yaml::hi\\x1b(B-\\x9b2J-\\x00x[linguistic_acceptability] FAILED" in terminal
     assert "suite evil\\x1b[31m-suite\\x07:" in terminal
     assert "output:        out\\x07put\\x9b31m \\x1b]0;title\\x07" in terminal
+    assert "known\\x1b[31m bias\\x9b" in terminal, "the known failure's reason (-rA)"
+    assert "cal\\x1b[31m" in terminal, "the calibration summary"
 
     html = (pytester.path / "r.html").read_text(encoding="utf-8")
     assert [c for c in RAW if c in html] == [] and "bad\\x1b[31m red" in html

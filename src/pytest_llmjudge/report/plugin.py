@@ -348,6 +348,9 @@ def pytest_runtest_makereport(
         return report
     if report.longrepr is not None:
         _clean_longrepr(report, run_secrets(item.config))
+    reason = getattr(report, "wasxfail", None)
+    if isinstance(reason, str) and reason:  # a known failure's reason, from a calibration file
+        report.wasxfail = clean_text(reason, run_secrets(item.config), ONE_LINE)
     path, line, domain = report.location
     report.location = (path, line, escape_controls(domain, ONE_LINE))  # the failure's headline
     recorded = item.__dict__.get("llmjudge_properties")
