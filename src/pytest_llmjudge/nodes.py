@@ -206,6 +206,7 @@ class CaseItem(_SuiteItem):
                 "cached": score.cached,
                 "justification": score.justification,
                 "unscored_reason": score.error,
+                "raw_reply": score.raw_reply,
                 "detail": dict(score.detail),
                 "higher_is_better": score.higher_is_better,
                 "passed": passed,
@@ -217,13 +218,21 @@ class CaseItem(_SuiteItem):
             raise CaseFailure(self._explain(score, "FAILED"))
 
     def _explain(self, score: Score, verdict: str) -> str:
+        from pytest_llmjudge.judges.diagnosis import PROVIDER_FAILED, reply_excerpt
+
         expected = _format_value(self.threshold.expected(self.case.language))
-        lines = [
+        head = (
             f"{verdict}: {self.case.id} [{self.case.language}] {self.threshold.metric} = {_format_value(score.value)}, "
-            f"expected {self.threshold.op} {expected}",
-        ]
+            f"expected {self.threshold.op} {expected}"
+        )
+        if score.error and score.error.startswith(PROVIDER_FAILED):
+            # The judge, not the case, failed: one line per case; the summary's headline says the rest.
+            return f"{head}: judge call failed: {score.error.removeprefix(PROVIDER_FAILED)}"
+        lines = [head]
         if score.error:
             lines.append(f"  reason:        {score.error}")
+        if score.raw_reply is not None:
+            lines.append(f"  raw reply:     {reply_excerpt(score.raw_reply)}")
         if score.judge:
             cached = " (from cache)" if score.cached else ""
             lines.append(f"  judge:         {score.judge}{cached} [{score.source}]")

@@ -334,6 +334,8 @@ class ResultsCollector:
         self.records: list[dict[str, Any]] = []
         """Structured item results (``report.llmjudge``) with ``nodeid`` and ``outcome``."""
         self.worker_stats: list[dict[str, int]] = []
+        self.worker_endpoints: list[dict[str, Any]] = []
+        """Each xdist worker's judge calls per endpoint (``judges/diagnosis.py``), for the headline."""
         self.no_judge: list[NoJudge] = []
         """Items that did not run because their judge can't be called (skip_or_fail_without_judge)."""
 
@@ -352,12 +354,28 @@ class ResultsCollector:
         stats = (getattr(node, "workeroutput", None) or {}).get("llmjudge_stats")
         if stats:
             self.worker_stats.append(stats)
+        endpoints = (getattr(node, "workeroutput", None) or {}).get("llmjudge_endpoints")
+        if endpoints:
+            self.worker_endpoints.append(endpoints)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         board = self.config.stash.get(scoreboard_key, None)
         workeroutput = getattr(self.config, "workeroutput", None)
         if board is not None and board.runner_started and workeroutput is not None:
             workeroutput["llmjudge_stats"] = asdict(board.runner.stats)
+            workeroutput["llmjudge_endpoints"] = board.runner.endpoints.as_dict()
+
+    def judge_headlines(self) -> list[str]:
+        """One line per judge endpoint whose calls failed, over this process and its xdist workers."""
+        from pytest_llmjudge.judges.diagnosis import EndpointTally, headlines
+
+        board = self.config.stash.get(scoreboard_key, None)
+        tally = EndpointTally()
+        for endpoints in self.worker_endpoints:
+            tally.merge(endpoints)
+        if board is not None and board.runner_started:
+            tally.merge(board.runner.endpoints.as_dict())
+        return headlines(tally)
 
     def run_stats(self) -> RunnerStats | None:
         from pytest_llmjudge.execution.runner import RunnerStats

@@ -127,7 +127,9 @@ def test_provider_errors_are_retried_then_reported_per_case(
     pytester.makefile(".yaml", suite=live_suite(loopback.openai_base_url))
     result = pytester.runpytest("--llmjudge", "--llmjudge-max-retries=1", "-k", "fr-1 and linguistic")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*UNSCORED*", "*reason:*HTTP 500*after 2 attempts*"])
+    result.stdout.fnmatch_lines(
+        [f"*UNSCORED*judge call failed: openai:loopback-judge at {loopback.openai_base_url}: HTTP 500*after 2 attempts"]
+    )
     assert loopback.stats()["requests"] == 2
 
 

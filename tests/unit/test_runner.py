@@ -318,7 +318,7 @@ def test_a_400_is_not_retried(server: LoopbackServer, make_runner: Callable[...,
     runner = make_runner(max_retries=4)
     outcome = judge_once(runner, openai_provider(runner, server), request_for(server))
 
-    assert outcome.error == "openai: HTTP 400: max_tokens is too large"
+    assert outcome.error == f"openai:loopback-judge at {server.openai_base_url}: HTTP 400: max_tokens is too large"
     assert isinstance(outcome.results["linguistic_acceptability"], UnscoredError)
     assert len(server.requests) == 1
     assert runner.stats.retries == 0
@@ -343,7 +343,9 @@ def test_persistent_timeouts_fail_the_call(server: LoopbackServer, make_runner: 
         runner, anthropic_provider(runner, server, timeout=0.2), request_for(server, provider="anthropic")
     )
 
-    assert outcome.error == "anthropic: request timed out after 2 attempts"
+    assert (
+        outcome.error == f"anthropic:loopback-judge at {server.anthropic_base_url}: request timed out after 2 attempts"
+    )
 
 
 @pytest.mark.parametrize("fault", [Fault.CONNECTION_RESET, Fault.TRUNCATED])
@@ -462,7 +464,7 @@ def test_valid_verdicts_survive_a_re_ask(server: LoopbackServer, make_runner: Ca
     assert "hallucinations: score 5 is not on the scale [0, 1]" in server.requests[1].last_user_text
 
 
-def test_re_asks_are_cached_too(
+def test_re_asks_are_cached_and_an_unparseable_cached_reply_is_asked_again_next_run(
     server: LoopbackServer, make_runner: Callable[..., JudgeRunner], judge: ScriptedJudge, tmp_path: Path
 ) -> None:
     replies = iter(["not json"])
@@ -470,13 +472,40 @@ def test_re_asks_are_cached_too(
     request = request_for(server)
     first_runner = make_runner(tmp_path / "c")
     judge_once(first_runner, openai_provider(first_runner, server), request)
-    assert len(list((tmp_path / "c").rglob("*.json"))) == 2
+    assert len(list((tmp_path / "c").rglob("*.json"))) == 2  # the unparseable reply and the re-ask's
 
+    # The next run does not replay "not json": it asks the same prompt again, and that
+    # reply (now a verdict) replaces the cached one, so the run after that is all cache.
     second_runner = make_runner(tmp_path / "c")
     outcome = judge_once(second_runner, openai_provider(second_runner, server), request)
-    assert (outcome.cached, outcome.provider_calls) == (True, 0)
+    assert (outcome.cached, outcome.provider_calls) == (False, 1)
     assert verdict(outcome).score == 2.0
-    assert len(server.requests) == 2  # none from the second run
+    assert second_runner.stats.cache_unparseable == 1
+    assert [r.last_user_text for r in server.requests[-1:]] == [server.requests[0].last_user_text]
+
+    third_runner = make_runner(tmp_path / "c")
+    outcome = judge_once(third_runner, openai_provider(third_runner, server), request)
+    assert (outcome.cached, outcome.provider_calls, third_runner.stats.cache_unparseable) == (True, 0, 0)
+    assert len(server.requests) == 3
+
+
+def test_a_run_never_pays_twice_for_one_unparseable_prompt(
+    server: LoopbackServer, make_runner: Callable[..., JudgeRunner]
+) -> None:
+    # Two calls with the same prompt (different rubric selections share the request): the
+    # second finds the first's unparseable reply in the cache and uses it as it is.
+    server.responder = lambda received: "still not json"
+    runner = make_runner(max_retries=0)
+    provider = openai_provider(runner, server)
+    request = request_for(server)
+    first = runner.submit_judgment(provider, request, [LA], max_reasks=0).result(timeout=TIMEOUT)
+    second = runner.submit_judgment(provider, request, [LA], max_reasks=1).result(timeout=TIMEOUT)
+
+    assert isinstance(first.results["linguistic_acceptability"], UnscoredError)
+    assert isinstance(second.results["linguistic_acceptability"], UnscoredError)
+    assert len(server.requests) == 2  # the prompt once, and the second call's re-ask with a note
+    assert "could not be used" in server.requests[1].last_user_text
+    assert runner.stats.cache_unparseable == 0
 
 
 # --------------------------------------------------------------------------- futures and concurrency
@@ -584,7 +613,9 @@ def test_provider_error_messages_are_redacted(server: LoopbackServer, make_runne
     runner = make_runner(secrets=[API_KEY])
     outcome = judge_once(runner, openai_provider(runner, server), request_for(server))
 
-    assert outcome.error == "openai: HTTP 401: Incorrect API key provided: ***"
+    assert (
+        outcome.error == f"openai:loopback-judge at {server.openai_base_url}: HTTP 401: Incorrect API key provided: ***"
+    )
     assert API_KEY not in str(outcome.results["linguistic_acceptability"])
 
 

@@ -70,6 +70,8 @@ class Score:
     samples: tuple[float, ...] = ()
     detail: Mapping[str, Any] = field(default_factory=dict)
     higher_is_better: bool = True
+    raw_reply: str | None = None
+    """The judge's reply when it could not be parsed into a score (after the re-asks)."""
 
     @property
     def scored(self) -> bool:
@@ -542,6 +544,7 @@ class ScoreBoard:
                     judge=label,
                     cached=outcome.cached,
                     higher_is_better=rubric.higher_is_better,
+                    raw_reply=result.raw_reply if isinstance(result, UnscoredError) else None,
                 )
             verdicts.append(result)
         samples = tuple(v.score for v in verdicts)

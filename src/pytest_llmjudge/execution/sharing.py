@@ -78,13 +78,17 @@ class WorkerShare:
             delay = min(delay * 1.5, 0.25)
         return None
 
-    async def wait_for_owner(self, cache: JudgeCache, key: str) -> CachedReply | str | None:
-        """The owner's cached reply, its failure message, or None after ``wait_seconds``."""
+    async def wait_for_owner(self, cache: JudgeCache, key: str, since: float | None = None) -> CachedReply | str | None:
+        """The owner's cached reply, its failure message, or None after ``wait_seconds``.
+
+        ``since`` (Unix time): entries stored before it don't count; the owner is replacing
+        one (an earlier run's reply that did not parse: ``execution/runner.py``).
+        """
         failure = self._failure_path(cache, key)
 
         def look() -> CachedReply | str | None:
             hit = cache.get(key)
-            if hit is not None:
+            if hit is not None and (since is None or (hit.created is not None and hit.created >= since)):
                 return hit
             if failure is not None and failure.exists():
                 return failure.read_text(encoding="utf-8")

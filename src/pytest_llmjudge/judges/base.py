@@ -232,7 +232,10 @@ async def post_through_sdk(sdk: Any, client: Any, path: str, body: Mapping[str, 
     except sdk.APITimeoutError:
         raise ProviderCallError("request timed out", retryable=True) from None
     except sdk.APIConnectionError as exc:
-        raise ProviderCallError(f"connection failed: {exc.__class__.__name__}", retryable=True) from None
+        from pytest_llmjudge.judges.diagnosis import connection_cause  # diagnosis imports this module
+
+        # The operating system's reason (connection refused, name not known), not just the class.
+        raise ProviderCallError(f"connection failed ({connection_cause(exc)})", retryable=True) from None
     except sdk.APIResponseValidationError as exc:
         raise ProviderCallError(f"malformed response: {exc.message}", retryable=True) from None
     except ValueError as exc:

@@ -600,7 +600,8 @@ def _why(record: Mapping[str, Any]) -> str:
         messages = [str(c.get("message")) for c in record.get("checks") or [] if isinstance(c, Mapping)]
         text = "judge not calibrated: " + "; ".join(m for m in messages if m and m != "None")
     elif reason:
-        text = f"unscored: {reason}"
+        raw = record.get("raw_reply")
+        text = f"unscored: {reason}" + (f"; raw reply: {raw}" if raw is not None else "")
     elif record.get("justification"):
         text = str(record["justification"])
     elif isinstance(detail, Mapping) and detail:

@@ -490,14 +490,16 @@ def write_terminal_summary(
     ``collector`` and ``stats`` are what the caller has; the document is built from the same
     collector (found in the config's stash), so they are not read twice.
     """
-    del collector, stats
+    del stats
     from pytest_llmjudge.report.terminal import summary_lines
 
     document = build(config)
     if document is None:
         return
     quiet = config.get_verbosity() < 0
-    lines = summary_lines(document, quiet=quiet)
+    # A dead judge or a rejected key first, once for the run (the cases say it in one line each).
+    headlines = [(redact(line, run_secrets(config)), "red") for line in collector.judge_headlines()]
+    lines = headlines + summary_lines(document, quiet=quiet)
     if lines:
         terminalreporter.write_sep("=", "llmjudge summary")
         for text, style in lines:
