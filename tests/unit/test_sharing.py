@@ -55,6 +55,21 @@ def test_waiting_for_a_judge_reply_sees_the_owners_reply_or_its_failure(tmp_path
     assert asyncio.run(other.wait_for_owner(cache, "k2")) == "openai: HTTP 500 after 5 attempts"
 
 
+def test_waiting_since_a_time_ignores_an_older_entry_until_the_owner_replaces_it(tmp_path: Path) -> None:
+    # An earlier run's unparseable reply stays in the cache while the owner asks again.
+    cache = JudgeCache(tmp_path)
+    waiting = WorkerShare(1, 2, "run-a", wait_seconds=0.1)
+    key = cache_key({"prompt": "p"})
+    cache.put(key, {"prompt": "p"}, ProviderReply(text="not json", model="m"))
+    stored = cache.get(key)
+    assert stored is not None and stored.created is not None
+    assert asyncio.run(waiting.wait_for_owner(cache, key, since=stored.created + 1)) is None
+
+    cache.put(key, {"prompt": "p"}, ProviderReply(text='{"la": {"score": 2}}', model="m"))
+    hit = asyncio.run(waiting.wait_for_owner(cache, key, since=stored.created))
+    assert not isinstance(hit, str) and hit is not None and hit.reply.text == '{"la": {"score": 2}}'
+
+
 def test_nothing_is_shared_without_a_cache_directory() -> None:
     cache = JudgeCache(None)
     share = WorkerShare(0, 2, "run-a", wait_seconds=0.05)
