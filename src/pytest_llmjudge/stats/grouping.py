@@ -1,7 +1,7 @@
 """Grouping records by a list of fields, and the names of the groups.
 
-Statistics that are computed "per language" (the human-agreement gate, and later suite
-aggregates and regressions) can be computed per any combination of fields instead:
+Statistics that are computed "per language" (the human-agreement gate, suite aggregates
+and regression comparisons) can be computed per any combination of fields instead:
 ``group_by: [language, task]`` makes one group per (language, task) value pair.
 
 A record is any mapping (a calibration item, a suite case as a dict). A field is looked up
