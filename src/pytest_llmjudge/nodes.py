@@ -90,7 +90,8 @@ class SuiteFile(pytest.File):
             for language in (*(group.name for group in check.groups(suite.cases)), ALL_LANGUAGES):
                 yield AggregateItem.from_parent(
                     self,
-                    name=f"{check.spec.label}[{language}]",
+                    # A group name carries metadata values: control characters show as text, as in case ids.
+                    name=escape_controls(f"{check.spec.label}[{language}]", ONE_LINE),
                     suite=suite,
                     check=check,
                     language=language,

@@ -159,3 +159,15 @@ def test_baseline_cases_gone_from_the_suite_are_reported_in_every_group_of_their
     result.assert_outcomes(passed=2, deselected=9, warnings=2)
     result.stdout.fnmatch_lines(["*[[]hi-task=qa[]]: cases missing: 1 no longer in the suite (hi-gone-0)*"])
     result.stdout.fnmatch_lines(["*[[]hi-task=summary[]]: cases missing: 1 no longer in the suite (hi-gone-0)*"])
+
+
+def test_control_characters_in_a_group_value_show_as_text_in_node_ids(pytester: pytest.Pytester) -> None:
+    text = (
+        "suite: odd\ngroup_by: [language, task]\ncases:\n"
+        '  - {id: a, language: hi, output: x, metadata: {task: "p\\u0007q\\nr"}, recorded: {task_quality: 2}}\n'
+        "aggregate:\n  - mean(task_quality) >= 1\n"
+    )
+    pytester.makefile(".yaml", suite=text)
+    result = pytester.runpytest("--llmjudge", "-k", "aggregate", "-rA")
+    result.assert_outcomes(passed=2, deselected=0)
+    result.stdout.fnmatch_lines(["PASSED suite.yaml::mean(task_quality)[[]hi-task=p\\x07q\\x0ar[]]"])

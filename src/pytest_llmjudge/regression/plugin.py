@@ -186,6 +186,7 @@ class RegressionFile(pytest.File):
 
     def collect(self) -> list[pytest.Item]:
         from pytest_llmjudge.errors import LLMJudgeError
+        from pytest_llmjudge.escaping import ONE_LINE, escape_controls
         from pytest_llmjudge.registry import Registry
         from pytest_llmjudge.regression.baseline import BaselineError, resolve_path
         from pytest_llmjudge.stats.grouping import MISSING, Group
@@ -237,7 +238,7 @@ class RegressionFile(pytest.File):
                 items.append(
                     RegressionItem.from_parent(
                         self,
-                        name=f"regression[{metric}-{group.name}]",
+                        name=escape_controls(f"regression[{metric}-{group.name}]", ONE_LINE),
                         suite=suite,
                         metric=metric,
                         group=group,
