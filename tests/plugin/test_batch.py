@@ -109,6 +109,27 @@ def test_failed_batch_lines_are_requested_online(
     assert len(loopback.requests) == 2, "only the two failed lines went online"
 
 
+def test_an_unparseable_batch_reply_is_re_asked_with_a_note_not_asked_again(
+    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
+) -> None:
+    # The batch paid for every prompt in this run: an unparseable line is used as it is (its
+    # re-ask with a note goes online), never sent online a second time unchanged.
+    def prose_for_c0(request: ReceivedRequest) -> str:
+        text = request.last_user_text
+        if ("'a0'" in text or "a0\n" in text) and "could not be used" not in text:
+            return "Looks fine to me."
+        return scripted_judge(request)
+
+    loopback.responder = prose_for_c0
+    pytester.makefile(".yaml", suite=suite_text(loopback.openai_base_url))
+    result = pytester.runpytest("--llmjudge", "--llmjudge-batch", FAST_POLL)
+    result.assert_outcomes(passed=9)
+    assert len(loopback.requests) == 2, "the two rubrics of c0 re-asked once each, online"
+    assert all("could not be used" in r.last_user_text for r in loopback.requests)
+    result.stdout.fnmatch_lines(["*judge calls: 2 provider requests*"])
+    assert "unparseable cached replies" not in result.stdout.str()
+
+
 def test_a_run_killed_while_its_batch_is_pending_resumes_the_same_batch(tmp_path: Path) -> None:
     judge = ScriptedJudge({"linguistic_acceptability": 2, "hallucinations": 0})
     with LoopbackServer(responder=judge, batch_delay=120.0) as server:

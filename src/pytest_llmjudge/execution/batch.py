@@ -388,6 +388,7 @@ class BatchPhase:
                     # verified on read (execution/cache.py). The record keeps it (below).
                     continue
                 self.cache.put(key, request.cache_payload(), reply)
+                self.board.runner.received(key)  # paid for in this run: not asked again if unparseable
                 answered += 1
                 self.summary.input_tokens += reply.usage.input_tokens
                 self.summary.output_tokens += reply.usage.output_tokens

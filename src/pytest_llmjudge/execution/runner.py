@@ -213,6 +213,11 @@ class JudgeRunner:
             self._rejected.add(key)
             self.stats.cache_rejected = len(self._rejected)
 
+    def received(self, key: str) -> None:
+        """Count the reply cached under ``key`` as this run's (a batch result): used as it is, even unparseable."""
+        with self._lock:
+            self._paid.add(key)
+
     def track_provider(self, provider: JudgeProvider) -> None:
         self._providers.append(provider)
 
