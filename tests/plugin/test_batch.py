@@ -127,7 +127,7 @@ def test_an_unparseable_batch_reply_is_re_asked_with_a_note_not_asked_again(
     assert len(loopback.requests) == 2, "the two rubrics of c0 re-asked once each, online"
     assert all("could not be used" in r.last_user_text for r in loopback.requests)
     result.stdout.fnmatch_lines(["*judge calls: 2 provider requests*"])
-    assert "unparseable cached replies" not in result.stdout.str()
+    assert "unparseable cache hits" not in result.stdout.str()
 
 
 def test_a_run_killed_while_its_batch_is_pending_resumes_the_same_batch(tmp_path: Path) -> None:

@@ -64,7 +64,7 @@ def test_an_unparseable_reply_is_shown_and_asked_again_on_the_next_run(
     second.assert_outcomes(passed=1)
     assert loopback.stats()["requests"] == 4
     assert loopback.requests[-1].last_user_text == loopback.requests[0].last_user_text
-    second.stdout.fnmatch_lines(["*judge calls: 1 provider requests*1 unparseable cached replies asked again*"])
+    second.stdout.fnmatch_lines(["*judge calls: 1 provider requests*1 unparseable cache hits re-asked*"])
     (record,) = case_records(pytester.path / "second.json")
     assert (record["score"], record["raw_reply"]) == (2, None)
 
@@ -120,3 +120,21 @@ def test_a_rejected_key_gets_one_headline_and_credentials_stay_out(
     )
     assert loopback.stats()["requests"] == 2, "a 401 is not retried"
     assert "hunter2-secret" not in result.stdout.str()
+
+
+def test_xdist_workers_ask_an_earlier_runs_unparseable_prompt_once(
+    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
+) -> None:
+    # The worker that owns a call asks again; the other waits for its fresh reply rather
+    # than asking too, so 4 stale prompts cost 4 requests, not 8.
+    ids = ("fr-1", "fr-2", "fr-3", "fr-4")
+    scripted_judge.scores = lambda query: BAD_REPLY
+    pytester.makefile(".yaml", failures=suite(loopback.openai_base_url, ids))
+    pytester.runpytest("--llmjudge").assert_outcomes(failed=4)
+    assert loopback.stats()["requests"] == 12  # each prompt and its two re-asks
+
+    scripted_judge.scores = {"linguistic_acceptability": 2}
+    result = pytester.runpytest_subprocess("--llmjudge", "-n", "2", "-p", "xdist")
+    result.assert_outcomes(passed=4)
+    assert loopback.stats()["requests"] == 16
+    result.stdout.fnmatch_lines(["*judge calls: 4 provider requests*4 unparseable cache hits*"])

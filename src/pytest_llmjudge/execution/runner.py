@@ -373,9 +373,12 @@ class JudgeRunner:
             if found is not None and problem is not None and not shared and key not in self._paid:
                 # An earlier run's unparseable reply: ask again rather than replay its failure.
                 stale = found.text
-                with self._lock:
-                    self.stats.cache_unparseable += 1
-                found, shared = await self._fresh_from_owner(key) if owner_elsewhere and self.share else (None, False)
+                if owner_elsewhere and self.share is not None:
+                    found, shared = await self._fresh_from_owner(key)  # the owner counts it
+                else:
+                    found, shared = None, False
+                    with self._lock:
+                        self.stats.cache_unparseable += 1
                 problem = None if found is None else interpret(found)
             lease: Lease | None = None
             if found is None:

@@ -326,7 +326,7 @@ def accounting_line(accounting: Mapping[str, Any] | None) -> str | None:
     for key, label in (
         ("shared_hits", "shared between workers"),
         ("cache_rejected", "cache entries rejected (re-asked)"),
-        ("cache_unparseable", "unparseable cached replies asked again"),
+        ("cache_unparseable", "unparseable cache hits re-asked"),
         ("retries", "retries"),
         ("failed_calls", "failed"),
         ("unscored", "unscored"),
