@@ -276,6 +276,13 @@ class AggregateItem(_SuiteItem):
         self.judge_problem = judge_problem
         self.extra_keyword_matches.update({language, check.spec.metric, "aggregate"})
 
+    @property
+    def cases(self) -> list[Case]:
+        """The cases of this item's row: its group's, or every case for ``all``."""
+        if self.language == ALL_LANGUAGES:
+            return list(self.suite.cases)
+        return [case for case in self.suite.cases if case.group(self.check.group_by).name == self.language]
+
     def setup(self) -> None:
         metric = self.check.spec.metric
         recorded = all(metric in case.recorded for case in self.suite.cases)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
+
+from pytest_llmjudge.testing import JudgeQuery, LoopbackServer, ScriptedJudge
 
 # (language, task) -> recorded task_quality scores; task None: a case without the field.
 Scores = dict[tuple[str, str | None], list[int]]
@@ -171,3 +174,53 @@ def test_control_characters_in_a_group_value_show_as_text_in_node_ids(pytester: 
     result = pytester.runpytest("--llmjudge", "-k", "aggregate", "-rA")
     result.assert_outcomes(passed=2, deselected=0)
     result.stdout.fnmatch_lines(["PASSED suite.yaml::mean(task_quality)[[]hi-task=p\\x07q\\x0ar[]]"])
+
+
+def _quality_or_two(query: JudgeQuery) -> int:
+    """The loopback judge: right in French (the quality written in the output), always 2 in Bengali."""
+    match = re.search(r"quality (\d)", query.output)
+    return int(match[1]) if match and query.language == "fr" else 2
+
+
+def test_grouped_aggregates_are_stopped_where_the_judge_is_not_calibrated(
+    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
+) -> None:
+    scripted_judge.scores = _quality_or_two
+    items = [
+        {
+            "id": f"{language}-{i}",
+            "language": language,
+            "output": f"{language} answer {i} has quality {i % 3}",
+            "human": {"linguistic_acceptability": {"a1": i % 3, "a2": i % 3, "a3": i % 3}},
+        }
+        for language in ("bn", "fr")
+        for i in range(24)
+    ]
+    (pytester.path / "items.jsonl").write_text("\n".join(json.dumps(item) for item in items) + "\n")
+    judge = f'{{provider: openai, model: loopback-judge, base_url: "{loopback.openai_base_url}"'
+    pytester.makefile(
+        ".yaml",
+        cal=f"calibration: tiny\nitems_file: items.jsonl\njudge: {judge}}}\nscores: judge\n"
+        "gate: {threshold: 0.7, min_items: 20}\n",
+    )
+    cases = "".join(
+        f"  - {{id: {case_id}, language: {case_id[:2]}, output: {case_id} has quality 2, metadata: {{task: {task}}}}}\n"
+        for case_id, task in (("fr-1", "qa"), ("bn-1", "qa"), ("bn-2", "summary"))
+    )
+    pytester.makefile(
+        ".yaml",
+        suite=f"suite: s\ngroup_by: [language, task]\njudge: {judge}, calibration: cal.yaml, uncalibrated: xfail}}\n"
+        f"cases:\n{cases}aggregate:\n  - mean(linguistic_acceptability) >= 1\n",
+    )
+    result = pytester.runpytest("--llmjudge", "-k", "aggregate", "-rA")
+    # Every group of Bengali, and "all" (it includes Bengali cases), is stopped as uncalibrated.
+    result.assert_outcomes(passed=1, xfailed=3, deselected=2)
+    result.stdout.fnmatch_lines(
+        [
+            "PASSED suite.yaml::mean(linguistic_acceptability)[[]fr-task=qa[]]",
+            "XFAIL suite.yaml::mean(linguistic_acceptability)[[]bn-task=qa[]]*not calibrated for bn*",
+            "XFAIL suite.yaml::mean(linguistic_acceptability)[[]bn-task=summary[]]*not calibrated for bn*",
+            "XFAIL suite.yaml::mean(linguistic_acceptability)[[]all[]]*",
+        ],
+        consecutive=False,
+    )

@@ -29,7 +29,6 @@ from typing import Any
 
 import pytest
 
-from pytest_llmjudge.aggregate import ALL_LANGUAGES
 from pytest_llmjudge.calibration.build import CalibrationSet
 from pytest_llmjudge.calibration.report import gate_message
 from pytest_llmjudge.calibration.store import CalibrationStore, judge_scored_languages
@@ -346,8 +345,7 @@ def guard_suite_item(item: pytest.Item) -> None:
     elif isinstance(item, AggregateItem):
         suite = item.suite
         metric = item.check.spec.metric
-        cases = [c for c in suite.cases if item.language in (ALL_LANGUAGES, c.language)]
-        languages = judge_scored_languages(suite, metric, cases)
+        languages = judge_scored_languages(suite, metric, item.cases)
     else:
         return
     if suite.judge.calibration is None or not languages or item.judge_problem is not None:
