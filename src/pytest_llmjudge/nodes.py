@@ -55,7 +55,7 @@ def _excerpt(text: str | None) -> str:
 
 
 def _scoreboard(config: pytest.Config) -> ScoreBoard:
-    from pytest_llmjudge.plugin import scoreboard_key
+    from pytest_llmjudge.session.state import scoreboard_key
 
     return config.stash[scoreboard_key]
 
@@ -140,7 +140,7 @@ class _SuiteItem(pytest.Item):
     def _skip_or_fail_without_judge(self, metric: str, recorded: bool) -> None:
         if self.judge_problem is None or recorded or self.suite.metric_kinds.get(metric) != "rubric":
             return
-        from pytest_llmjudge.plugin import skip_or_fail_without_judge
+        from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
 
         board = _scoreboard(self.config)
         reason = f"judge {board.judge_settings(self.suite).label} {self.judge_problem}"
@@ -374,3 +374,13 @@ class AggregateItem(_SuiteItem):
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = self.check.line - 1 if self.check.line else 0
         return self.path, line, f"{self.check.spec.label}[{self.language}]"
+
+
+def judge_needs(items: list[pytest.Item]) -> Iterator[tuple[Suite, Case, str]]:
+    """The (suite, case, metric) judge needs of the selected suite items whose judge can be called."""
+    for item in items:
+        if isinstance(item, CaseItem) and item.judge_problem is None:
+            yield item.suite, item.case, item.threshold.metric
+        elif isinstance(item, AggregateItem) and item.judge_problem is None:
+            for case in item.suite.cases:
+                yield item.suite, case, item.check.spec.metric

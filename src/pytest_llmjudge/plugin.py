@@ -22,31 +22,26 @@ import importlib
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_llmjudge import builtins, hookspecs
 from pytest_llmjudge.errors import ConfigError
+from pytest_llmjudge.session.collector import ResultsCollector, results_key
+from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
+from pytest_llmjudge.session.state import has_top_level_key, is_enabled, progress_key, scoreboard_key, settings_key
 from pytest_llmjudge.settings import OPTIONS, Settings, resolve_settings
 
 if TYPE_CHECKING:
-    from pytest_llmjudge.execution.runner import JudgeRunner, RunnerStats
-    from pytest_llmjudge.execution.scoreboard import ScoreBoard
+    from pytest_llmjudge.execution.runner import JudgeRunner
     from pytest_llmjudge.execution.sharing import WorkerShare
     from pytest_llmjudge.judge import Judge
-    from pytest_llmjudge.judge_policy import NoJudge
     from pytest_llmjudge.nodes import SuiteFile
 
 # Heavy modules (numpy, scipy, the SDKs) are imported only once --llmjudge is given, so an
 # installed-but-unused plugin costs pytest start-up almost nothing.
-
-scoreboard_key: pytest.StashKey[ScoreBoard] = pytest.StashKey()
-results_key: pytest.StashKey[ResultsCollector] = pytest.StashKey()
-settings_key = pytest.StashKey[Settings]()
-_progress_key = pytest.StashKey[dict[str, float]]()
 
 _ENTRY_POINT_GROUP = "pytest_llmjudge"
 
@@ -71,11 +66,6 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
             pluginmanager.register(importlib.import_module(name), name)
 
 
-def is_enabled(config: pytest.Config) -> bool:
-    """True when ``--llmjudge`` was given; feature plugins check it before doing anything."""
-    return bool(config.getoption("llmjudge", default=False))
-
-
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     """Attach an item's structured result to its report (it travels with it under xdist)."""
@@ -87,27 +77,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if no_judge is not None:  # counted in the summary (a plain dict: it travels under xdist)
         report.llmjudge_no_judge = no_judge  # type: ignore[attr-defined]
     return report
-
-
-def skip_or_fail_without_judge(settings: Settings, reason: str, suite_required: bool | None = None) -> NoReturn:
-    """End the item (or fixture) whose judge can't be called: skip or fail, as judge_policy decides.
-
-    ``reason`` names the judge and the problem. The exception carries the outcome, so the
-    summary can count these items (``ResultsCollector``), also when a session fixture's
-    exception is raised again for every test that uses it.
-    """
-    from pytest_llmjudge.judge_policy import no_judge_outcome
-
-    outcome = no_judge_outcome(reason, settings, suite_required)
-    exc: BaseException
-    if outcome.fail:
-        exc = pytest.fail.Exception(outcome.message, pytrace=False)
-    else:
-        # Report the skip at the item's own location (the suite's line), not at this module.
-        exc = pytest.skip.Exception(outcome.message, _use_item_location=True)
-    record = {"fail": outcome.fail, "reason": outcome.reason, "rule": outcome.rule}
-    exc.llmjudge_no_judge = record  # type: ignore[union-attr]
-    raise exc
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -188,7 +157,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     config.pluginmanager.load_setuptools_entrypoints(_ENTRY_POINT_GROUP)
     config.stash[settings_key] = settings
-    config.stash[_progress_key] = {"last": 0.0}
+    config.stash[progress_key] = {"last": 0.0}
     collector = ResultsCollector(config)
     config.stash[results_key] = collector
     config.pluginmanager.register(collector, "llmjudge-results")
@@ -235,20 +204,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         board.close()
 
 
-def has_top_level_key(file_path: Path, config: pytest.Config, key: str) -> bool:
-    """Whether ``file_path`` is a YAML file (under ``--llmjudge``) with a top-level ``key:``.
-
-    That key is how each kind of file (``suite:``, ``calibration:``, ``ranking:``) is told
-    apart from other YAML in a repository, in any Unicode encoding and anywhere in the file
-    (``suite/sniff.py``); a file meant as a suite without the key counts as a suite.
-    """
-    if not is_enabled(config) or file_path.suffix not in (".yaml", ".yml"):
-        return False
-    from pytest_llmjudge.suite.sniff import is_kind
-
-    return is_kind(file_path, key)
-
-
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile | None:
     if not has_top_level_key(file_path, parent.config, "suite"):
         return None
@@ -258,22 +213,13 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile 
     return suite_file
 
 
-def _needs(items: list[pytest.Item]) -> Iterator[tuple[Any, Any, str]]:
-    from pytest_llmjudge.nodes import AggregateItem, CaseItem
-
-    for item in items:
-        if isinstance(item, CaseItem) and item.judge_problem is None:
-            yield item.suite, item.case, item.threshold.metric
-        elif isinstance(item, AggregateItem) and item.judge_problem is None:
-            for case in item.suite.cases:
-                yield item.suite, case, item.check.spec.metric
-
-
 def pytest_collection_finish(session: pytest.Session) -> None:
     if not is_enabled(session.config) or session.config.option.collectonly:
         return  # --collect-only runs no item: send no (paid) judge call
     board = session.config.stash[scoreboard_key]
-    planned = board.plan(_needs(session.items))
+    from pytest_llmjudge.nodes import judge_needs
+
+    planned = board.plan(judge_needs(session.items))
     if planned and session.config.get_verbosity() >= 0:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
@@ -288,7 +234,7 @@ def _report_progress(config: pytest.Config, runner: JudgeRunner) -> None:
     """Called while an item waits for judge calls; prints at most every 5 seconds."""
     if config.get_verbosity() < 0:
         return
-    state = config.stash[_progress_key]
+    state = config.stash[progress_key]
     now = time.monotonic()
     if now - state["last"] < 5.0:
         return
@@ -324,81 +270,3 @@ def llmjudge_judge(pytestconfig: pytest.Config) -> Judge:
     if problem is not None:
         skip_or_fail_without_judge(board.settings, f"judge {judge.model} {problem}")
     return judge
-
-
-class ResultsCollector:
-    """Collects item records (``report.llmjudge``, carried by reports under xdist too) for the summary."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-        self.records: list[dict[str, Any]] = []
-        """Structured item results (``report.llmjudge``) with ``nodeid`` and ``outcome``."""
-        self.worker_stats: list[dict[str, int]] = []
-        self.worker_endpoints: list[dict[str, Any]] = []
-        """Each xdist worker's judge calls per endpoint (``judges/diagnosis.py``), for the headline."""
-        self.no_judge: list[NoJudge] = []
-        """Items that did not run because their judge can't be called (skip_or_fail_without_judge)."""
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        record = getattr(report, "llmjudge", None)
-        if isinstance(record, dict):
-            self.records.append({**record, "nodeid": report.nodeid, "outcome": report.outcome})
-        no_judge = getattr(report, "llmjudge_no_judge", None)
-        if isinstance(no_judge, dict):
-            from pytest_llmjudge.judge_policy import NoJudge
-
-            self.no_judge.append(NoJudge(bool(no_judge["fail"]), str(no_judge["reason"]), str(no_judge["rule"])))
-
-    @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown without xdist
-    def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        stats = (getattr(node, "workeroutput", None) or {}).get("llmjudge_stats")
-        if stats:
-            self.worker_stats.append(stats)
-        endpoints = (getattr(node, "workeroutput", None) or {}).get("llmjudge_endpoints")
-        if endpoints:
-            self.worker_endpoints.append(endpoints)
-
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        board = self.config.stash.get(scoreboard_key, None)
-        workeroutput = getattr(self.config, "workeroutput", None)
-        if board is not None and board.runner_started and workeroutput is not None:
-            workeroutput["llmjudge_stats"] = asdict(board.runner.stats)
-            workeroutput["llmjudge_endpoints"] = board.runner.endpoints.as_dict()
-
-    def judge_headlines(self) -> list[str]:
-        """One line per judge endpoint whose calls failed, over this process and its xdist workers."""
-        from pytest_llmjudge.judges.diagnosis import EndpointTally, headlines
-
-        board = self.config.stash.get(scoreboard_key, None)
-        tally = EndpointTally()
-        for endpoints in self.worker_endpoints:
-            tally.merge(endpoints)
-        if board is not None and board.runner_started:
-            tally.merge(board.runner.endpoints.as_dict())
-        return headlines(tally)
-
-    def run_stats(self) -> RunnerStats | None:
-        from pytest_llmjudge.execution.runner import RunnerStats
-
-        board = self.config.stash.get(scoreboard_key, None)
-        totals = RunnerStats()
-        seen = False
-        sources: list[dict[str, int]] = list(self.worker_stats)
-        if board is not None and board.runner_started:
-            sources.append(asdict(board.runner.stats))
-        for source in sources:
-            seen = True
-            for f in fields(RunnerStats):
-                setattr(totals, f.name, getattr(totals, f.name) + int(source.get(f.name, 0)))
-        return totals if seen else None
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if hasattr(self.config, "workerinput"):
-            return
-        from pytest_llmjudge.judge_policy import summary_lines
-        from pytest_llmjudge.report.plugin import write_terminal_summary
-
-        write_terminal_summary(self.config, terminalreporter, self, self.run_stats())
-        # Always, also with -q: a run whose judge items did not run must say so.
-        for line, failed in summary_lines(self.no_judge):
-            terminalreporter.write_line(line, **({"red": True} if failed else {"yellow": True}))

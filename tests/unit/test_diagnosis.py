@@ -8,11 +8,11 @@ import socket
 import openai
 import pytest
 
+from pytest_llmjudge.judges.base import connection_cause
 from pytest_llmjudge.judges.diagnosis import (
     REPLY_EXCERPT_CHARS,
     EndpointTally,
     classify,
-    connection_cause,
     endpoint_label,
     headlines,
     reply_excerpt,

@@ -28,7 +28,7 @@ from pytest_llmjudge.judges.base import ProviderRequest, Usage
 from pytest_llmjudge.judges.openai import OpenAIProvider
 from pytest_llmjudge.judges.prompts import JudgedText, JudgeSettings, build_request
 from pytest_llmjudge.judges.rubrics import BUILTIN_RUBRICS
-from pytest_llmjudge.plugin import scoreboard_key
+from pytest_llmjudge.session.state import scoreboard_key
 from pytest_llmjudge.testing import Fault, LoopbackServer, ScriptedJudge
 
 T = TypeVar("T")

@@ -48,7 +48,7 @@ class GateError(Exception):
 
 def get_store(config: pytest.Config) -> CalibrationStore:
     """The run's calibration store (created on first use)."""
-    from pytest_llmjudge.plugin import scoreboard_key
+    from pytest_llmjudge.session.state import scoreboard_key
 
     store = config.stash.get(store_key, None)
     if store is None:
@@ -154,7 +154,8 @@ class _CalibrationItem(pytest.Item):
     def setup(self) -> None:
         if self.judge_problem is None:
             return
-        from pytest_llmjudge.plugin import settings_key, skip_or_fail_without_judge
+        from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
+        from pytest_llmjudge.session.state import settings_key
 
         label = self.store.live_label(self.calibration)
         skip_or_fail_without_judge(self.config.stash[settings_key], f"judge {label} {self.judge_problem}")

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_llmjudge.plugin import has_top_level_key, is_enabled, results_key, scoreboard_key
+from pytest_llmjudge.session.collector import results_key
+from pytest_llmjudge.session.state import has_top_level_key, is_enabled, scoreboard_key
 
 if TYPE_CHECKING:
     from pytest_llmjudge.calibration.judge import CalibratedJudge

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from pytest_llmjudge.plugin import is_enabled, scoreboard_key, settings_key
+from pytest_llmjudge.session.state import is_enabled, scoreboard_key, settings_key
 
 batch_summary_key = pytest.StashKey[Any]()
 """The run's :class:`~pytest_llmjudge.execution.batch.BatchSummary`, when batch mode ran."""
@@ -54,7 +54,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     from pytest_llmjudge.errors import LLMJudgeError
     from pytest_llmjudge.execution.batch import BatchPending, BatchPhase
-    from pytest_llmjudge.plugin import _needs
+    from pytest_llmjudge.nodes import judge_needs
 
     settings = config.stash[settings_key]
     reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -71,7 +71,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         report=report,
     )
     try:
-        summary = phase.run(_needs(session.items))
+        summary = phase.run(judge_needs(session.items))
     except BatchPending as exc:
         pytest.exit(f"pytest-llmjudge: {exc}", returncode=pytest.ExitCode.INTERRUPTED)
     except LLMJudgeError as exc:

@@ -13,6 +13,7 @@ help (429, 5xx, timeouts, dropped connections) and how long the server asked us 
 from __future__ import annotations
 
 import email.utils
+import os
 import re
 import threading
 import time
@@ -22,6 +23,25 @@ from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 _SECRET_QUERY = re.compile(r"(key|token|secret|password|signature|sig|auth)", re.IGNORECASE)
+
+
+def connection_cause(exc: BaseException) -> str:
+    """The operating system's reason behind a connection error, e.g. ``connection refused``.
+
+    Follows ``__cause__``/``__context__`` to the first exception with an ``errno``; without
+    one, the innermost exception's text (``All connection attempts failed``) or its class.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    innermost = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        errno = getattr(current, "errno", None)
+        if isinstance(errno, int):
+            return os.strerror(errno).lower()
+        innermost = current
+        current = current.__cause__ or current.__context__
+    return str(innermost) or innermost.__class__.__name__
 
 
 def public_url(url: str | None) -> str | None:
@@ -232,8 +252,6 @@ async def post_through_sdk(sdk: Any, client: Any, path: str, body: Mapping[str, 
     except sdk.APITimeoutError:
         raise ProviderCallError("request timed out", retryable=True) from None
     except sdk.APIConnectionError as exc:
-        from pytest_llmjudge.judges.diagnosis import connection_cause  # diagnosis imports this module
-
         # The operating system's reason (connection refused, name not known), not just the class.
         raise ProviderCallError(f"connection failed ({connection_cause(exc)})", retryable=True) from None
     except sdk.APIResponseValidationError as exc:

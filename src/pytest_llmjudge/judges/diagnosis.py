@@ -5,7 +5,7 @@ Three things a user needs when judge calls fail, none of them per case:
 * **which endpoint**: :func:`endpoint_label` is ``provider:model at base_url`` with the
   URL's credentials removed (``judges.base.public_url``, then ``redaction.redact``), or
   ``(default endpoint)`` when the suite names none;
-* **why**: :func:`connection_cause` digs the operating system's reason out of an SDK's
+* **why**: ``judges.base.connection_cause`` digs the operating system's reason out of an SDK's
   connection error (``APIConnectionError`` -> ``httpx.ConnectError`` -> ... ->
   ``ConnectionRefusedError(111)`` becomes ``connection refused``), and
   :func:`classify` sorts a failed call into ``rejected`` (HTTP 401/403: the key or its
@@ -28,7 +28,6 @@ recognisable cause is ``failing`` with its message's first words as the cause.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -56,25 +55,6 @@ def endpoint_label(provider: str, model: str, base_url: str | None, secrets: Ite
     if not base_url:
         return f"{provider}:{model} (default endpoint)"
     return f"{provider}:{model} at {redact(public_url(base_url) or '', list(secrets))}"
-
-
-def connection_cause(exc: BaseException) -> str:
-    """The operating system's reason behind a connection error, e.g. ``connection refused``.
-
-    Follows ``__cause__``/``__context__`` to the first exception with an ``errno``; without
-    one, the innermost exception's text (``All connection attempts failed``) or its class.
-    """
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    innermost = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        errno = getattr(current, "errno", None)
-        if isinstance(errno, int):
-            return os.strerror(errno).lower()
-        innermost = current
-        current = current.__cause__ or current.__context__
-    return str(innermost) or innermost.__class__.__name__
 
 
 def classify(status: int | None, message: str) -> tuple[Kind, str]:

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_llmjudge.plugin import has_top_level_key, is_enabled, scoreboard_key, skip_or_fail_without_judge
+from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
+from pytest_llmjudge.session.state import has_top_level_key, is_enabled, scoreboard_key
 
 if TYPE_CHECKING:
     from pytest_llmjudge.pairwise.judge import BattleResult, PairwiseJudge

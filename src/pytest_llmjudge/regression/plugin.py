@@ -33,7 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_llmjudge.plugin import is_enabled, results_key, scoreboard_key, skip_or_fail_without_judge
+from pytest_llmjudge.session.collector import results_key
+from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
+from pytest_llmjudge.session.state import is_enabled, scoreboard_key
 
 if TYPE_CHECKING:
     from pytest_llmjudge.regression.baseline import Baseline, BaselineError, MetricScores

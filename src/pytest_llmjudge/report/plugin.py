@@ -38,12 +38,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_llmjudge.escaping import MULTILINE, ONE_LINE, escape_controls
-from pytest_llmjudge.plugin import is_enabled, results_key, scoreboard_key
 from pytest_llmjudge.redaction import redact
+from pytest_llmjudge.session.collector import results_key
+from pytest_llmjudge.session.state import is_enabled, scoreboard_key
 
 if TYPE_CHECKING:
     from pytest_llmjudge.execution.runner import RunnerStats
-    from pytest_llmjudge.plugin import ResultsCollector
+    from pytest_llmjudge.session.collector import ResultsCollector
     from pytest_llmjudge.suite.model import Suite
 
 FORMATS = ("json", "html")
@@ -138,6 +139,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[state_key] = state
     config.pluginmanager.register(ReportRecorder(state), "llmjudge-report-recorder")
     config.pluginmanager.register(JUnitSystemOut(config), "llmjudge-junit-system-out")
+    config.pluginmanager.register(SummaryWriter(config), "llmjudge-summary-writer")
 
 
 def _suite_info(config: pytest.Config, suite: Suite) -> dict[str, Any]:
@@ -482,29 +484,38 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
 
-def write_terminal_summary(
-    config: pytest.Config, terminalreporter: Any, collector: ResultsCollector, stats: RunnerStats | None
-) -> None:
-    """The ``llmjudge summary`` section (called by the core plugin's results collector).
+class SummaryWriter:
+    """Writes the ``llmjudge summary`` section and the "judge items did not run" lines.
 
-    ``collector`` and ``stats`` are what the caller has; the document is built from the same
-    collector (found in the config's stash), so they are not read twice.
+    A plugin object registered at configure time, so its summary comes before the feature
+    plugins' own lines (gates, regressions), as the results collector's did.
     """
-    del stats
-    from pytest_llmjudge.report.terminal import summary_lines
 
-    document = build(config)
-    if document is None:
-        return
-    quiet = config.get_verbosity() < 0
-    # A dead judge or a rejected key first, once for the run (the cases say it in one line each).
-    headlines = [(redact(line, run_secrets(config)), "red") for line in collector.judge_headlines()]
-    lines = headlines + summary_lines(document, quiet=quiet)
-    if lines:
-        terminalreporter.write_sep("=", "llmjudge summary")
-        for text, style in lines:
-            # The document is redacted already; its names and ids may still hold control characters.
-            terminalreporter.write_line(escape_controls(text, ONE_LINE), **({style: True} if style else {}))
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        config = self.config
+        collector = config.stash.get(results_key, None)
+        if collector is None or hasattr(config, "workerinput"):
+            return
+        from pytest_llmjudge.judge_policy import summary_lines as no_judge_lines
+        from pytest_llmjudge.report.terminal import summary_lines
+
+        document = build(config)
+        if document is not None:
+            quiet = config.get_verbosity() < 0
+            # A dead judge or a rejected key first, once for the run (the cases say it in one line each).
+            headlines = [(redact(line, run_secrets(config)), "red") for line in collector.judge_headlines()]
+            lines = headlines + summary_lines(document, quiet=quiet)
+            if lines:
+                terminalreporter.write_sep("=", "llmjudge summary")
+                for text, style in lines:
+                    # The document is redacted already; its names and ids may still hold control characters.
+                    terminalreporter.write_line(escape_controls(text, ONE_LINE), **({style: True} if style else {}))
+        # Always, also with -q: a run whose judge items did not run must say so.
+        for line, failed in no_judge_lines(collector.no_judge):
+            terminalreporter.write_line(line, **({"red": True} if failed else {"yellow": True}))
 
 
 @pytest.hookimpl(trylast=True)

@@ -1,0 +1,90 @@
+"""The results collector: every item's record and the judge accounting, gathered where the summary is written.
+
+Items attach their record to the call report (``report.llmjudge``); the collector, a
+plugin object registered by the core plugin under ``--llmjudge``, receives the reports
+(on the controller under pytest-xdist, where the records arrive with them) together with
+the items that could not run for want of a judge. The workers' call accounting and
+per-endpoint tallies travel through ``workeroutput`` and are summed here. The report
+plugin renders what this holds; the collector itself writes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, fields
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_llmjudge.judge_policy import NoJudge
+from pytest_llmjudge.session.state import scoreboard_key
+
+if TYPE_CHECKING:
+    from pytest_llmjudge.execution.runner import RunnerStats
+
+
+class ResultsCollector:
+    """Collects item records (``report.llmjudge``, carried by reports under xdist too) for the summary."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.records: list[dict[str, Any]] = []
+        """Structured item results (``report.llmjudge``) with ``nodeid`` and ``outcome``."""
+        self.worker_stats: list[dict[str, int]] = []
+        self.worker_endpoints: list[dict[str, Any]] = []
+        """Each xdist worker's judge calls per endpoint (``judges/diagnosis.py``), for the headline."""
+        self.no_judge: list[NoJudge] = []
+        """Items that did not run because their judge can't be called (skip_or_fail_without_judge)."""
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = getattr(report, "llmjudge", None)
+        if isinstance(record, dict):
+            self.records.append({**record, "nodeid": report.nodeid, "outcome": report.outcome})
+        no_judge = getattr(report, "llmjudge_no_judge", None)
+        if isinstance(no_judge, dict):
+            self.no_judge.append(NoJudge(bool(no_judge["fail"]), str(no_judge["reason"]), str(no_judge["rule"])))
+
+    @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown without xdist
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        stats = (getattr(node, "workeroutput", None) or {}).get("llmjudge_stats")
+        if stats:
+            self.worker_stats.append(stats)
+        endpoints = (getattr(node, "workeroutput", None) or {}).get("llmjudge_endpoints")
+        if endpoints:
+            self.worker_endpoints.append(endpoints)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        board = self.config.stash.get(scoreboard_key, None)
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if board is not None and board.runner_started and workeroutput is not None:
+            workeroutput["llmjudge_stats"] = asdict(board.runner.stats)
+            workeroutput["llmjudge_endpoints"] = board.runner.endpoints.as_dict()
+
+    def judge_headlines(self) -> list[str]:
+        """One line per judge endpoint whose calls failed, over this process and its xdist workers."""
+        from pytest_llmjudge.judges.diagnosis import EndpointTally, headlines
+
+        board = self.config.stash.get(scoreboard_key, None)
+        tally = EndpointTally()
+        for endpoints in self.worker_endpoints:
+            tally.merge(endpoints)
+        if board is not None and board.runner_started:
+            tally.merge(board.runner.endpoints.as_dict())
+        return headlines(tally)
+
+    def run_stats(self) -> RunnerStats | None:
+        from pytest_llmjudge.execution.runner import RunnerStats
+
+        board = self.config.stash.get(scoreboard_key, None)
+        totals = RunnerStats()
+        seen = False
+        sources: list[dict[str, int]] = list(self.worker_stats)
+        if board is not None and board.runner_started:
+            sources.append(asdict(board.runner.stats))
+        for source in sources:
+            seen = True
+            for f in fields(RunnerStats):
+                setattr(totals, f.name, getattr(totals, f.name) + int(source.get(f.name, 0)))
+        return totals if seen else None
+
+
+results_key = pytest.StashKey[ResultsCollector]()

@@ -1,0 +1,177 @@
+"""The package's import graph obeys the layering of ``docs/design.md``.
+
+Every module's imports are read with ``ast`` (module level, in functions and under
+``TYPE_CHECKING`` alike: a cycle through a lazy import is still a cycle, it only waits for
+the first call to bite). The graph has one node per module of ``src/pytest_llmjudge``;
+``from a.b import c`` is an edge to ``a.b.c`` when that is a module, else to ``a.b``.
+
+The rules:
+
+1. no import cycle anywhere in the package;
+2. only the pytest-facing modules import pytest (or ``_pytest``);
+3. nothing imports the core plugin (``plugin.py``): it sits on top;
+4. the session layer (``session/``) imports no other pytest-facing module: every plugin
+   and item module builds on it, never the other way round;
+5. the plain engine (every module that is not pytest-facing) imports no pytest-facing module.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import pytest_llmjudge
+
+ROOT = Path(pytest_llmjudge.__file__).parent
+PACKAGE = "pytest_llmjudge"
+
+# The modules allowed to import pytest: hooks, items and the run state they share.
+PYTEST_FACING = {
+    f"{PACKAGE}.plugin",
+    f"{PACKAGE}.nodes",
+    f"{PACKAGE}.calibration.nodes",
+    f"{PACKAGE}.calibration.plugin",
+    f"{PACKAGE}.execution.batch_plugin",
+    f"{PACKAGE}.pairwise.plugin",
+    f"{PACKAGE}.regression.plugin",
+    f"{PACKAGE}.report.plugin",
+}
+SESSION = f"{PACKAGE}.session"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(path): path for path in sorted(ROOT.rglob("*.py"))}
+
+
+def _imported_names(module: str, path: Path) -> set[str]:
+    """Every dotted name ``module`` imports, at any depth of its source."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[: len(parts) - node.level + 1]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """module -> the package's modules it imports (a name resolves to its longest module prefix)."""
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        edges = set()
+        for name in _imported_names(module, path):
+            while name and name not in modules:
+                name = name.rpartition(".")[0]
+            # A package's own __init__ runs before its submodules: not an edge worth a cycle.
+            if name and name != module and not module.startswith(name + "."):
+                edges.add(name)
+        graph[module] = edges
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    components.append(sorted(component))
+    return components
+
+
+def _pytest_facing(module: str) -> bool:
+    return module in PYTEST_FACING or module == SESSION or module.startswith(SESSION + ".")
+
+
+MODULES = _modules()
+GRAPH = _graph(MODULES)
+
+
+def test_the_graph_sees_lazy_imports_and_finds_a_cycle() -> None:
+    """The checker itself: a cycle made only of a function-level import is found."""
+    graph = _graph(MODULES)
+    graph[f"{PACKAGE}.judges.base"] = graph[f"{PACKAGE}.judges.base"] | {f"{PACKAGE}.judges.diagnosis"}
+    assert [f"{PACKAGE}.judges.base", f"{PACKAGE}.judges.diagnosis"] in _cycles(graph)
+    # ... and function-level imports are read: plugin.py imports nodes.py only inside functions.
+    assert f"{PACKAGE}.nodes" in GRAPH[f"{PACKAGE}.plugin"]
+
+
+def test_no_import_cycle_in_the_package() -> None:
+    assert _cycles(GRAPH) == []
+
+
+def test_only_pytest_facing_modules_import_pytest() -> None:
+    offenders = sorted(
+        module
+        for module, path in MODULES.items()
+        if not _pytest_facing(module)
+        and any(name.split(".")[0] in ("pytest", "_pytest") for name in _imported_names(module, path))
+    )
+    assert offenders == []
+
+
+def test_nothing_imports_the_core_plugin() -> None:
+    assert sorted(module for module, edges in GRAPH.items() if f"{PACKAGE}.plugin" in edges) == []
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _pytest_facing(m) and m.startswith(SESSION)))
+def test_the_session_layer_imports_no_plugin_or_item_module(module: str) -> None:
+    upward = sorted(edge for edge in GRAPH[module] if edge in PYTEST_FACING)
+    assert upward == []
+
+
+def test_the_engine_imports_no_pytest_facing_module() -> None:
+    offenders = sorted(
+        f"{module} -> {edge}"
+        for module, edges in GRAPH.items()
+        if not _pytest_facing(module)
+        for edge in edges
+        if _pytest_facing(edge)
+    )
+    assert offenders == []
