@@ -273,12 +273,13 @@ def test_submit_call_through_the_sdk_is_cached_and_reasks(tmp_path: Path) -> Non
     from pytest_llmjudge.judges.openai import OpenAIProvider
     from pytest_llmjudge.testing import LoopbackServer, ScriptedPairwiseJudge
 
-    replies = iter(["no JSON at all", '{"justification": "A reads better", "verdict": "A"}'])
+    verdict = '{"justification": "A reads better", "verdict": "A"}'
+    replies = iter(["no JSON at all", verdict, verdict])
     judge = ScriptedPairwiseJudge(prefer=lambda q: next(replies))
     with LoopbackServer(responder=judge) as server:
         settings = JudgeSettings(provider="openai", model="loopback", base_url=server.openai_base_url)
         request = build_pairwise_request(PairwiseText(language="fr", answer_a="Bonjour", answer_b="Salut"), settings)
-        for round_ in range(2):
+        for round_, (requests, cached) in enumerate([(2, False), (3, False), (3, True)]):
             runner = JudgeRunner(JudgeCache(tmp_path / "cache"), concurrency=2, max_retries=1)
             provider = OpenAIProvider(api_key="key", base_url=server.openai_base_url, timeout=10.0)
             try:
@@ -287,9 +288,11 @@ def test_submit_call_through_the_sdk_is_cached_and_reasks(tmp_path: Path) -> Non
             finally:
                 runner.close()
             assert result.value is not None and result.value.verdict == "A" and result.error is None
-            assert result.cached is (round_ == 1)
-        assert server.stats()["requests"] == 2, "one unusable reply and its re-ask; the second runner hit the cache"
+            assert (result.cached, server.stats()["requests"]) == (cached, requests), round_
+        # Run 1: the unusable reply and its re-ask. Run 2: the first prompt asked again (its
+        # cached reply does not parse), which now answers. Run 3: all from the cache.
         assert "could not be used" in server.requests[1].last_user_text
+        assert server.requests[2].last_user_text == server.requests[0].last_user_text
 
 
 def test_battles_with_the_same_case_id_in_two_languages_are_distinct_calls() -> None:
