@@ -12,7 +12,8 @@ caller can catch them all at once::
     ├── UnscoredError              a judge reply could not be turned into a valid score
     ├── TargetTimeoutError         an output target call ran past its timeout
     ├── MetricError                a reference metric could not be computed
-    └── StatisticsError            a statistic is undefined for the data (too few items, ...)
+    ├── StatisticsError            a statistic is undefined for the data (too few items, ...)
+    └── ItemFailure                an item's check failed or could not be decided (its message is the report)
 
 Messages never contain API keys: provider errors are built from status codes and the
 provider's error text, not from request headers.
@@ -104,3 +105,10 @@ class MetricError(LLMJudgeError):
 
 class StatisticsError(LLMJudgeError):
     """A statistic is undefined for the given data (for example too few items)."""
+
+
+class ItemFailure(LLMJudgeError):
+    """An item's check failed, or could not be decided; the message is the whole failure report.
+
+    Raised by the items' ``runtest`` (``session/items.py``), which print it without a traceback.
+    """

@@ -24,10 +24,11 @@ from typing import Any
 import pytest
 
 from pytest_llmjudge.aggregate import ALL_LANGUAGES, AggregateRow, ScoredValue, compute_rows, render_table
-from pytest_llmjudge.errors import LLMJudgeError
+from pytest_llmjudge.errors import ItemFailure, LLMJudgeError
 from pytest_llmjudge.escaping import ONE_LINE, escape_controls
 from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
 from pytest_llmjudge.registry import Registry
+from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem
 from pytest_llmjudge.suite.build import build_suite
 from pytest_llmjudge.suite.expressions import Threshold
 from pytest_llmjudge.suite.model import AggregateCheck, Case, Suite
@@ -35,7 +36,7 @@ from pytest_llmjudge.suite.model import AggregateCheck, Case, Suite
 EXCERPT_CHARS = 300
 
 
-class CaseFailure(Exception):
+class CaseFailure(ItemFailure):
     """A case's score missed its threshold, or there is no score."""
 
 
@@ -99,23 +100,10 @@ class SuiteFile(pytest.File):
                 )
 
 
-class InvalidSuiteItem(pytest.Item):
+class InvalidSuiteItem(InvalidFileItem):
     """Stands in for a suite that failed to load, so its error is reported with the run."""
 
-    def __init__(self, *, error: str, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.error = error
-
-    def runtest(self) -> None:
-        raise CaseFailure(self.error)
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        if isinstance(excinfo.value, CaseFailure):
-            return f"invalid suite: {excinfo.value}"
-        return str(super().repr_failure(excinfo))
-
-    def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, 0, "invalid suite"
+    what = "suite"
 
 
 def json_safe(value: Any) -> Any:
@@ -131,11 +119,9 @@ def json_safe(value: Any) -> Any:
     return str(value)
 
 
-class _SuiteItem(pytest.Item):
+class _SuiteItem(LLMJudgeItem):
     suite: Suite
     judge_problem: str | None
-    llmjudge_result: dict[str, Any] | None = None
-    """Structured outcome of the item, attached to its report as ``report.llmjudge``."""
 
     def _skip_or_fail_without_judge(self, metric: str, recorded: bool) -> None:
         if self.judge_problem is None or recorded or self.suite.metric_kinds.get(metric) != "rubric":
@@ -145,16 +131,6 @@ class _SuiteItem(pytest.Item):
         board = _scoreboard(self.config)
         reason = f"judge {board.judge_settings(self.suite).label} {self.judge_problem}"
         skip_or_fail_without_judge(board.settings, reason, self.suite.judge.required)
-
-    def _record(self, **properties: Any) -> None:
-        from pytest_llmjudge.report.plugin import record_properties
-
-        record_properties(self, properties.items())
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        if isinstance(excinfo.value, CaseFailure):
-            return str(excinfo.value)
-        return str(super().repr_failure(excinfo, style=style))
 
 
 class CaseItem(_SuiteItem):

@@ -175,3 +175,14 @@ def test_the_engine_imports_no_pytest_facing_module() -> None:
         if _pytest_facing(edge)
     )
     assert offenders == []
+
+
+def test_every_item_derives_from_the_one_item_base() -> None:
+    """Only ``session/items.py`` subclasses ``pytest.Item``: every item kind shares its failure handling."""
+    direct = sorted(
+        f"{module}.{node.name}"
+        for module, path in MODULES.items()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef) and any(ast.unparse(base) in ("pytest.Item", "Item") for base in node.bases)
+    )
+    assert direct == [f"{SESSION}.items.LLMJudgeItem"]

@@ -32,17 +32,18 @@ import pytest
 from pytest_llmjudge.calibration.build import CalibrationSet
 from pytest_llmjudge.calibration.report import gate_message
 from pytest_llmjudge.calibration.store import CalibrationStore, judge_scored_languages
-from pytest_llmjudge.errors import LLMJudgeError
+from pytest_llmjudge.errors import ItemFailure, LLMJudgeError
 from pytest_llmjudge.nodes import AggregateItem, CaseFailure, CaseItem, json_safe
+from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem, record
 
 store_key = pytest.StashKey["CalibrationStore"]()
 
 
-class GateFailure(Exception):
+class GateFailure(ItemFailure):
     """A gate (or sanity check) missed its threshold."""
 
 
-class GateError(Exception):
+class GateError(ItemFailure):
     """A gate could not be decided (too few items, unscored items): never an expected failure."""
 
 
@@ -111,31 +112,17 @@ class CalibrationFile(pytest.File):
                 )
 
 
-class InvalidCalibrationItem(pytest.Item):
+class InvalidCalibrationItem(InvalidFileItem):
     """Stands in for a calibration file that failed to load."""
 
-    def __init__(self, *, error: str, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.error = error
-
-    def runtest(self) -> None:
-        raise GateError(self.error)
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        if isinstance(excinfo.value, GateError):
-            return f"invalid calibration set: {excinfo.value}"
-        return str(super().repr_failure(excinfo))
-
-    def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, 0, "invalid calibration set"
+    what = "calibration set"
 
 
-class _CalibrationItem(pytest.Item):
+class _CalibrationItem(LLMJudgeItem):
     calibration: CalibrationSet
     language: str
     metric: str
     judge_problem: str | None
-    llmjudge_result: dict[str, Any] | None = None
 
     def __init__(
         self, *, calibration: CalibrationSet, language: str, metric: str, judge_problem: str | None, **kwargs: Any
@@ -161,9 +148,7 @@ class _CalibrationItem(pytest.Item):
         skip_or_fail_without_judge(self.config.stash[settings_key], f"judge {label} {self.judge_problem}")
 
     def _record(self, **properties: Any) -> None:
-        from pytest_llmjudge.report.plugin import record_properties
-
-        record_properties(self, ((n, round(v, 6) if isinstance(v, float) else v) for n, v in properties.items()))
+        super()._record(**{n: round(v, 6) if isinstance(v, float) else v for n, v in properties.items()})
 
     def _keep_result(self, kind: str, judge: str, passed: bool, result: dict[str, Any], **extra: Any) -> None:
         """The structured result of a sanity-check item (consistency, sensitivity) for the reports."""
@@ -181,11 +166,6 @@ class _CalibrationItem(pytest.Item):
                 **extra,
             }
         )
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        if isinstance(excinfo.value, (GateFailure, GateError)):
-            return str(excinfo.value)
-        return str(super().repr_failure(excinfo, style=style))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = self.calibration.line - 1 if self.calibration.line else 0
@@ -361,9 +341,7 @@ def guard_suite_item(item: pytest.Item) -> None:
     first = failing[0]
     message = "\n".join(str(check.message) for check in failing)
     case_id = item.case.id if isinstance(item, CaseItem) else None
-    from pytest_llmjudge.report.plugin import record_properties
-
-    record_properties(
+    record(
         item,
         [
             ("suite", suite.name),

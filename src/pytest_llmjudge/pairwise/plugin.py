@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_llmjudge.errors import ItemFailure
+from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem
 from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
 from pytest_llmjudge.session.state import has_top_level_key, is_enabled, scoreboard_key
 
@@ -140,7 +142,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RankingFil
     return collector
 
 
-class RankingFailure(Exception):
+class RankingFailure(ItemFailure):
     """A ranking check failed or could not be computed."""
 
 
@@ -152,7 +154,7 @@ class RankingFile(pytest.File):
         try:
             ranking = load_ranking(self.path)
         except LLMJudgeError as exc:
-            return [InvalidRankingItem.from_parent(self, name="ranking-error", message=str(exc))]
+            return [InvalidRankingItem.from_parent(self, name="ranking-error", error=str(exc))]
         state = self.config.stash[state_key]
         run = state.runs.setdefault(self.path, RankingRun(ranking, self.config))
         items: list[pytest.Item] = []
@@ -193,11 +195,10 @@ class RankingFile(pytest.File):
         return items
 
 
-class _RankingItem(pytest.Item):
+class _RankingItem(LLMJudgeItem):
     run: RankingRun
     source: str
     language: str
-    llmjudge_result: dict[str, Any] | None = None
 
     def __init__(self, *, run: RankingRun, source: str, language: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -219,34 +220,15 @@ class _RankingItem(pytest.Item):
         reason = f"pairwise judge {self.run.judge_label} {self.run.judge_problem}"
         skip_or_fail_without_judge(self.config.stash[scoreboard_key].settings, reason)
 
-    def _record(self, **properties: Any) -> None:
-        from pytest_llmjudge.report.plugin import record_properties
-
-        record_properties(self, properties.items())
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        if isinstance(excinfo.value, RankingFailure):
-            return str(excinfo.value)
-        return str(super().repr_failure(excinfo, style=style))
-
     def reportinfo(self) -> tuple[Path, int | None, str]:
         # Not the bare name: pytest would show a '.' before '[' as '::' (0.5 -> 0::5) in -v lines.
         return self.path, 0, f"{self.name} ({self.ranking.name})"
 
 
-class InvalidRankingItem(pytest.Item):
-    def __init__(self, *, message: str, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.message = message
+class InvalidRankingItem(InvalidFileItem):
+    """Stands in for a ranking file that failed to load."""
 
-    def runtest(self) -> None:
-        raise RankingFailure(f"invalid ranking: {self.message}")
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        return str(excinfo.value)
-
-    def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, 0, "invalid ranking"
+    what = "ranking"
 
 
 def _f(value: Any, digits: int = 3) -> str:

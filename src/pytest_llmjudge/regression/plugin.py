@@ -33,7 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_llmjudge.errors import ItemFailure
 from pytest_llmjudge.session.collector import results_key
+from pytest_llmjudge.session.items import LLMJudgeItem, record
 from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
 from pytest_llmjudge.session.state import is_enabled, scoreboard_key
 
@@ -252,21 +254,11 @@ class RegressionFile(pytest.File):
         return items
 
 
-class RegressionFailure(Exception):
+class RegressionFailure(ItemFailure):
     """A regression item's gate failed, or it could not be checked."""
 
 
-class _Item(pytest.Item):
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        if isinstance(excinfo.value, RegressionFailure):
-            return str(excinfo.value)
-        return str(super().repr_failure(excinfo, style=style))
-
-    def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, 0, self.name
-
-
-class RegressionErrorItem(_Item):
+class RegressionErrorItem(LLMJudgeItem):
     def __init__(self, *, message: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.message = message
@@ -275,7 +267,7 @@ class RegressionErrorItem(_Item):
         raise RegressionFailure(f"ERROR: {self.message}")
 
 
-class RegressionSkipItem(_Item):
+class RegressionSkipItem(LLMJudgeItem):
     def __init__(self, *, message: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.message = message
@@ -297,7 +289,7 @@ def _listing(values: tuple[str, ...]) -> str:
     return shown + (f", … (+{len(values) - _EXCERPT})" if len(values) > _EXCERPT else "")
 
 
-class RegressionItem(_Item):
+class RegressionItem(LLMJudgeItem):
     """Candidate vs baseline for one suite, metric and group of cases (a language by default)."""
 
     def __init__(
@@ -451,7 +443,7 @@ class RegressionItem(_Item):
             {"case": case_id, "baseline": before, "candidate": now}
             for _, case_id, before, now in sorted(drops)[:_EXCERPT]
         ]
-        self._record(result)
+        self._record_result(result)
         self.llmjudge_result = json_safe(
             {
                 "kind": "regression",
@@ -482,7 +474,7 @@ class RegressionItem(_Item):
         # Attributed to the suite file (line 0: no source line is echoed), not to this module.
         warnings.warn_explicit(warning, type(warning), filename=str(self.path), lineno=0, module=__name__)
 
-    def _record(self, result: RegressionResult) -> None:
+    def _record_result(self, result: RegressionResult) -> None:
         properties: dict[str, Any] = {
             "suite": self.suite.name,
             "metric": self.metric,
@@ -504,9 +496,7 @@ class RegressionItem(_Item):
             "n_baseline_unscored": len(result.baseline_unscored),
             "n_unscored": len(result.candidate_unscored),
         }
-        from pytest_llmjudge.report.plugin import record_properties
-
-        record_properties(self, properties.items())
+        record(self, properties.items())
 
     def _missing_text(self, result: RegressionResult) -> str:
         parts = []

@@ -40,7 +40,7 @@ import pytest
 from pytest_llmjudge.escaping import MULTILINE, ONE_LINE, escape_controls
 from pytest_llmjudge.redaction import redact
 from pytest_llmjudge.session.collector import results_key
-from pytest_llmjudge.session.state import is_enabled, scoreboard_key
+from pytest_llmjudge.session.state import is_enabled, recorder_key, scoreboard_key
 
 if TYPE_CHECKING:
     from pytest_llmjudge.execution.runner import RunnerStats
@@ -137,6 +137,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"pytest-llmjudge: {exc}") from None
     state = ReportState(targets=targets, prices=prices)
     config.stash[state_key] = state
+    config.stash[recorder_key] = record_properties
     config.pluginmanager.register(ReportRecorder(state), "llmjudge-report-recorder")
     config.pluginmanager.register(JUnitSystemOut(config), "llmjudge-junit-system-out")
     config.pluginmanager.register(SummaryWriter(config), "llmjudge-summary-writer")

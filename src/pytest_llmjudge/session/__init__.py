@@ -6,6 +6,7 @@ none of them, only the plain engine below it (settings, judge policy, execution)
 the rule ``tests/unit/test_import_graph.py`` enforces (see ``docs/design.md``).
 
 * ``state.py``: the run's stash keys, ``is_enabled`` and the file-kind sniffing;
+* ``items.py``: the item base (failure type, failure rendering, recording) and the invalid-file item;
 * ``no_judge.py``: the one "judge can't be called -> skip or fail" step for every item kind;
 * ``collector.py``: the results collector (item records, xdist accounting) and its key.
 """

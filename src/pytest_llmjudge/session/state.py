@@ -7,8 +7,9 @@ nothing is stashed and every hook returns at once, which ``is_enabled`` tells th
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -21,6 +22,8 @@ scoreboard_key: pytest.StashKey[ScoreBoard] = pytest.StashKey()
 settings_key = pytest.StashKey[Settings]()
 progress_key = pytest.StashKey[dict[str, float]]()
 """When the last "judge calls done" progress line was printed (``time.monotonic``)."""
+recorder_key = pytest.StashKey[Callable[[pytest.Item, Iterable[tuple[str, Any]]], None]]()
+"""How items record their results for JUnit; installed by the report plugin (``report.plugin.record_properties``)."""
 
 
 def is_enabled(config: pytest.Config) -> bool:

@@ -1,0 +1,73 @@
+"""The base of every item the plugin collects: one failure type, one failure rendering, one way to record.
+
+Suite cases and aggregates (``nodes.py``), calibration gates and sanity checks
+(``calibration/nodes.py``), rankings (``pairwise/plugin.py``) and regression items
+(``regression/plugin.py``) all derive from :class:`LLMJudgeItem`:
+
+* a check that fails, or can't be decided, raises an
+  :class:`~pytest_llmjudge.errors.ItemFailure` (or a subclass) whose message is the whole
+  failure report: ``repr_failure`` prints it as is, never a traceback into the plugin;
+  any other exception is a bug and keeps pytest's traceback;
+* ``_record`` records the item's results for JUnit through the recorder the report plugin
+  installs (:data:`~pytest_llmjudge.session.state.recorder_key`): without the report
+  plugin nothing is recorded, and the item runs the same;
+* ``llmjudge_result`` is the structured result attached to the item's report;
+* ``reportinfo`` defaults to the file's first line and the item's name.
+
+A file that fails to load yields one :class:`InvalidFileItem` that fails with
+``invalid <what>: file:line: message``, so the other files still run (a collection error
+would stop the session).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_llmjudge.errors import ItemFailure
+from pytest_llmjudge.session.state import recorder_key
+
+
+def record(item: pytest.Item, properties: Iterable[tuple[str, Any]]) -> None:
+    """Record ``(name, value)`` results of ``item`` for JUnit (``None`` values are left out)."""
+    recorder = item.config.stash.get(recorder_key, None)
+    if recorder is not None:
+        recorder(item, properties)
+
+
+class LLMJudgeItem(pytest.Item):
+    """An item of pytest-llmjudge (see the module docstring)."""
+
+    llmjudge_result: dict[str, Any] | None = None
+    """Structured outcome of the item, attached to its report as ``report.llmjudge``."""
+
+    def _record(self, **properties: Any) -> None:
+        record(self, properties.items())
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, ItemFailure):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo, style=style))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, 0, self.name
+
+
+class InvalidFileItem(LLMJudgeItem):
+    """Stands in for a file that failed to load, so its error is reported with the run."""
+
+    what = "file"
+    """What kind of file failed (``suite``, ``calibration set``, ``ranking``)."""
+
+    def __init__(self, *, error: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.error = error
+
+    def runtest(self) -> None:
+        raise ItemFailure(f"invalid {self.what}: {self.error}")
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, 0, f"invalid {self.what}"
