@@ -42,7 +42,7 @@ def test_an_unparseable_reply_is_shown_and_asked_again_on_the_next_run(
     scripted_judge.scores = lambda query: BAD_REPLY
     pytester.makefile(".yaml", failures=suite(loopback.openai_base_url))
 
-    first = pytester.runpytest("--llmjudge", "--llmjudge-report=json:first.json")
+    first = pytester.runpytest("--llmjudge", "--llmjudge-report=json:first.json", "--llmjudge-report=html:first.html")
     first.assert_outcomes(failed=1)
     assert loopback.stats()["requests"] == 3  # the prompt and two re-asks with a note
     # In the failure, on one line with its control characters (ESC, newline) made visible:
@@ -56,6 +56,7 @@ def test_an_unparseable_reply_is_shown_and_asked_again_on_the_next_run(
     (record,) = case_records(pytester.path / "first.json")
     assert record["raw_reply"] == BAD_REPLY
     assert "no JSON object" in str(record["unscored_reason"])
+    assert "raw reply: I would rate it fine." in (pytester.path / "first.html").read_text(encoding="utf-8")
 
     # The judge now answers well: the next run asks the first prompt again instead of
     # replaying the cached failure, and the case is scored.
