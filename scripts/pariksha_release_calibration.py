@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from pytest_llmjudge import builtins
+from pytest_llmjudge import builtin_plugins
 from pytest_llmjudge.calibration.convert import main as convert
 from pytest_llmjudge.calibration.store import CalibrationStore
 from pytest_llmjudge.execution.scoreboard import ScoreBoard
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         return status
 
     registry = Registry(
-        providers=dict(builtins.pytest_llmjudge_providers()), rubrics=dict(builtins.pytest_llmjudge_rubrics())
+        providers=dict(builtin_plugins.pytest_llmjudge_providers()), rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics())
     )
     with tempfile.TemporaryDirectory() as cache:
         store = CalibrationStore(ScoreBoard(registry, Settings(cache_mode="off", cache_dir=Path(cache))))

@@ -3,7 +3,7 @@
 Registered with ``pytest_addhooks``; implement them in a ``conftest.py``, a plugin, or a
 package exposing a module under the ``pytest_llmjudge`` entry-point group. Each returns a
 mapping from name to thing; later registrations of a name replace earlier ones, and the
-built-ins (``pytest_llmjudge.builtins``) come first, so a conftest can override them::
+built-ins (``pytest_llmjudge.builtin_plugins``) come first, so a conftest can override them::
 
     def pytest_llmjudge_rubrics():
         from pytest_llmjudge import Rubric

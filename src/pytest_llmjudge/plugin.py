@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_llmjudge import builtins, hookspecs
+from pytest_llmjudge import builtin_plugins, hookspecs
 from pytest_llmjudge.errors import ConfigError
 from pytest_llmjudge.session.collector import ResultsCollector, results_key
 from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
@@ -59,8 +59,8 @@ FEATURE_PLUGINS: tuple[str, ...] = (
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
-    if not pluginmanager.is_registered(builtins):
-        pluginmanager.register(builtins, "llmjudge-builtins")
+    if not pluginmanager.is_registered(builtin_plugins):
+        pluginmanager.register(builtin_plugins, "llmjudge-builtins")
     for name in FEATURE_PLUGINS:
         if pluginmanager.get_plugin(name) is None:
             pluginmanager.register(importlib.import_module(name), name)

@@ -62,7 +62,7 @@ class ProviderFactory:
 
 def _precedence(plugin: object) -> int:
     """Built-ins first, then installed plugins, then conftest files: later ones win."""
-    if getattr(plugin, "__name__", "") == "pytest_llmjudge.builtins":
+    if getattr(plugin, "__name__", "") == "pytest_llmjudge.builtin_plugins":
         return 0
     if Path(str(getattr(plugin, "__file__", "") or "")).name == "conftest.py":
         return 2

@@ -285,12 +285,12 @@ def test_cache_files_never_contain_the_api_key(tmp_path: Path, monkeypatch: pyte
 
 
 def test_a_real_provider_round_trip_caches_no_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_llmjudge import builtins
+    from pytest_llmjudge import builtin_plugins
     from pytest_llmjudge.execution.runner import JudgeRunner
     from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
 
     monkeypatch.setenv("OPENAI_API_KEY", SENTINEL_KEY)
-    factory = builtins.pytest_llmjudge_providers()["openai"]
+    factory = builtin_plugins.pytest_llmjudge_providers()["openai"]
     rubric = BUILTIN_RUBRICS["linguistic_acceptability"]
     with LoopbackServer(responder=ScriptedJudge({"linguistic_acceptability": 2})) as server:
         provider = factory.create(factory.api_key(None), server.openai_base_url, 5.0)

@@ -21,7 +21,7 @@ from sklearn.metrics import cohen_kappa_score, f1_score
 from statsmodels.stats.inter_rater import aggregate_raters
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
-from pytest_llmjudge import builtins
+from pytest_llmjudge import builtin_plugins
 from pytest_llmjudge.calibration.convert import main
 from pytest_llmjudge.calibration.store import CalibrationStore
 from pytest_llmjudge.execution.scoreboard import ScoreBoard
@@ -51,7 +51,7 @@ METRICS = {
 @pytest.fixture
 def store(tmp_path: Path) -> CalibrationStore:
     registry = Registry(
-        providers=dict(builtins.pytest_llmjudge_providers()), rubrics=dict(builtins.pytest_llmjudge_rubrics())
+        providers=dict(builtin_plugins.pytest_llmjudge_providers()), rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics())
     )
     return CalibrationStore(ScoreBoard(registry, Settings(cache_mode="off", cache_dir=tmp_path / "cache")))
 

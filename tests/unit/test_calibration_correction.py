@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import f1_score
 
-from pytest_llmjudge import builtins
+from pytest_llmjudge import builtin_plugins
 from pytest_llmjudge.calibration.correction import evaluate_correction, fit_correction
 from pytest_llmjudge.calibration.gate import GateOptions, evaluate_gate
 from pytest_llmjudge.calibration.report import gate_message
@@ -77,7 +77,7 @@ def test_gain_interval_resamples_held_out_items() -> None:
 
 def test_what_the_correction_does_on_the_shipped_pariksha_subset(tmp_path: Path) -> None:
     registry = Registry(
-        providers=dict(builtins.pytest_llmjudge_providers()), rubrics=dict(builtins.pytest_llmjudge_rubrics())
+        providers=dict(builtin_plugins.pytest_llmjudge_providers()), rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics())
     )
     store = CalibrationStore(ScoreBoard(registry, Settings(cache_mode="off", cache_dir=tmp_path)))
     cal = store.load(EXAMPLE)
@@ -100,7 +100,7 @@ def test_what_the_correction_does_on_the_shipped_pariksha_subset(tmp_path: Path)
 
 def test_a_suite_never_gets_a_degenerate_correction(tmp_path: Path) -> None:
     registry = Registry(
-        providers=dict(builtins.pytest_llmjudge_providers()), rubrics=dict(builtins.pytest_llmjudge_rubrics())
+        providers=dict(builtin_plugins.pytest_llmjudge_providers()), rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics())
     )
     store = CalibrationStore(ScoreBoard(registry, Settings(cache_mode="off", cache_dir=tmp_path / "cache")))
     cal = store.load(EXAMPLE)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import yaml
 
-from pytest_llmjudge import builtins
+from pytest_llmjudge import builtin_plugins
 from pytest_llmjudge.calibration.gate import GateOptions, evaluate_gate
 from pytest_llmjudge.calibration.report import gate_message
 from pytest_llmjudge.calibration.store import CalibrationStore
@@ -29,7 +29,7 @@ SUBSET = REPO / "example_suites" / "data" / "pariksha"
 @pytest.fixture
 def store(tmp_path: Path) -> CalibrationStore:
     registry = Registry(
-        providers=dict(builtins.pytest_llmjudge_providers()), rubrics=dict(builtins.pytest_llmjudge_rubrics())
+        providers=dict(builtin_plugins.pytest_llmjudge_providers()), rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics())
     )
     return CalibrationStore(ScoreBoard(registry, Settings(cache_mode="off", cache_dir=tmp_path / "cache")))
 

@@ -20,7 +20,7 @@ from sklearn.metrics import cohen_kappa_score, f1_score
 from statsmodels.stats.inter_rater import aggregate_raters
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
-from pytest_llmjudge import builtins
+from pytest_llmjudge import builtin_plugins
 from pytest_llmjudge.calibration.build import GateSettings
 from pytest_llmjudge.calibration.correction import evaluate_correction, fit_correction
 from pytest_llmjudge.calibration.gate import GateOptions, evaluate_gate
@@ -46,7 +46,7 @@ SCALES = {"linguistic_acceptability": [0, 1, 2], "task_quality": [0, 1, 2], "hal
 @pytest.fixture
 def store(tmp_path: Path) -> CalibrationStore:
     registry = Registry(
-        providers=dict(builtins.pytest_llmjudge_providers()), rubrics=dict(builtins.pytest_llmjudge_rubrics())
+        providers=dict(builtin_plugins.pytest_llmjudge_providers()), rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics())
     )
     board = ScoreBoard(registry, Settings(cache_mode="off", cache_dir=tmp_path / "cache"))
     return CalibrationStore(board)
@@ -458,7 +458,7 @@ def test_listed_language_without_items_is_gated_and_fails(store: CalibrationStor
 def test_suite_judge_calibration_path_is_resolved_and_checked(tmp_path: Path) -> None:
     from pytest_llmjudge.suite.build import build_suite
 
-    registry = Registry(rubrics=dict(builtins.pytest_llmjudge_rubrics()))
+    registry = Registry(rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics()))
     suite_text = "suite: s\njudge:\n  calibration: {path}\ncases: [{{id: a, language: hi, output: x}}]\n"
     (tmp_path / "sub").mkdir()
     write(tmp_path / "sub", BASE)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_llmjudge import builtins
+from pytest_llmjudge import builtin_plugins
 from pytest_llmjudge.errors import SuiteError
 from pytest_llmjudge.judges.rubrics import BUILTIN_RUBRICS, LINGUISTIC_ACCEPTABILITY
 from pytest_llmjudge.registry import Registry
@@ -26,9 +26,9 @@ from pytest_llmjudge.suite.model import RecordedValue, Suite
 @pytest.fixture(scope="module")
 def registry() -> Registry:
     return Registry(
-        providers=dict(builtins.pytest_llmjudge_providers()),
-        rubrics=dict(builtins.pytest_llmjudge_rubrics()),
-        metrics=dict(builtins.pytest_llmjudge_metrics()),
+        providers=dict(builtin_plugins.pytest_llmjudge_providers()),
+        rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics()),
+        metrics=dict(builtin_plugins.pytest_llmjudge_metrics()),
     )
 
 

@@ -286,12 +286,12 @@ def convert(options: ConvertOptions) -> Conversion:
 
 def _validate(path: Path) -> None:
     """Load the written file with the plugin's own validation."""
-    from pytest_llmjudge import builtins
+    from pytest_llmjudge import builtin_plugins
     from pytest_llmjudge.calibration.build import build_calibration
     from pytest_llmjudge.registry import Registry
 
     registry = Registry(
-        providers=dict(builtins.pytest_llmjudge_providers()), rubrics=dict(builtins.pytest_llmjudge_rubrics())
+        providers=dict(builtin_plugins.pytest_llmjudge_providers()), rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics())
     )
     build_calibration(path, registry)
 
