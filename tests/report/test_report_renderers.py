@@ -108,3 +108,31 @@ def test_benchmark_prints_seconds_and_size_last(report_speed: ModuleType, tmp_pa
         assert report_speed.main(["300"]) == 0
     last = out.getvalue().strip().splitlines()[-1]
     assert re.fullmatch(r"seconds=\d+\.\d{3} html_mb=\d+\.\d{2}", last), last
+
+
+def test_a_pass_rate_row_shows_its_wilson_interval_in_percent() -> None:
+    # pass_rate(hallucinations <= 0) over 50 cases, 47 passing: Wilson [0.8376, 0.9794].
+    row = {
+        "language": "bn",
+        "n_scored": 50,
+        "n_unscored": 0,
+        "value": 0.94,
+        "ci_low": 0.8376,
+        "ci_high": 0.9794,
+        "threshold": {"op": ">=", "value": 0.9},
+        "passed": True,
+        "problem": None,
+    }
+    record = {
+        "kind": "aggregate",
+        "suite": "s",
+        "aggregate": "pass_rate(hallucinations <= 0)",
+        "metric": "hallucinations",
+        "language": "bn",
+        "passed": True,
+        "rows": [row],
+        "nodeid": "s.yaml::pass_rate(hallucinations <= 0)[bn]",
+        "outcome": "passed",
+    }
+    lines = [text for text, _ in summary_lines(build_document(RunInputs(records=[record])))]
+    assert any(re.search(r"^\s+bn\s+50\s+0\s+94% \[84%, 98%\]\s+pass_rate >= 0\.90", line) for line in lines), lines

@@ -368,8 +368,10 @@ def build_summary(
         decided = group.items_passed + group.items_failed
         pass_rate = group.items_passed / decided if decided else None
         rate_check = next((a for a in group.aggregates if a["stat"] == "pass_rate"), None)
+        rate_ci: tuple[float | None, float | None] = (None, None)
         if pass_rate is None and rate_check is not None:
             pass_rate = number(rate_check["value"])
+            rate_ci = (number(rate_check.get("ci_low")), number(rate_check.get("ci_high")))  # Wilson
         gate: Mapping[str, Any] | None = gate_index.get((suite, metric, language))
         for judge in sorted(judges.get(suite, ())):
             if gate is None:
@@ -386,6 +388,8 @@ def build_summary(
                 "ci_low": ci_low,
                 "ci_high": ci_high,
                 "pass_rate": pass_rate,
+                "pass_rate_ci_low": rate_ci[0],
+                "pass_rate_ci_high": rate_ci[1],
                 "case_thresholds": group.thresholds,
                 "items_passed": group.items_passed,
                 "items_failed": group.items_failed,

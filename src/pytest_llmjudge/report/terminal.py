@@ -150,8 +150,12 @@ def _header(with_agreement: bool) -> str:
 
 def _table_row(row: Mapping[str, Any], with_agreement: bool) -> str:
     mean = row.get("mean")
+    interval = _ci(row.get("ci_low"), row.get("ci_high"), int(row["n"]) - int(row["n_unscored"]))
     if number(mean) is None and number(row.get("pass_rate")) is not None:
         shown_mean = f"{row['pass_rate']:.0%}"
+        low, high = number(row.get("pass_rate_ci_low")), number(row.get("pass_rate_ci_high"))
+        if low is not None and high is not None:  # the pass_rate aggregate's Wilson interval
+            interval = f"[{low:.0%}, {high:.0%}]"
     else:
         shown_mean = format_number(mean)
     decided = row.get("items_passed", 0) + row.get("items_failed", 0)
@@ -161,7 +165,7 @@ def _table_row(row: Mapping[str, Any], with_agreement: bool) -> str:
         str(row["n"]),
         str(row["n_unscored"]),
         shown_mean,
-        _ci(row.get("ci_low"), row.get("ci_high"), int(row["n"]) - int(row["n_unscored"])),
+        interval,
         _row_threshold(row),
         cases,
         _agreement(row.get("gate")),
