@@ -234,6 +234,9 @@ class CaseItem(_SuiteItem):
             lines.append(f"  reference:     {_excerpt(self.case.reference)}")
         return "\n".join(lines)
 
+    def planned_calls(self) -> list[tuple[Suite, Case, str]]:
+        return [] if self.judge_problem is not None else [(self.suite, self.case, self.threshold.metric)]
+
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = self.case.line - 1 if self.case.line else 0
         return self.case.path, line, f"{self.case.id}[{self.threshold.render()}]"
@@ -347,16 +350,14 @@ class AggregateItem(_SuiteItem):
             f"{judged_by}{render_table(rows, highlight=self.language)}"
         )
 
+    def planned_calls(self) -> list[tuple[Suite, Case, str]]:
+        # Every case of the suite, not only this row's: the rows share the calls, so selecting
+        # one row plans (and so batches) the same calls as selecting them all.
+        if self.judge_problem is not None:
+            return []
+        return [(self.suite, case, self.check.spec.metric) for case in self.suite.cases]
+
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = self.check.line - 1 if self.check.line else 0
         return self.path, line, f"{self.check.spec.label}[{self.language}]"
 
-
-def judge_needs(items: list[pytest.Item]) -> Iterator[tuple[Suite, Case, str]]:
-    """The (suite, case, metric) judge needs of the selected suite items whose judge can be called."""
-    for item in items:
-        if isinstance(item, CaseItem) and item.judge_problem is None:
-            yield item.suite, item.case, item.threshold.metric
-        elif isinstance(item, AggregateItem) and item.judge_problem is None:
-            for case in item.suite.cases:
-                yield item.suite, case, item.check.spec.metric

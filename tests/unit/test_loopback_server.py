@@ -720,3 +720,63 @@ def test_cli_serves_until_sigterm() -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# --------------------------------------------------------------------------- holding answers
+
+
+def test_hold_after_sends_n_answers_then_holds_the_rest_until_release(server: LoopbackServer) -> None:
+    server.hold_after(2)
+    server.inject(Fault.SERVER_ERROR)  # a queued fault never reaches the responder: not counted, not held
+    client = oai(server, timeout=60.0)  # the timeout only stops a hung test
+    with pytest.raises(openai.InternalServerError):
+        chat(client)
+    done: list[str] = []
+    errors: list[BaseException] = []
+
+    def ask(text: str) -> None:
+        try:
+            chat(client, text)
+            done.append(text)
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=ask, args=(f"q{i}",)) for i in range(5)]
+    for thread in threads:
+        thread.start()
+    try:
+        assert server.wait_held(3, timeout=60), "three answers should be held"
+        # Held answers stay held: whatever the scheduling, exactly two were answered (an
+        # answer is counted before its bytes leave; the client may not have read them yet).
+        assert len(server.requests) == 6 and server.held == 3
+        assert server.stats()["by_status"] == {"500": 1, "200": 2}
+        assert not server.wait_held(4, timeout=0.05)  # no fourth request exists to hold
+        assert server.stats()["in_flight"] == 3
+    finally:
+        server.release()
+        for thread in threads:
+            thread.join(timeout=60)
+    assert not errors and len(done) == 5 and server.held == 0
+    chat(client)  # released: nothing is held any more
+    with pytest.raises(ValueError):
+        server.hold_after(-1)
+
+
+def test_arming_again_releases_the_earlier_hold(server: LoopbackServer) -> None:
+    server.hold_after(0)
+    client = oai(server, timeout=60.0)
+    first = threading.Thread(target=chat, args=(client,))
+    first.start()
+    assert server.wait_held(1, timeout=60)
+    server.hold_after(1)  # the held answer goes out and counts afresh from here
+    first.join(timeout=60)
+    assert not first.is_alive() and server.held == 0
+    chat(client)  # the one answer the new hold lets through
+    second = threading.Thread(target=chat, args=(client,))
+    second.start()
+    try:
+        assert server.wait_held(1, timeout=60)
+    finally:
+        server.release()
+        second.join(timeout=60)
+    assert not second.is_alive()

@@ -21,14 +21,17 @@ would stop the session).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_llmjudge.errors import ItemFailure
 from pytest_llmjudge.session.state import recorder_key
+
+if TYPE_CHECKING:
+    from pytest_llmjudge.suite.model import Case, Suite
 
 
 def record(item: pytest.Item, properties: Iterable[tuple[str, Any]]) -> None:
@@ -38,11 +41,26 @@ def record(item: pytest.Item, properties: Iterable[tuple[str, Any]]) -> None:
         recorder(item, properties)
 
 
+def selected_calls(items: Iterable[pytest.Item]) -> Iterator[tuple[Suite, Case, str]]:
+    """The planned judge calls (scoreboard needs) of ``items``, in item order."""
+    for item in items:
+        if isinstance(item, LLMJudgeItem):
+            yield from item.planned_calls()
+
+
 class LLMJudgeItem(pytest.Item):
     """An item of pytest-llmjudge (see the module docstring)."""
 
     llmjudge_result: dict[str, Any] | None = None
     """Structured outcome of the item, attached to its report as ``report.llmjudge``."""
+
+    def planned_calls(self) -> Iterable[tuple[Suite, Case, str]]:
+        """The judge calls this item will wait for, as scoreboard needs ``(suite, case, metric)``.
+
+        Gathered once after collection from every selected item (:func:`selected_calls`), so
+        batch mode, xdist sharing, rate limits and the cache see them together. None by default.
+        """
+        return ()
 
     def _record(self, **properties: Any) -> None:
         record(self, properties.items())

@@ -142,6 +142,22 @@ updated *before* its response bytes are written, so a client that has its
 answer always sees them.  :meth:`LoopbackServer.reset` clears counters,
 recorded requests and queued faults and re-seeds the fault RNG.
 
+Holding answers
+---------------
+A test that interrupts a client midway (SIGINT, SIGKILL) must not race its signal
+against the client's progress: on a loaded machine the run may finish first.
+``srv.hold_after(n)`` lets the next ``n`` responder answers go out as usual and
+then holds every further one, after its latency, until ``srv.release()``: the
+client is then certainly midway, with its held calls in flight, however slow the
+machine.  ``srv.wait_held(count, timeout)`` blocks until ``count`` answers are
+held (``True``) or ``timeout`` passes (``False``; poll the client meanwhile, it may
+have ended early); ``srv.held`` is the number held now.  Only answers the
+responder gives to completion requests count and are held: queued and random
+faults never reach the responder, batch lines and control endpoints pass.  A held
+request stays in ``in_flight``; ``reset()`` leaves the hold as it is, ``hold_after``
+again releases what the earlier hold held and counts afresh, and ``stop()`` aborts
+held requests like hung ones.
+
 Degenerate cases
 ----------------
 A body that is not a JSON object answers 400 ``invalid_request_error`` (still
@@ -654,6 +670,13 @@ class LoopbackServer:
         self._open_connections = 0
         self._in_flight = 0
         self._reset_counters_locked()
+        # The hold (hold_after/release): answers counted since it was armed, answers
+        # waiting now, and the event they wait on (set on the server's loop).
+        self._hold_at: int | None = None
+        self._answered = 0
+        self._held = 0
+        self._held_changed = threading.Condition(self._lock)
+        self._released: asyncio.Event | None = None
 
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.AbstractServer | None = None
@@ -833,6 +856,58 @@ class LoopbackServer:
             self._fault_log.clear()
             self._queue.clear()
             self._rng = random.Random(self.seed)
+
+    # ------------------------------------------------------------------ holding answers
+
+    def hold_after(self, answers: int) -> None:
+        """Let the next ``answers`` responder answers go out, then hold every further one until :meth:`release`.
+
+        Arming again releases what an earlier hold holds and counts from zero.
+        """
+        if answers < 0:
+            raise ValueError("answers must be >= 0")
+        self.release()
+        with self._lock:
+            self._hold_at, self._answered, self._released = answers, 0, asyncio.Event()
+
+    def release(self) -> None:
+        """Send every held answer and hold no more (a no-op when nothing is armed)."""
+        with self._lock:
+            released, self._released, self._hold_at = self._released, None, None
+        if released is None:
+            return
+        loop = self._loop
+        if loop is None or self._stopped:
+            released.set()  # no loop runs to wait on it
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nothing waits any more
+            loop.call_soon_threadsafe(released.set)
+
+    @property
+    def held(self) -> int:
+        """How many answers are held now."""
+        with self._lock:
+            return self._held
+
+    def wait_held(self, count: int = 1, timeout: float | None = None) -> bool:
+        """Block until at least ``count`` answers are held; False if ``timeout`` seconds pass first."""
+        with self._held_changed:
+            return self._held_changed.wait_for(lambda: self._held >= count, timeout)
+
+    async def _pass_hold(self) -> None:
+        """Count one responder answer; wait for :meth:`release` if it comes after the armed number."""
+        with self._lock:
+            self._answered += 1
+            released = self._released
+            if released is None or self._hold_at is None or self._answered <= self._hold_at:
+                return
+            self._held += 1
+            self._held_changed.notify_all()
+        try:
+            await released.wait()
+        finally:
+            with self._lock:
+                self._held -= 1
 
     @property
     def requests(self) -> list[ReceivedRequest]:
@@ -1098,6 +1173,7 @@ class LoopbackServer:
 
         retry_after = self.retry_after
         hang_seconds = self.hang_seconds
+        answered = False  # by the responder: the answers hold_after counts and holds
         if entry is not None:
             reply = Reply(fault=entry.fault)
             if entry.retry_after is not None:
@@ -1110,6 +1186,7 @@ class LoopbackServer:
             reply = Reply(text="streaming not supported by loopback server", status=400)
         else:
             reply = await self._call_responder(received)
+            answered = True
         fault = reply.fault
         if fault is not None:
             with self._lock:
@@ -1124,6 +1201,8 @@ class LoopbackServer:
         remaining = latency - (asyncio.get_running_loop().time() - arrived)
         if remaining > 0:
             await asyncio.sleep(remaining)
+        if answered:
+            await self._pass_hold()
 
         extra = {**base_headers, **reply.headers}
         if fault is Fault.CONNECTION_RESET:
