@@ -30,6 +30,7 @@ import pytest
 from pytest_llmjudge import builtin_plugins, hookspecs
 from pytest_llmjudge.errors import ConfigError
 from pytest_llmjudge.session.collector import ResultsCollector, results_key
+from pytest_llmjudge.session.items import selected_calls
 from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
 from pytest_llmjudge.session.state import has_top_level_key, is_enabled, progress_key, scoreboard_key, settings_key
 from pytest_llmjudge.settings import OPTIONS, Settings, resolve_settings
@@ -54,6 +55,8 @@ FEATURE_PLUGINS: tuple[str, ...] = (
     "pytest_llmjudge.regression.plugin",
     "pytest_llmjudge.execution.batch_plugin",
     "pytest_llmjudge.pairwise.plugin",
+    "pytest_llmjudge.selection_plugin",
+    "pytest_llmjudge.sharding_plugin",
 )
 
 
@@ -217,16 +220,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if not is_enabled(session.config) or session.config.option.collectonly:
         return  # --collect-only runs no item: send no (paid) judge call
     board = session.config.stash[scoreboard_key]
-    from pytest_llmjudge.nodes import judge_needs
-
-    planned = board.plan(judge_needs(session.items))
+    planned = board.plan(selected_calls(session.items))
     if planned and session.config.get_verbosity() >= 0:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             reporter.write_line(
                 f"llmjudge: {planned} judge call(s) planned, concurrency {board.settings.concurrency}"
                 + (f", {board.settings.requests_per_minute:g} rpm" if board.settings.requests_per_minute else "")
-                + f", cache {board.settings.cache_mode}"
+                + f", cache {board.cache_description}"
             )
 
 

@@ -10,6 +10,7 @@ command line           environment                      ini (pytest.ini/pyprojec
 --llmjudge-max-retries LLMJUDGE_MAX_RETRIES             llmjudge_max_retries        4
 --llmjudge-timeout     LLMJUDGE_TIMEOUT                 llmjudge_timeout            60 (seconds)
 --llmjudge-cache-dir   LLMJUDGE_CACHE_DIR               llmjudge_cache_dir          .llmjudge_cache
+--llmjudge-cache-url   LLMJUDGE_CACHE_URL               llmjudge_cache_url          (the cache dir)
 --llmjudge-cache       LLMJUDGE_CACHE                   llmjudge_cache              use
 --llmjudge-provider    LLMJUDGE_PROVIDER                llmjudge_provider           (suite's)
 --llmjudge-model       LLMJUDGE_MODEL                   llmjudge_model              (suite's)
@@ -22,11 +23,15 @@ command line           environment                      ini (pytest.ini/pyprojec
 --llmjudge-batch-poll  LLMJUDGE_BATCH_POLL              llmjudge_batch_poll         30 (seconds)
 --llmjudge-batch-wait  LLMJUDGE_BATCH_WAIT              llmjudge_batch_wait         (until it ends)
 --llmjudge-retry-backoff  LLMJUDGE_RETRY_BACKOFF        llmjudge_retry_backoff      0.5 (seconds)
+--llmjudge-language    LLMJUDGE_LANGUAGE                llmjudge_language           (all languages)
+--llmjudge-progress-interval LLMJUDGE_PROGRESS_INTERVAL llmjudge_progress_interval  10 (seconds)
 =====================  ===============================  ==========================  ===========
 
 ``--llmjudge-cache`` is one of ``use`` (read and write), ``refresh`` (write only: re-judge
 everything and overwrite) or ``off``; ``--llmjudge-no-cache`` is short for ``off``. A
-relative cache directory is taken from pytest's rootdir. ``--llmjudge-rpm`` and
+relative cache directory is taken from pytest's rootdir. ``--llmjudge-cache-url`` puts the
+replies in another store (docs/remote-cache.md); run-scoped files (xdist sharing, batch
+records) stay in the cache directory. ``--llmjudge-rpm`` and
 ``--llmjudge-tpm`` are budgets of each provider endpoint; ``--llmjudge-rate-limits`` sets
 them per provider name (``openai:rpm=500:tpm=200000,anthropic:rpm=50``), falling back to the
 two for what an entry doesn't say (docs/scale.md).
@@ -64,6 +69,8 @@ class Settings:
     max_retries: int = 4
     timeout: float = 60.0
     cache_dir: Path = Path(".llmjudge_cache")
+    cache_url: str | None = None
+    """Where judge replies live (``redis://``, ``s3://``, ``sqlite://``, a path); None: ``cache_dir``."""
     cache_mode: CacheMode = "use"
     provider: str | None = None
     model: str | None = None
@@ -78,6 +85,10 @@ class Settings:
     batch_poll: float = 30.0
     batch_wait: float | None = None
     retry_backoff: float = 0.5
+    languages: tuple[str, ...] = ()
+    """``--llmjudge-language hi,ta``: run only items of these languages (empty: all); selection_plugin.py."""
+    progress_interval: float = 10.0
+    """Seconds between progress lines when the terminal is not a TTY (CI logs); progress_plugin.py."""
     ci: bool = False
     """Whether the run is in CI (the ``CI`` environment variable); not an option of its own."""
 
@@ -137,6 +148,13 @@ OPTIONS: tuple[Option, ...] = (
         "LLMJUDGE_CACHE_DIR",
         "Judge reply cache directory (default .llmjudge_cache under rootdir).",
         ".llmjudge_cache",
+    ),
+    Option(
+        "cache_url",
+        "--llmjudge-cache-url",
+        "LLMJUDGE_CACHE_URL",
+        "Judge reply store: redis://, s3://bucket/prefix, sqlite:///file or a path (default: the cache dir).",
+        None,
     ),
     Option(
         "cache_mode",
@@ -212,6 +230,20 @@ OPTIONS: tuple[Option, ...] = (
         "Base of the exponential back-off between retries, in seconds (default 0.5; Retry-After wins).",
         0.5,
     ),
+    Option(
+        "languages",
+        "--llmjudge-language",
+        "LLMJUDGE_LANGUAGE",
+        "Run only items of these languages, comma-separated (e.g. 'hi,ta'); others are deselected.",
+        "",
+    ),
+    Option(
+        "progress_interval",
+        "--llmjudge-progress-interval",
+        "LLMJUDGE_PROGRESS_INTERVAL",
+        "Seconds between progress lines when the output is not a terminal, e.g. in CI logs (default 10).",
+        10.0,
+    ),
 )
 
 
@@ -266,6 +298,17 @@ def _rate_limits(name: str, raw: Any) -> tuple[tuple[str, float | None, float | 
     return tuple((provider, b.requests_per_minute, b.tokens_per_minute) for provider, b in limits.items())
 
 
+def _languages(name: str, raw: Any) -> tuple[str, ...]:
+    """``hi,ta`` (or a list, from an ini ``linelist``) as language codes, each once; no empty names."""
+    if not str(raw).strip():
+        return ()  # the default: every language
+    parts = raw if isinstance(raw, list) else str(raw).split(",")
+    languages = [str(part).strip() for part in parts]
+    if any(not language or any(ch.isspace() for ch in language) for language in languages):
+        raise ConfigError(f"{name} must be comma-separated language codes like 'hi,ta', got {raw!r}")
+    return tuple(dict.fromkeys(languages))
+
+
 def _cache_mode(name: str, raw: Any) -> CacheMode:
     text = str(raw).strip().lower()
     if text not in ("use", "refresh", "off"):
@@ -313,6 +356,8 @@ def resolve_settings(
         "batch_poll": _positive_float,
         "batch_wait": _positive_float,
         "retry_backoff": _positive_float,
+        "languages": _languages,
+        "progress_interval": _positive_float,
     }
     for option in OPTIONS:
         source, raw = pick(option)

@@ -42,6 +42,7 @@ def test_options_table_matches_the_settings_fields() -> None:
             "requests_per_minute": "rpm",
             "cache_mode": "cache",
             "tokens_per_minute": "tpm",
+            "languages": "language",
         }.get(option.name, option.name.replace("_", "-"))
         assert option.env.startswith("LLMJUDGE_")
 
@@ -69,6 +70,8 @@ PRECEDENCE = [
     ),
     ("require_judge", True, "false", "true", None, True, False, True),
     ("target_timeout", "0.5", "2", "30", 300.0, 0.5, 2.0, 30.0),
+    ("languages", "hi, ta,hi", "de", "fr,ja", (), ("hi", "ta"), ("de",), ("fr", "ja")),
+    ("progress_interval", "0.5", "2", "30", 10.0, 0.5, 2.0, 30.0),
 ]
 
 

@@ -31,6 +31,8 @@ from pytest_llmjudge.errors import ItemFailure
 from pytest_llmjudge.session.state import recorder_key
 
 if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is 3.11+
+
     from pytest_llmjudge.suite.model import Case, Suite
 
 
@@ -61,6 +63,15 @@ class LLMJudgeItem(pytest.Item):
         batch mode, xdist sharing, rate limits and the cache see them together. None by default.
         """
         return ()
+
+    @classmethod
+    def from_parent(cls, parent: pytest.Collector, **kwargs: Any) -> Self:
+        # An explicit node id string: pytest 9 parses it as it parses the ids stored by --lf/--ff
+        # (``b[chrf]`` -> name ``b``, params ``chrf``), where the id it derives from the name keeps
+        # ``b[chrf]`` as one name, so the two never compared equal and --lf selected nothing.
+        # In pytest 8 the string is the id itself, as before.
+        kwargs.setdefault("nodeid", f"{parent.nodeid}::{kwargs['name']}")
+        return super().from_parent(parent, **kwargs)
 
     def _record(self, **properties: Any) -> None:
         record(self, properties.items())

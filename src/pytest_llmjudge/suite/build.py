@@ -360,6 +360,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 thresholds=tuple(suite_thresholds + own),
                 path=source,
                 line=line,
+                tags=tuple(dict.fromkeys([*config.tags, *case_config.tags])),
             )
         )
     if not cases:
@@ -478,6 +479,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         target_timeout=config.outputs.timeout if config.outputs is not None else None,
         regression=config.regression,
         group_by=tuple(config.group_by),
+        tags=tuple(config.tags),
     )
 
 

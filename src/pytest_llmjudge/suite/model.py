@@ -47,6 +47,8 @@ class Case:
     thresholds: tuple[Threshold, ...] = ()
     path: Path = Path()
     line: int | None = None
+    tags: tuple[str, ...] = ()
+    """The suite's tags then the case's own, each once; they become pytest markers (``-m smoke``)."""
 
     @property
     def key(self) -> str:
@@ -117,6 +119,8 @@ class Suite:
     """The suite's ``regression:`` section (baseline comparison), if any."""
     group_by: tuple[str, ...] = ("language",)
     """The suite's ``group_by``: aggregates and regressions without their own use it."""
+    tags: tuple[str, ...] = ()
+    """The suite's ``tags``: markers of every item of the suite (each case adds its own)."""
 
     @property
     def languages(self) -> tuple[str, ...]:

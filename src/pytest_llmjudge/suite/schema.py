@@ -13,6 +13,7 @@ one; a rubric scale needs at least two distinct values.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
@@ -39,6 +40,26 @@ def _group_fields(value: list[str] | None) -> list[str] | None:
 
 GroupBy = Annotated[list[str], AfterValidator(_group_fields)]
 """Case fields whose values form one group (``stats/grouping.py``): a case key or a ``metadata`` key."""
+
+
+# pytest's own markers: a tag with one of these names would skip, xfail or parametrize the item.
+RESERVED_TAGS = frozenset(
+    {"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings", "tryfirst", "trylast"}
+)
+_TAG = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def check_tags(tags: list[str]) -> list[str]:
+    """Tags become pytest markers (``-m smoke``): identifier-like, and none of pytest's own markers."""
+    for tag in tags:
+        if not _TAG.fullmatch(tag):
+            raise ValueError(f"tag {tag!r} must be a name like smoke or math_v2 (letters, digits, '_'), usable in -m")
+        if tag in RESERVED_TAGS:
+            raise ValueError(f"tag {tag!r} is one of pytest's own markers; choose another name")
+    return tags
+
+
+Tags = Annotated[list[str], AfterValidator(check_tags)]
 
 
 class _Strict(BaseModel):
@@ -146,6 +167,9 @@ class CaseConfig(_Strict):
     metadata: dict[str, Any] = Field(default_factory=dict)
     recorded: dict[str, RecordedScore | Number] = Field(default_factory=dict)
     assert_: list[str] = Field(default_factory=list, alias="assert")
+    tags: Tags = Field(
+        default_factory=list, description="Names that select the case with `pytest -m` (e.g. [smoke, math])."
+    )
 
     @field_validator("id")
     @classmethod
@@ -278,6 +302,9 @@ class SuiteConfig(_Strict):
         "e.g. [language, task]; a field is a case key or a metadata key. The first must be language.",
     )
     regression: RegressionConfig | None = Field(None, description="Compare with a stored baseline (docs/baselines.md).")
+    tags: Tags = Field(
+        default_factory=list, description="Tags of every case and aggregate of the suite (selected with `pytest -m`)."
+    )
 
     @model_validator(mode="after")
     def _has_cases(self) -> SuiteConfig:
