@@ -200,3 +200,17 @@ def test_nothing_uncached_means_no_batch(pytester: pytest.Pytester, loopback: Lo
     result.assert_outcomes(passed=9)
     assert loopback.stats()["batch"]["batches_created"] == 0
     result.stdout.fnmatch_lines(["llmjudge: batch mode: 0 uncached request(s), 6 cached*"])
+
+
+def test_regression_items_alone_are_batched(pytester: pytest.Pytester, loopback: LoopbackServer) -> None:
+    """The one planner: a run selecting only regression items sends their judge calls as a batch too."""
+    pytester.makefile(".yaml", suite=suite_text(loopback.openai_base_url))
+    pytester.runpytest("--llmjudge", "--llmjudge-save-baseline=prod").assert_outcomes(passed=9)
+    online = len(loopback.requests)
+    result = pytester.runpytest(
+        "--llmjudge", "--llmjudge-batch", FAST_POLL, "--llmjudge-cache-dir=fresh", "--llmjudge-baseline=prod",
+        "-k", "regression",
+    )  # fmt: skip
+    result.assert_outcomes(passed=4, deselected=9)
+    assert len(loopback.requests) == online, "no regression call went online"
+    assert loopback.stats()["batch"]["batch_requests"] == 6

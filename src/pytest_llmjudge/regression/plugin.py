@@ -353,7 +353,7 @@ class RegressionItem(LLMJudgeItem):
                 values["resamples"] = None
         return RegressionSettings(margin=margin, **values)
 
-    def needs(self) -> list[tuple[Suite, Case, str]]:
+    def planned_calls(self) -> list[tuple[Suite, Case, str]]:
         kind = self.suite.metric_kinds.get(self.metric)
         if kind is None:
             return []
@@ -373,7 +373,7 @@ class RegressionItem(LLMJudgeItem):
 
     def _candidate(self) -> tuple[dict[str, float | None], dict[str, str], bool | None, set[str]]:
         board = self.config.stash[scoreboard_key]
-        board.plan(self.needs())
+        board.plan(self.planned_calls())
         scores: dict[str, float | None] = {}
         reasons: dict[str, str] = {}
         higher: bool | None = None
@@ -548,14 +548,6 @@ class RegressionItem(LLMJudgeItem):
         for note in result.notes:
             lines.append(f"  note:         {note}")
         return "\n".join(lines)
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    if not is_enabled(session.config) or state_key not in session.config.stash:
-        return
-    needs = [need for item in session.items if isinstance(item, RegressionItem) for need in item.needs()]
-    if needs:
-        session.config.stash[scoreboard_key].plan(needs)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
