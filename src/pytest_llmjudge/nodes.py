@@ -27,9 +27,8 @@ from pytest_llmjudge.aggregate import ALL_LANGUAGES, AggregateRow, ScoredValue, 
 from pytest_llmjudge.errors import ItemFailure, LLMJudgeError
 from pytest_llmjudge.escaping import ONE_LINE, escape_controls
 from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
-from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem
-from pytest_llmjudge.suite.build import build_suite
+from pytest_llmjudge.session.suites import built_suite
 from pytest_llmjudge.suite.expressions import Threshold
 from pytest_llmjudge.suite.model import AggregateCheck, Case, Suite
 
@@ -68,8 +67,7 @@ class SuiteFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         try:
-            registry = Registry.from_hook(self.ihook)
-            suite = build_suite(self.path, registry)
+            suite = built_suite(self.config, self.path, self.ihook)
         except LLMJudgeError as exc:
             yield InvalidSuiteItem.from_parent(self, name="suite-error", error=str(exc))
             return

@@ -193,3 +193,11 @@ def test_save_and_compare_under_xdist(pytester: pytest.Pytester) -> None:
     data = json.loads((pytester.path / "llmjudge_baselines" / "next.json").read_text(encoding="utf-8"))
     scores = data["suites"]["release"]["metrics"]["task_quality"]["scores"]
     assert sum(len(v) for v in scores.values()) == 36 and set(scores["hi"].values()) == {0.0}
+
+
+def test_the_suite_file_is_built_once_for_its_items_and_its_regression_items(pytester: pytest.Pytester) -> None:
+    save_baseline(pytester)
+    items, _ = pytester.inline_genitems("--llmjudge", "--llmjudge-baseline=prod")
+    suites = {id(item.suite) for item in items}  # type: ignore[attr-defined]
+    kinds = {type(item).__name__ for item in items}
+    assert kinds == {"CaseItem", "RegressionItem"} and len(suites) == 1

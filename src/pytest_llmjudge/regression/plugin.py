@@ -191,14 +191,13 @@ class RegressionFile(pytest.File):
     def collect(self) -> list[pytest.Item]:
         from pytest_llmjudge.errors import LLMJudgeError
         from pytest_llmjudge.escaping import ONE_LINE, escape_controls
-        from pytest_llmjudge.registry import Registry
         from pytest_llmjudge.regression.baseline import BaselineError, resolve_path
+        from pytest_llmjudge.session.suites import built_suite
         from pytest_llmjudge.stats.grouping import MISSING, Group
-        from pytest_llmjudge.suite.build import build_suite
 
         state = self.config.stash[state_key]
         try:
-            suite = build_suite(self.path, Registry.from_hook(self.ihook))
+            suite = built_suite(self.config, self.path, self.ihook)
         except LLMJudgeError:
             return []  # the suite's own collector reports the error
         config = suite.regression
