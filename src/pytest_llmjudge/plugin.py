@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_llmjudge import builtin_plugins, hookspecs
-from pytest_llmjudge.errors import ConfigError
+from pytest_llmjudge.errors import ConfigError, MissingDependencyError
 from pytest_llmjudge.session.collector import ResultsCollector, results_key
 from pytest_llmjudge.session.items import selected_calls
 from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
@@ -164,12 +164,17 @@ def pytest_configure(config: pytest.Config) -> None:
     collector = ResultsCollector(config)
     config.stash[results_key] = collector
     config.pluginmanager.register(collector, "llmjudge-results")
-    config.stash[scoreboard_key] = ScoreBoard(
-        Registry.from_hook(config.hook),
-        settings,
-        on_wait=lambda runner: _report_progress(config, runner),
-        share=_worker_share(config, settings),
-    )
+    try:  # opens the cache store: a bad --llmjudge-cache-url or a missing client library is a usage error
+        config.stash[scoreboard_key] = ScoreBoard(
+            Registry.from_hook(config.hook),
+            settings,
+            on_wait=lambda runner: _report_progress(config, runner),
+            share=_worker_share(config, settings),
+        )
+    except (ConfigError, MissingDependencyError) as exc:
+        from pytest_llmjudge.redaction import redact
+
+        raise pytest.UsageError(f"pytest-llmjudge: {redact(str(exc))}") from None
 
 
 def _worker_share(config: pytest.Config, settings: Settings) -> WorkerShare | None:
@@ -221,7 +226,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return  # --collect-only runs no item: send no (paid) judge call
     board = session.config.stash[scoreboard_key]
     planned = board.plan(selected_calls(session.items))
-    if planned and session.config.get_verbosity() >= 0:
+    # With a remote store the line is printed even when all is cached: a log should say which store served it.
+    if (planned or board.settings.cache_url) and session.config.get_verbosity() >= 0:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             reporter.write_line(

@@ -43,11 +43,13 @@ from pytest_llmjudge.execution.cache import JudgeCache, secret_from_environment
 from pytest_llmjudge.execution.ratelimit import Budget
 from pytest_llmjudge.execution.runner import CallOutcome, JudgeRunner
 from pytest_llmjudge.execution.sharing import WorkerShare
+from pytest_llmjudge.execution.stores import open_store
 from pytest_llmjudge.judges.base import JudgeProvider, LazyProvider, ProviderRequest
 from pytest_llmjudge.judges.parsing import Verdict
 from pytest_llmjudge.judges.prompts import JudgedText, JudgeSettings, build_request
 from pytest_llmjudge.judges.rubrics import Rubric
 from pytest_llmjudge.metrics.base import Metric, MetricInput
+from pytest_llmjudge.redaction import redact
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.settings import Settings
 from pytest_llmjudge.suite.build import target_search_paths
@@ -196,6 +198,16 @@ def combine_samples(samples: Sequence[float], how: Literal["mean", "majority"]) 
     return min(value for value, count in counts.items() if count == best)
 
 
+def lease_ttl(settings: Settings) -> float:
+    """How long a process may hold a prompt's lease before others take it as hung.
+
+    Its longest honest hold: every attempt timing out (``timeout`` x (retries + 1)) plus the
+    longest waits between them (a ``Retry-After`` is obeyed up to 30 s), plus a margin for
+    writing the reply. A shorter ttl would let a second shard pay while the first is only slow.
+    """
+    return settings.timeout * (settings.max_retries + 1) + 30.0 * settings.max_retries + 30.0
+
+
 class ScoreBoard:
     """Produces :class:`Score` objects; owns the judge runner and provider clients."""
 
@@ -211,7 +223,9 @@ class ScoreBoard:
         self.share = share
         self.settings = settings
         self.on_wait = on_wait
-        self._cache = JudgeCache(settings.cache_dir, settings.cache_mode, secret=secret_from_environment())
+        # --llmjudge-cache-url picks where replies live; run-scoped files stay in the cache dir.
+        store = open_store(settings.cache_url) if settings.cache_url and settings.cache_mode != "off" else None
+        self._cache = JudgeCache(settings.cache_dir, settings.cache_mode, secret=secret_from_environment(), store=store)
         self._runner: JudgeRunner | None = None
         self._lock = threading.RLock()
         self._providers: dict[tuple[str, str | None, str | None], JudgeProvider] = {}
@@ -241,8 +255,17 @@ class ScoreBoard:
                     rate_limits={name: Budget(rpm, tpm) for name, rpm, tpm in self.settings.rate_limits},
                     budget_parts=self.share.count if self.share is not None else 1,
                     backoff_base=self.settings.retry_backoff,
+                    lease_ttl=lease_ttl(self.settings),
                 )
             return self._runner
+
+    @property
+    def cache_description(self) -> str:
+        """Where replies are cached, for the summary line: the URL with its credentials masked, or the directory."""
+        if self._cache.mode == "off":
+            return "off"
+        where = redact(self.settings.cache_url) if self.settings.cache_url else str(self.settings.cache_dir)
+        return f"{self._cache.mode} ({where})"
 
     @property
     def runner_started(self) -> bool:

@@ -1,0 +1,107 @@
+"""``--llmjudge-shard i/N``: run one shard of the cases, for splitting a run over N CI machines.
+
+A shard keeps the case items of the cases :mod:`pytest_llmjudge.sharding` assigns to it and
+deselects every other item (reported as "N deselected", as ``-k`` does):
+
+* case items of other shards' cases;
+* every item that is computed over many cases: aggregates, regressions, calibration
+  gates and checks, rankings. Computed over a shard's cases they would be verdicts about a
+  third of the suite; they run once, in the merge job, over all cases;
+* items that aren't the plugin's (plain Python tests) go by a hash of their node id, so
+  each runs in exactly one shard.
+
+Invalid-file items run in shard 1 (an error is never hidden by sharding). A shard left with
+no item (more shards than cases) exits 0, not pytest's 5 ("no tests collected").
+
+The merge job is an ordinary unsharded run on the cache the shards filled
+(``--llmjudge-cache-url``, or the shards' cache directories copied into one): every judge
+call is a cache hit, so it pays nothing and computes aggregates, gates and regressions
+exactly as one run would (docs/scale.md#shards). ``--llmjudge-save-baseline`` is refused in
+a shard: a baseline of a third of the cases would read as a regression of the rest later.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_llmjudge.errors import ConfigError
+from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem
+from pytest_llmjudge.session.state import is_enabled
+from pytest_llmjudge.sharding import Shard, shard_key
+
+shard_stash_key = pytest.StashKey[Shard]()
+_emptied_key = pytest.StashKey[bool]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("llmjudge", "LLM-judge evaluation suites (pytest-llmjudge)")
+    group.addoption(
+        "--llmjudge-shard",
+        default=None,
+        dest="llmjudge_shard",
+        metavar="I/N",
+        help="Run shard I of N (1-based): a stable share of the cases; aggregates and gates run in the merge job.",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    spec = config.getoption("llmjudge_shard", None)
+    if spec is None or not is_enabled(config):
+        return
+    try:
+        shard = Shard.parse(spec)
+    except ConfigError as exc:
+        raise pytest.UsageError(f"pytest-llmjudge: {exc}") from None
+    if config.getoption("llmjudge_save_baseline", None):
+        raise pytest.UsageError(
+            "pytest-llmjudge: --llmjudge-save-baseline can't be used with --llmjudge-shard: save it in the merge run"
+        )
+    config.stash[shard_stash_key] = shard
+
+
+def _suite_path(path: Path, rootdir: Path) -> str:
+    try:
+        return path.resolve().relative_to(rootdir.resolve()).as_posix()
+    except ValueError:  # a suite outside rootdir: its absolute path (machines must then agree on it)
+        return path.resolve().as_posix()
+
+
+def _keeps(shard: Shard, item: pytest.Item, rootdir: Path) -> bool:
+    if isinstance(item, InvalidFileItem):
+        return shard.index == 1
+    if not isinstance(item, LLMJudgeItem):
+        return shard.owns(item.nodeid)
+    case, suite = getattr(item, "case", None), getattr(item, "suite", None)
+    if case is None or suite is None:
+        return False  # computed over many cases: the merge job's
+    return shard.owns(shard_key(_suite_path(suite.path, rootdir), case.id))
+
+
+@pytest.hookimpl(trylast=True)  # after the other selections (-k, -m, --llmjudge-language)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    shard = config.stash.get(shard_stash_key, None)
+    if shard is None:
+        return
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        (kept if _keeps(shard, item, config.rootpath) else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+    config.stash[_emptied_key] = bool(dropped) and not kept
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and config.get_verbosity() > -2:  # shown with -q: a CI log should say which shard ran
+        reporter.write_line(
+            f"llmjudge: shard {shard}: {len(kept)} item(s) kept, {len(dropped)} deselected"
+            " (other shards' cases; aggregates, gates and regressions run in the merge job)"
+        )
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # A shard that the hash gave nothing (more shards than cases) did its share: not pytest's
+    # "no tests collected" failure (exit 5), which would fail a CI matrix job for nothing.
+    if session.config.stash.get(_emptied_key, False) and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        session.exitstatus = pytest.ExitCode.OK

@@ -1,0 +1,148 @@
+"""Three shards as separate processes on one remote cache pay once per prompt; the merge run equals one run.
+
+The shards (``--llmjudge-shard i/3``) run at the same time against one Redis (or one S3
+server) and one loopback judge. Six cases repeat another case's prompt under a new id, so
+some prompts are needed by two shards at once: the per-key lease makes one pay and the
+other wait. Then the merge run (unsharded, same cache URL) must send no request and give
+every item the outcome a single unsharded run on a fresh local cache gives.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import uuid
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
+from pytest_llmjudge.testing.scripted import JudgeQuery
+
+# The real servers of tests/stores (redis-server, moto's S3), skipped with a reason where they can't start.
+_spec = importlib.util.spec_from_file_location(
+    "llmjudge_store_servers", Path(__file__).parents[1] / "stores" / "conftest.py"
+)
+assert _spec is not None and _spec.loader is not None
+_servers = sys.modules.setdefault(_spec.name, importlib.util.module_from_spec(_spec))
+_spec.loader.exec_module(_servers)
+redis_url = _servers.redis_url
+s3_server = _servers.s3_server
+
+DISTINCT = 24
+CASES = 30  # cases 24..29 repeat the prompts of cases 0..5
+
+
+def _score(query: JudgeQuery) -> int:
+    return (int(query.output.split()[-1]) * 7) % 3
+
+
+def _suite(base_url: str) -> str:
+    cases = "\n".join(
+        f"  - {{id: c{i:02d}, language: {('hi', 'ta', 'bn')[i % DISTINCT % 3]}, input: 'q {i % DISTINCT}',"
+        f" output: 'answer {i % DISTINCT}'}}"
+        for i in range(CASES)
+    )
+    return f"""\
+suite: sharded
+judge: {{model: loopback-judge, base_url: "{base_url}"}}
+cases:
+{cases}
+assert: [linguistic_acceptability >= 1]
+aggregate:
+  - mean(linguistic_acceptability) >= 0.9
+  - expr: mean(linguistic_acceptability) >= 1.5
+"""
+
+
+def _outcomes(path: Path) -> dict[str, str]:
+    found = {}
+    for case in ET.parse(path).iter("testcase"):
+        outcome = (
+            "failed"
+            if case.find("failure") is not None
+            else "error"
+            if case.find("error") is not None
+            else ("skipped" if case.find("skipped") is not None else "passed")
+        )
+        found[case.get("classname", "") + "::" + case.get("name", "")] = outcome
+    return found
+
+
+def _command(tmp_path: Path, junit: str, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--llmjudge",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        f"--junitxml={tmp_path / junit}",
+        *extra,
+        "suite.yaml",
+    ]
+
+
+def _run(command: list[str], cwd: Path) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("LLMJUDGE_")}
+    return subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+
+
+@pytest.mark.parametrize("kind", ["redis", "s3"])
+def test_three_shards_pay_once_per_prompt_and_merge_to_the_single_run(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    prefix = f"shards-{uuid.uuid4().hex[:10]}"
+    if kind == "redis":
+        url = f"{request.getfixturevalue('redis_url')}/0?prefix={prefix}:"
+    else:
+        server_info: Any = request.getfixturevalue("s3_server")
+        url = f"s3://{server_info.bucket}/{prefix}?endpoint_url={server_info.endpoint}"
+    with LoopbackServer(latency=0.3, responder=ScriptedJudge(_score)) as server:
+        (tmp_path / "suite.yaml").write_text(_suite(server.openai_base_url), encoding="utf-8")
+        single = _run(_command(tmp_path, "single.xml", "-q", f"--llmjudge-cache-dir={tmp_path / 'local'}"), tmp_path)
+        single_output = single.communicate(timeout=120)[0]
+        single_requests = server.stats()["requests"]
+
+        shards = [
+            _run(
+                _command(tmp_path, f"shard{i}.xml", "-q", f"--llmjudge-cache-url={url}", f"--llmjudge-shard={i}/3"),
+                tmp_path,
+            )
+            for i in (1, 2, 3)
+        ]
+        shard_outputs = [shard.communicate(timeout=120)[0] for shard in shards]
+        shard_requests = server.stats()["requests"] - single_requests
+
+        merge = _run(_command(tmp_path, "merge.xml", f"--llmjudge-cache-url={url}"), tmp_path)
+        merge_output = merge.communicate(timeout=120)[0]
+        merge_requests = server.stats()["requests"] - single_requests - shard_requests
+
+    assert single.returncode == 1, single_output[-2000:]  # some cases score 0
+    assert single_requests == DISTINCT, single_output[-2000:]
+    assert shard_requests == DISTINCT, "every prompt paid once over the three shards"
+    assert merge_requests == 0, merge_output[-2000:]
+    assert merge.returncode == single.returncode, merge_output[-2000:]
+    single_outcomes = _outcomes(tmp_path / "single.xml")
+    assert _outcomes(tmp_path / "merge.xml") == single_outcomes
+    assert sum(outcome == "failed" for outcome in single_outcomes.values()) > 1
+    assert any("aggregate" in nodeid or "mean(" in nodeid for nodeid in single_outcomes)
+
+    # The shards split the case items between them, each once, with the single run's outcomes,
+    # and ran no aggregate (they run in the merge job).
+    sharded: dict[str, str] = {}
+    for i, output in enumerate(shard_outputs, start=1):
+        assert f"llmjudge: shard {i}/3:" in output, output[-2000:]
+        outcomes = _outcomes(tmp_path / f"shard{i}.xml")
+        assert outcomes, f"shard {i} ran nothing: {output[-1000:]}"
+        assert not set(outcomes) & set(sharded)
+        sharded.update(outcomes)
+    case_items = {nodeid: outcome for nodeid, outcome in single_outcomes.items() if "mean(" not in nodeid}
+    assert sharded == case_items
+    assert f"cache use ({url.split('?')[0]}" in merge_output
