@@ -13,12 +13,14 @@ import signal
 import subprocess
 import sys
 import time
+
 import pytest
 
 from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
 
 CASES = 24
 CONCURRENCY = 4
+ANSWERED = 2 * CONCURRENCY  # replies the run gets before the server holds the rest
 
 HANGING_MODEL = """
 import threading
@@ -50,7 +52,7 @@ assert: [chrf >= 50]
 
 def test_one_sigint_ends_the_run_and_the_paid_replies_are_kept(pytester: pytest.Pytester) -> None:
     tmp_path = pytester.path
-    with LoopbackServer(latency=0.3, responder=ScriptedJudge({"linguistic_acceptability": 2})) as server:
+    with LoopbackServer(responder=ScriptedJudge({"linguistic_acceptability": 2})) as server:
         (tmp_path / "hanging_model.py").write_text(HANGING_MODEL, encoding="utf-8")
         # Items run in file order: the main thread waits on the hung target while judge calls go on.
         (tmp_path / "a_hanging.yaml").write_text(HANGING_SUITE, encoding="utf-8")
@@ -65,23 +67,38 @@ def test_one_sigint_ends_the_run_and_the_paid_replies_are_kept(pytester: pytest.
             f"--llmjudge-concurrency={CONCURRENCY}",
         ]
         env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "CI"}
+        # The signal is sent on observed progress, never raced against it: after ANSWERED
+        # replies the server holds every further answer, so when each concurrency slot holds
+        # one the run is certainly midway, whatever the load. After the signal the held
+        # answers go out (as a real provider's would) and any call the run still starts is
+        # held, never answered: it counts as paid, and needs a stored reply to free its slot.
+        server.hold_after(ANSWERED)
         process = subprocess.Popen(
             command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
         )
-        deadline = time.monotonic() + 60
-        while server.stats()["requests"] < 2 * CONCURRENCY and time.monotonic() < deadline:
-            time.sleep(0.02)
-        process.send_signal(signal.SIGINT)
         try:
-            output, _ = process.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            output, _ = process.communicate()
-            raise AssertionError("one SIGINT did not end the run:\n" + output[-3000:]) from None
-        paid = server.stats()["requests"]
-        assert process.returncode == 2, output[-3000:]
+            deadline = time.monotonic() + 120  # a hang detector only
+            while not server.wait_held(CONCURRENCY, timeout=0.1):
+                assert process.poll() is None, "the run ended before it could be interrupted"
+                assert time.monotonic() < deadline, "the run never reached the hold"
+            assert process.poll() is None, "the run must be interrupted midway"
+            process.send_signal(signal.SIGINT)
+            server.hold_after(0)
+            try:
+                output, _ = process.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                output, _ = process.communicate()
+                raise AssertionError("one SIGINT did not end the run:\n" + output[-3000:]) from None
+            paid = server.stats()["requests"]
+        finally:
+            server.release()
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        assert process.returncode == pytest.ExitCode.INTERRUPTED, output[-3000:]
         assert "KeyboardInterrupt" in output
-        assert 2 * CONCURRENCY <= paid < CASES, "the run must be interrupted midway"
+        assert ANSWERED + CONCURRENCY <= paid < CASES, "the run must be interrupted midway"
 
         # The re-run needs no process of its own (and skips the hung target's suite).
         rerun = pytester.runpytest(*command[3:], "b_judged.yaml")
