@@ -1,0 +1,213 @@
+"""The CI recipes of docs/ci.md work when copied: checked as the docs-command tests check commands.
+
+What is checked, per recipe (a ```yaml block that is a GitHub workflow or a GitLab
+pipeline), statically except for one ``pytest --help`` run:
+
+* every ```yaml block of the page parses (``yaml.safe_load``);
+* every shell line (``run:`` of a step, ``script:`` of a job, ``$`` lines of the page's
+  console blocks), with the workflow's, job's and step's variables substituted, is
+  tokenized with ``shlex``; a ``pip install`` or ``pip wheel`` that names pytest-llmjudge
+  takes it from a pinned git reference with the page's marked placeholders
+  (``YOUR-ORG``, ``PINNED-REF``) or from a wheel file, never from the package index;
+* every option of every ``pytest`` command is listed by ``pytest --help`` (the plugin and
+  pytest-xdist installed, as the recipes install them);
+* the JUnit file a recipe writes is shown in the pull/merge request: a GitHub workflow
+  runs a JUnit reporter action on it with ``if: always()``, a GitLab job lists it under
+  ``artifacts:reports:junit``;
+* the self-hosted judge recipe takes its base URL and key from CI secrets.
+
+Not run: the wheel build itself (``pip wheel --no-deps . -w dist`` takes 7 s and needs
+the package index for the build backend, measured on the development machine); what is
+checked is that the GitLab job installing the wheel depends on the job that builds it, and
+that the pyproject has a build system.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "docs" / "ci.md"
+REPORTERS = ("mikepenz/action-junit-report", "dorny/test-reporter")
+PLACEHOLDER_URL = "git+https://github.com/YOUR-ORG/pytest-llmjudge@PINNED-REF"
+
+
+def yaml_blocks(text: str) -> list[str]:
+    return re.findall(r"^```yaml\n(.*?)^```", text, flags=re.M | re.S)
+
+
+def console_commands(text: str) -> list[str]:
+    blocks = re.findall(r"^```console\n(.*?)^```", text, flags=re.M | re.S)
+    return [line[2:] for block in blocks for line in block.splitlines() if line.startswith("$ ")]
+
+
+def substitute(line: str, variables: Mapping[str, Any]) -> str:
+    """``$NAME`` and ``${NAME}`` of the recipe's own variables (others, like ``$CI_PROJECT_DIR``, stay)."""
+    return re.sub(
+        r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?",
+        lambda m: str(variables[m.group(1)]) if m.group(1) in variables else m.group(0),
+        line,
+    )
+
+
+def github_steps(doc: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any], dict[str, Any]]]:
+    """``(job name, step, variables)`` of a GitHub workflow."""
+    for name, job in doc["jobs"].items():
+        for step in job["steps"]:
+            yield name, step, {**doc.get("env", {}), **job.get("env", {}), **step.get("env", {})}
+
+
+def gitlab_jobs(doc: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    for name, job in doc.items():
+        if isinstance(job, Mapping) and "script" in job:
+            yield name, job
+
+
+def recipes() -> list[Mapping[str, Any]]:
+    docs = [yaml.safe_load(block) for block in yaml_blocks(PAGE.read_text(encoding="utf-8"))]
+    return [doc for doc in docs if isinstance(doc, Mapping) and ("jobs" in doc or any(gitlab_jobs(doc)))]
+
+
+def shell_lines() -> list[str]:
+    """Every shell line of the page, its variables substituted."""
+    lines = console_commands(PAGE.read_text(encoding="utf-8"))
+    for doc in recipes():
+        if "jobs" in doc:
+            lines += [substitute(step["run"], env) for _, step, env in github_steps(doc) if "run" in step]
+        else:
+            for _, job in gitlab_jobs(doc):
+                variables = {**doc.get("variables", {}), **job.get("variables", {})}
+                lines += [substitute(line, variables) for line in job["script"]]
+    return [" ".join(line.split()) for line in lines]
+
+
+def commands(line: str) -> Iterator[list[str]]:
+    """The simple commands of a shell line (split at ``&&``, ``;``, ``|``)."""
+    current: list[str] = []
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
+    lexer.whitespace_split = True
+    for token in lexer:
+        if token in (";", "&&", "||", "|", "&"):
+            if current:
+                yield current
+            current = []
+        else:
+            current.append(token)
+    if current:
+        yield current
+
+
+def test_every_yaml_block_parses_and_there_are_three_recipes() -> None:
+    blocks = yaml_blocks(PAGE.read_text(encoding="utf-8"))
+    assert len(blocks) >= 4
+    for block in blocks:
+        yaml.safe_load(block)  # raises on invalid YAML
+    kinds = sorted("github" if "jobs" in doc else "gitlab" for doc in recipes())
+    assert kinds == ["github", "github", "gitlab"]
+
+
+def plugin_requirements(argv: list[str]) -> list[str]:
+    return [arg for arg in argv[2:] if re.search(r"pytest[-_]llmjudge", arg, flags=re.I)]
+
+
+def test_the_plugin_is_never_installed_from_the_package_index() -> None:
+    installs = [argv for line in shell_lines() for argv in commands(line) if argv[:1] == ["pip"]]
+    assert len(installs) >= 5
+    for argv in installs:
+        assert argv[1] in ("install", "wheel"), argv
+        for requirement in plugin_requirements(argv):
+            from_git = requirement.endswith(f"@ {PLACEHOLDER_URL}")
+            from_wheel = re.search(r"\.whl\)?(\[[a-z,]+\])?$", requirement) is not None
+            from_source_tree = requirement == "."
+            assert from_git or from_wheel or from_source_tree, f"{shlex.join(argv)}: {requirement!r} is not pinned"
+    # The bare name, in any spelling, never appears as something to install.
+    text = PAGE.read_text(encoding="utf-8")
+    assert not re.search(r"pip install (-\S+ )*[\"']?pytest[-_]llmjudge([\"'\s\[]|$)(?!.*@ git\+)", text, flags=re.M)
+
+
+def pytest_arguments() -> list[list[str]]:
+    """The arguments of every ``pytest`` command of the page."""
+    found = []
+    for line in shell_lines():
+        for argv in commands(line):
+            while argv and (argv[0] in ("do", "then", "timeout") or re.fullmatch(r"\w+=\S*|\d+", argv[0])):
+                argv = argv[1:]  # a loop keyword, a variable assignment (CI=true), timeout N
+            if argv[:3] == ["python", "-m", "pytest"]:
+                found.append(argv[3:])
+            elif argv[:1] == ["pytest"]:
+                found.append(argv[1:])
+    return found
+
+
+def known_options(help_text: str) -> set[str]:
+    """The options ``pytest --help`` lists, without dashes: its formatter shows ``--junit-xml``
+    and drops the spelling ``--junitxml``, which differs only in dashes (and is accepted)."""
+    return {option.replace("-", "") for option in re.findall(r"(?:^|[\s,])(--?[A-Za-z][\w-]*)", help_text, re.M)}
+
+
+def test_every_pytest_option_of_the_recipes_exists(tmp_path: Path) -> None:
+    invocations = pytest_arguments()
+    assert len(invocations) >= 7  # four console commands, three recipes
+    help_text = subprocess.run(
+        [sys.executable, "-m", "pytest", "--help"], cwd=tmp_path, capture_output=True, text=True, check=True
+    ).stdout
+    known = known_options(help_text)
+    assert {"llmjudgerequirejudge", "n", "junitxml"} <= known
+    assert "llmjudgerequirejudges" not in known  # a misspelt option would be caught
+    for argv in invocations:
+        for arg in argv:
+            if arg.startswith("-"):
+                assert arg.split("=")[0].replace("-", "") in known, f"{arg} of {shlex.join(argv)} is not an option"
+
+
+def test_the_junit_file_is_shown_in_the_pull_or_merge_request() -> None:
+    for doc in recipes():
+        if "jobs" in doc:
+            steps = [step for _, step, _ in github_steps(doc)]
+            written = {m for step in steps for m in re.findall(r"--junitxml=(\S+)", step.get("run", ""))}
+            shown = {
+                step["with"]["report_paths"]
+                for step in steps
+                if str(step.get("uses", "")).startswith(REPORTERS) and step.get("if") == "always()"
+            }
+            assert written and written <= shown
+            assert doc["permissions"]["checks"] == "write"
+        else:
+            for _, job in gitlab_jobs(doc):
+                written = {m for line in job["script"] for m in re.findall(r"--junitxml=(\S+)", line)}
+                if written:
+                    assert {job["artifacts"]["reports"]["junit"]} == written
+                    assert job["artifacts"]["when"] == "always"
+
+
+def test_the_gitlab_wheel_is_built_from_the_pinned_reference_then_installed() -> None:
+    (gitlab,) = [doc for doc in recipes() if "jobs" not in doc]
+    jobs = dict(gitlab_jobs(gitlab))
+    builder = next(name for name, job in jobs.items() if any("pip wheel" in line for line in job["script"]))
+    installer = next(name for name, job in jobs.items() if any(".whl" in line for line in job["script"]))
+    assert builder in jobs[installer]["needs"]
+    assert "dist/" in jobs[builder]["artifacts"]["paths"]
+    assert gitlab["variables"]["LLMJUDGE_GIT"] == PLACEHOLDER_URL
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert re.search(r"^\[build-system\]\nrequires = \[.+\]\nbuild-backend = ", pyproject, flags=re.M)
+
+
+def test_the_self_hosted_judge_recipe_takes_url_and_key_from_secrets() -> None:
+    (step,) = [
+        step
+        for doc in recipes()
+        if "jobs" in doc
+        for _, step, env in github_steps(doc)
+        if env.get("LLMJUDGE_PROVIDER") == "openai-compatible"
+    ]
+    assert step["env"]["LLMJUDGE_BASE_URL"].startswith("${{ secrets.")
+    assert step["env"]["OPENAI_API_KEY"].startswith("${{ secrets.")
+    assert "--llmjudge-require-judge" in step["run"]
