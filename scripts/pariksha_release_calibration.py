@@ -88,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         return status
 
     registry = Registry(
-        providers=dict(builtin_plugins.pytest_llmjudge_providers()), rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics())
+        providers=dict(builtin_plugins.pytest_llmjudge_providers()),
+        rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics()),
     )
     with tempfile.TemporaryDirectory() as cache:
         store = CalibrationStore(ScoreBoard(registry, Settings(cache_mode="off", cache_dir=Path(cache))))

@@ -358,4 +358,3 @@ class AggregateItem(_SuiteItem):
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = self.check.line - 1 if self.check.line else 0
         return self.path, line, f"{self.check.spec.label}[{self.language}]"
-

@@ -77,7 +77,8 @@ def test_gain_interval_resamples_held_out_items() -> None:
 
 def test_what_the_correction_does_on_the_shipped_pariksha_subset(tmp_path: Path) -> None:
     registry = Registry(
-        providers=dict(builtin_plugins.pytest_llmjudge_providers()), rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics())
+        providers=dict(builtin_plugins.pytest_llmjudge_providers()),
+        rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics()),
     )
     store = CalibrationStore(ScoreBoard(registry, Settings(cache_mode="off", cache_dir=tmp_path)))
     cal = store.load(EXAMPLE)
@@ -100,7 +101,8 @@ def test_what_the_correction_does_on_the_shipped_pariksha_subset(tmp_path: Path)
 
 def test_a_suite_never_gets_a_degenerate_correction(tmp_path: Path) -> None:
     registry = Registry(
-        providers=dict(builtin_plugins.pytest_llmjudge_providers()), rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics())
+        providers=dict(builtin_plugins.pytest_llmjudge_providers()),
+        rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics()),
     )
     store = CalibrationStore(ScoreBoard(registry, Settings(cache_mode="off", cache_dir=tmp_path / "cache")))
     cal = store.load(EXAMPLE)

@@ -46,7 +46,8 @@ SCALES = {"linguistic_acceptability": [0, 1, 2], "task_quality": [0, 1, 2], "hal
 @pytest.fixture
 def store(tmp_path: Path) -> CalibrationStore:
     registry = Registry(
-        providers=dict(builtin_plugins.pytest_llmjudge_providers()), rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics())
+        providers=dict(builtin_plugins.pytest_llmjudge_providers()),
+        rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics()),
     )
     board = ScoreBoard(registry, Settings(cache_mode="off", cache_dir=tmp_path / "cache"))
     return CalibrationStore(board)

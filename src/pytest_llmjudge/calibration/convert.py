@@ -291,7 +291,8 @@ def _validate(path: Path) -> None:
     from pytest_llmjudge.registry import Registry
 
     registry = Registry(
-        providers=dict(builtin_plugins.pytest_llmjudge_providers()), rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics())
+        providers=dict(builtin_plugins.pytest_llmjudge_providers()),
+        rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics()),
     )
     build_calibration(path, registry)
 
