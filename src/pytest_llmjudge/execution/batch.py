@@ -38,15 +38,14 @@ import asyncio
 import concurrent.futures
 import hashlib
 import json
-import os
 import queue
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_llmjudge.atomic import write_atomic
 from pytest_llmjudge.errors import LLMJudgeError
 from pytest_llmjudge.execution.cache import JudgeCache, cache_key, redact
 from pytest_llmjudge.judges.base import JudgeProvider, LazyProvider, ProviderRequest
@@ -118,20 +117,8 @@ class BatchRecords:
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "keys": sorted(keys),
         }
-        self.root.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=self.root, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(record, handle)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp_name, path)
-        except BaseException:
-            try:
-                os.unlink(tmp_name)
-            except OSError:
-                pass
-            raise
+        # fsynced: the record is how a re-run finds a batch already paid for.
+        write_atomic(path, json.dumps(record), fsync=True, private=True, prefix=".tmp-", suffix=".json")
         return _Record(path, batch_id, sorted(keys))
 
     def load(self, endpoint: str) -> list[_Record]:

@@ -36,12 +36,12 @@ import fcntl
 import os
 import socket
 import struct
-import tempfile
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from pytest_llmjudge.atomic import write_atomic
 from pytest_llmjudge.execution.stores.base import check_ttl
 
 _TMP_PREFIX = ".tmp-"
@@ -101,24 +101,10 @@ class DirectoryStore:
 
     def put(self, key: str, data: bytes) -> None:
         target = self._entry(key)
+        # fsynced and private: a paid-for reply lives here. The prefix names the writer, so the
+        # leftovers of a dead one can be cleaned up (the shard directory is made on first use).
         prefix = f"{_TMP_PREFIX}{self._host}-{os.getpid()}-"
-        try:
-            fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=prefix, suffix=".json")
-        except FileNotFoundError:  # the shard directory's first entry (no mkdir syscall per write)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=prefix, suffix=".json")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp_name, target)
-        except BaseException:
-            try:
-                os.unlink(tmp_name)
-            except OSError:
-                pass
-            raise
+        write_atomic(target, data, fsync=True, private=True, prefix=prefix, suffix=".json")
 
     # -- leases --------------------------------------------------------------------------
 

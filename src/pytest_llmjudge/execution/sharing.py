@@ -32,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import shutil
 import time
 from collections.abc import Callable
@@ -40,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from pytest_llmjudge.atomic import write_atomic
 from pytest_llmjudge.execution.cache import CachedReply, JudgeCache
 
 T = TypeVar("T")
@@ -153,7 +153,5 @@ class WorkerShare:
 
 def _write_atomically(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so that readers see the whole file or none of it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    temporary.replace(path)
+    # Not fsynced: the hand-off lives as long as this run, which a machine crash ends anyway.
+    write_atomic(path, text, fsync=False, private=False)

@@ -62,13 +62,13 @@ import os
 import platform
 import re
 import subprocess
-import tempfile
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pytest_llmjudge.atomic import write_atomic
 from pytest_llmjudge.errors import LLMJudgeError
 
 FORMAT = "pytest-llmjudge-baseline"
@@ -271,17 +271,8 @@ def save_baseline(baseline: Baseline, path: Path) -> None:
     """Write ``baseline`` to ``path`` atomically (temporary file, then rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(baseline.to_json(), ensure_ascii=False, indent=2, sort_keys=False) + "\n"
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)  # mkstemp creates 0600; a baseline is meant to be shared
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    # Shared (a baseline is meant to be read by others); not fsynced: a lost save is redone by the next run.
+    write_atomic(path, text, fsync=False, private=False)
     baseline.path = path
 
 

@@ -37,9 +37,9 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from pytest_llmjudge.atomic import write_atomic
 from pytest_llmjudge.escaping import MULTILINE, escape_controls
 from pytest_llmjudge.report import charts
-from pytest_llmjudge.report.json_report import write_text_atomic
 from pytest_llmjudge.report.model import (
     ALL,
     NOT_DECIDED,
@@ -778,4 +778,4 @@ def render_html(document: Mapping[str, Any]) -> str:
 
 
 def write_html(document: Mapping[str, Any], path: Path) -> None:
-    write_text_atomic(path, render_html(document))
+    write_atomic(path, render_html(document), fsync=False, private=False)  # as the JSON report

@@ -14,12 +14,12 @@ PATH and renamed, so a reader never sees half a report.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from pytest_llmjudge.atomic import write_atomic
 
 _RAW_CONTROL = re.compile("[\x7f-\x9f]")
 
@@ -29,24 +29,5 @@ def dumps(document: Mapping[str, Any]) -> str:
     return _RAW_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` through a temporary file in the same directory."""
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
-            stream.write(text)
-        # mkstemp makes the file private (0600); a report gets the usual mode (umask applies).
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
-
-
 def write_json(document: Mapping[str, Any], path: Path) -> None:
-    write_text_atomic(path, dumps(document))
+    write_atomic(path, dumps(document), fsync=False, private=False)  # rewritten by the next run; shared
