@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,13 +31,12 @@ from pytest_llmjudge.errors import ConfigError, MissingDependencyError
 from pytest_llmjudge.session.collector import ResultsCollector, results_key
 from pytest_llmjudge.session.items import selected_calls
 from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
-from pytest_llmjudge.session.state import has_top_level_key, is_enabled, progress_key, scoreboard_key, settings_key
+from pytest_llmjudge.session.state import has_top_level_key, is_enabled, scoreboard_key, settings_key
 from pytest_llmjudge.settings import OPTIONS, Settings, resolve_settings
 
 if TYPE_CHECKING:
-    from pytest_llmjudge.execution.runner import JudgeRunner
     from pytest_llmjudge.execution.sharing import WorkerShare
-    from pytest_llmjudge.judge import Judge
+    from pytest_llmjudge.fixture_judge import Judge
     from pytest_llmjudge.nodes import SuiteFile
 
 # Heavy modules (numpy, scipy, the SDKs) are imported only once --llmjudge is given, so an
@@ -56,6 +54,7 @@ FEATURE_PLUGINS: tuple[str, ...] = (
     "pytest_llmjudge.execution.batch_plugin",
     "pytest_llmjudge.pairwise.plugin",
     "pytest_llmjudge.selection_plugin",
+    "pytest_llmjudge.progress_plugin",
     "pytest_llmjudge.sharding_plugin",
 )
 
@@ -160,7 +159,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
     config.pluginmanager.load_setuptools_entrypoints(_ENTRY_POINT_GROUP)
     config.stash[settings_key] = settings
-    config.stash[progress_key] = {"last": 0.0}
     collector = ResultsCollector(config)
     config.stash[results_key] = collector
     config.pluginmanager.register(collector, "llmjudge-results")
@@ -168,7 +166,6 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[scoreboard_key] = ScoreBoard(
             Registry.from_hook(config.hook),
             settings,
-            on_wait=lambda runner: _report_progress(config, runner),
             share=_worker_share(config, settings),
         )
     except (ConfigError, MissingDependencyError) as exc:
@@ -237,25 +234,6 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             )
 
 
-def _report_progress(config: pytest.Config, runner: JudgeRunner) -> None:
-    """Called while an item waits for judge calls; prints at most every 5 seconds."""
-    if config.get_verbosity() < 0:
-        return
-    state = config.stash[progress_key]
-    now = time.monotonic()
-    if now - state["last"] < 5.0:
-        return
-    state["last"] = now
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is None:
-        return
-    stats = runner.stats
-    reporter.write_line(
-        f"llmjudge: {stats.finished}/{stats.submitted} judge calls done "
-        f"({stats.cache_hits} cache hits, {stats.retries} retries, {stats.failed_calls} failed)"
-    )
-
-
 @pytest.fixture(scope="session")
 def llmjudge_judge(pytestconfig: pytest.Config) -> Judge:
     """The configured LLM judge, for Python tests: ``llmjudge_judge.score(text, rubric=..., language=...)``.
@@ -265,7 +243,7 @@ def llmjudge_judge(pytestconfig: pytest.Config) -> Judge:
     the test when the judge has no credentials, or fails it in CI (judge_policy.py).
     """
     from pytest_llmjudge.execution.scoreboard import ScoreBoard
-    from pytest_llmjudge.judge import Judge
+    from pytest_llmjudge.fixture_judge import Judge
     from pytest_llmjudge.registry import Registry
 
     board = pytestconfig.stash.get(scoreboard_key, None)

@@ -20,8 +20,6 @@ if TYPE_CHECKING:
 
 scoreboard_key: pytest.StashKey[ScoreBoard] = pytest.StashKey()
 settings_key = pytest.StashKey[Settings]()
-progress_key = pytest.StashKey[dict[str, float]]()
-"""When the last "judge calls done" progress line was printed (``time.monotonic``)."""
 recorder_key = pytest.StashKey[Callable[[pytest.Item, Iterable[tuple[str, Any]]], None]]()
 """How items record their results for JUnit; installed by the report plugin (``report.plugin.record_properties``)."""
 

@@ -1,0 +1,51 @@
+"""Live progress through pytester: periodic lines when the output is not a terminal (CI logs), never in an
+item's "Captured stdout", none with ``-q``; cost n/a for a model without a price. The judge is the loopback
+server behind the real openai SDK, slowed down so that the progress thread ticks while items wait."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
+
+
+def _suite(base_url: str) -> str:
+    return f"""\
+suite: slow
+judge: {{model: loopback-judge, base_url: "{base_url}"}}
+assert: [linguistic_acceptability >= 1]
+cases:
+  - {{id: c1, language: hi, input: q1, output: a1}}
+  - {{id: c2, language: hi, input: q2, output: a2, assert: [linguistic_acceptability >= 3]}}
+  - {{id: c3, language: hi, input: q3, output: a3}}
+"""
+
+
+@pytest.fixture
+def slow_server():  # type: ignore[no-untyped-def]
+    with LoopbackServer(latency=0.3, responder=ScriptedJudge({"linguistic_acceptability": 2})) as server:
+        yield server
+
+
+def test_progress_lines_in_ci_logs_never_in_captured_stdout(
+    pytester: pytest.Pytester, slow_server: LoopbackServer
+) -> None:
+    pytester.makefile(".yaml", suite=_suite(slow_server.openai_base_url))
+    result = pytester.runpytest(
+        "--llmjudge", "--llmjudge-concurrency", "1", "--llmjudge-progress-interval", "0.05", "-p", "no:randomly"
+    )
+    result.assert_outcomes(passed=3, failed=1)
+    progress = [line for line in result.outlines if line.startswith("llmjudge: ") and "judge calls," in line]
+    assert progress, result.stdout.str()
+    # The loopback model has no price: the line says so rather than guess.
+    assert all(line.endswith("cost n/a") and "/3 judge calls, 0 cache hits" in line for line in progress)
+    assert "Captured stdout" not in result.stdout.str()
+
+
+def test_quiet_runs_show_no_progress(pytester: pytest.Pytester, slow_server: LoopbackServer) -> None:
+    pytester.makefile(".yaml", suite=_suite(slow_server.openai_base_url))
+    result = pytester.runpytest(
+        "--llmjudge", "-q", "--llmjudge-concurrency", "1", "--llmjudge-progress-interval", "0.05"
+    )
+    result.assert_outcomes(passed=3, failed=1)
+    assert not [line for line in result.outlines if "judge calls," in line and "llmjudge: " in line]
