@@ -25,7 +25,7 @@ from pytest_llmjudge.judges.rubrics import BUILTIN_RUBRICS, Rubric
 
 if TYPE_CHECKING:
     from pytest_llmjudge.execution.scoreboard import Score
-    from pytest_llmjudge.judge import Judge
+    from pytest_llmjudge.fixture_judge import Judge
     from pytest_llmjudge.judges.base import JudgeProvider, ProviderReply, ProviderRequest
     from pytest_llmjudge.registry import ProviderFactory
     from pytest_llmjudge.suite.model import Case
@@ -56,7 +56,7 @@ __all__ = [
 
 _LAZY = {
     "Case": "pytest_llmjudge.suite.model",
-    "Judge": "pytest_llmjudge.judge",
+    "Judge": "pytest_llmjudge.fixture_judge",
     "JudgeProvider": "pytest_llmjudge.judges.base",
     "ProviderFactory": "pytest_llmjudge.registry",
     "ProviderReply": "pytest_llmjudge.judges.base",

@@ -23,7 +23,7 @@ from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
 from pytest_llmjudge import builtin_plugins
 from pytest_llmjudge.calibration.convert import main
-from pytest_llmjudge.calibration.store import CalibrationStore
+from pytest_llmjudge.calibration.gates import GateComputer
 from pytest_llmjudge.execution.scoreboard import ScoreBoard
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.settings import Settings
@@ -49,12 +49,12 @@ METRICS = {
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> CalibrationStore:
+def store(tmp_path: Path) -> GateComputer:
     registry = Registry(
         providers=dict(builtin_plugins.pytest_llmjudge_providers()),
         rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics()),
     )
-    return CalibrationStore(ScoreBoard(registry, Settings(cache_mode="off", cache_dir=tmp_path / "cache")))
+    return GateComputer(ScoreBoard(registry, Settings(cache_mode="off", cache_dir=tmp_path / "cache")))
 
 
 TOY = [
@@ -74,7 +74,7 @@ TOY = [
 ]  # fmt: skip
 
 
-def test_hand_made_table(store: CalibrationStore, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_hand_made_table(store: GateComputer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "cal.yaml"
     assert main([*TOY, "-o", str(out)]) == 0
     printed = capsys.readouterr().out
@@ -182,7 +182,7 @@ def independent(gpt4: Path) -> dict[tuple[str, str], dict[str, float]]:
 
 
 @pytest.mark.skipif(not RELEASE.is_dir(), reason="the PARIKSHA release is not at ../shared/data/pariksha")
-def test_full_pariksha_release(store: CalibrationStore, tmp_path: Path) -> None:
+def test_full_pariksha_release(store: GateComputer, tmp_path: Path) -> None:
     gpt4 = tmp_path / "gpt4.jsonl"
     flat_gpt4_scores(gpt4)
     argv = [

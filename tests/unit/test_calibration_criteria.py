@@ -13,8 +13,8 @@ import yaml
 
 from pytest_llmjudge import builtin_plugins
 from pytest_llmjudge.calibration.gate import GateOptions, evaluate_gate
+from pytest_llmjudge.calibration.gates import GateComputer
 from pytest_llmjudge.calibration.report import gate_message
-from pytest_llmjudge.calibration.store import CalibrationStore
 from pytest_llmjudge.errors import SuiteError
 from pytest_llmjudge.execution.scoreboard import ScoreBoard
 from pytest_llmjudge.registry import Registry
@@ -27,12 +27,12 @@ SUBSET = REPO / "example_suites" / "data" / "pariksha"
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> CalibrationStore:
+def store(tmp_path: Path) -> GateComputer:
     registry = Registry(
         providers=dict(builtin_plugins.pytest_llmjudge_providers()),
         rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics()),
     )
-    return CalibrationStore(ScoreBoard(registry, Settings(cache_mode="off", cache_dir=tmp_path / "cache")))
+    return GateComputer(ScoreBoard(registry, Settings(cache_mode="off", cache_dir=tmp_path / "cache")))
 
 
 def majority_judge_data() -> tuple[np.ndarray, np.ndarray]:
@@ -108,7 +108,7 @@ def skewed_items(language: str, task: str, n: int = 12, good: bool = True) -> li
     return items
 
 
-def test_per_language_and_per_metric_criteria_overrides(store: CalibrationStore, tmp_path: Path) -> None:
+def test_per_language_and_per_metric_criteria_overrides(store: GateComputer, tmp_path: Path) -> None:
     path = tmp_path / "cal.yaml"
     items = skewed_items("hi", "qa", good=False) + skewed_items("bn", "qa", good=False)
     gate = {
@@ -128,10 +128,10 @@ def test_per_language_and_per_metric_criteria_overrides(store: CalibrationStore,
     bad = dict(gate, per_metric={"linguistic_acceptability": {"min_kapa": 0.1}})
     path.write_text(cal_text(items, bad), encoding="utf-8")
     with pytest.raises(SuiteError, match="unknown criteria"):
-        CalibrationStore(store.board).load(path)
+        GateComputer(store.board).load(path)
 
 
-def test_ceiling_does_not_depend_on_the_order_of_each_items_labels(store: CalibrationStore, tmp_path: Path) -> None:
+def test_ceiling_does_not_depend_on_the_order_of_each_items_labels(store: GateComputer, tmp_path: Path) -> None:
     # The shipped PARIKSHA subset, every item's label mappings shuffled (seeded), under both
     # conventions: every gate statistic is identical.
     records = []
@@ -179,7 +179,7 @@ def test_grouping_helper() -> None:
         group_of(record, [])
 
 
-def test_group_by_language_and_task(store: CalibrationStore, tmp_path: Path) -> None:
+def test_group_by_language_and_task(store: GateComputer, tmp_path: Path) -> None:
     path = tmp_path / "cal.yaml"
     items = skewed_items("hi", "qa") + skewed_items("hi", "mt", good=False) + skewed_items("bn", "qa")
     gate = {
@@ -209,12 +209,10 @@ def test_group_by_language_and_task(store: CalibrationStore, tmp_path: Path) -> 
         cal_text(items, dict(gate, per_group={"hi-task=qq": 0.5}), group_by=["language", "task"]), encoding="utf-8"
     )
     with pytest.raises(SuiteError, match="(?s)group 'hi-task=qq' has no items.*did you mean 'hi-task=qa'"):
-        CalibrationStore(store.board).load(path)
+        GateComputer(store.board).load(path)
 
 
-def test_metal_convention_needs_slots_and_group_by_starts_with_language(
-    store: CalibrationStore, tmp_path: Path
-) -> None:
+def test_metal_convention_needs_slots_and_group_by_starts_with_language(store: GateComputer, tmp_path: Path) -> None:
     path = tmp_path / "cal.yaml"
     items = skewed_items("hi", "qa")
     path.write_text(cal_text(items, {"threshold": 0.5}, agreement_convention="metal", ceiling="annotators"))
@@ -222,7 +220,7 @@ def test_metal_convention_needs_slots_and_group_by_starts_with_language(
         store.load(path)
     path.write_text(cal_text(items, {"threshold": 0.5}, group_by=["task", "language"]))
     with pytest.raises(SuiteError, match="group_by must start with 'language'"):
-        CalibrationStore(store.board).load(path)
+        GateComputer(store.board).load(path)
 
 
 def test_conventions_choose_the_items_of_the_human_side_by_hand() -> None:

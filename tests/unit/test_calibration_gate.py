@@ -24,13 +24,13 @@ from pytest_llmjudge import builtin_plugins
 from pytest_llmjudge.calibration.build import GateSettings
 from pytest_llmjudge.calibration.correction import evaluate_correction, fit_correction
 from pytest_llmjudge.calibration.gate import GateOptions, evaluate_gate
+from pytest_llmjudge.calibration.gates import GateComputer
 from pytest_llmjudge.calibration.sanity import (
     item_seed,
     shuffle_words,
     summarize_consistency,
     summarize_sensitivity,
 )
-from pytest_llmjudge.calibration.store import CalibrationStore
 from pytest_llmjudge.errors import SuiteError
 from pytest_llmjudge.execution.scoreboard import ScoreBoard
 from pytest_llmjudge.registry import Registry
@@ -44,13 +44,13 @@ SCALES = {"linguistic_acceptability": [0, 1, 2], "task_quality": [0, 1, 2], "hal
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> CalibrationStore:
+def store(tmp_path: Path) -> GateComputer:
     registry = Registry(
         providers=dict(builtin_plugins.pytest_llmjudge_providers()),
         rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics()),
     )
     board = ScoreBoard(registry, Settings(cache_mode="off", cache_dir=tmp_path / "cache"))
-    return CalibrationStore(board)
+    return GateComputer(board)
 
 
 # -- the real data, computed independently ---------------------------------------------
@@ -103,7 +103,7 @@ def independent(language: str, metric: str) -> dict[str, float]:
     }
 
 
-def test_pariksha_gate_equals_independent_sklearn_computation(store: CalibrationStore, tmp_path: Path) -> None:
+def test_pariksha_gate_equals_independent_sklearn_computation(store: GateComputer, tmp_path: Path) -> None:
     cal = store.load(EXAMPLE)
     metal_path = tmp_path / "data" / "metal.yaml"
     metal_path.parent.mkdir()
@@ -127,7 +127,7 @@ def test_pariksha_gate_equals_independent_sklearn_computation(store: Calibration
             assert metal.fleiss_kappa == pytest.approx(expected["metal_fleiss"], abs=1e-12), (language, metric)
 
 
-def test_pariksha_linguistic_acceptability_f1_per_language(store: CalibrationStore) -> None:
+def test_pariksha_linguistic_acceptability_f1_per_language(store: GateComputer) -> None:
     cal = store.load(EXAMPLE)
     measured = {code: round(store.gate(cal, code, "linguistic_acceptability").f1 or 0, 3) for code in CODES}
     assert measured == {
@@ -142,7 +142,7 @@ def test_pariksha_linguistic_acceptability_f1_per_language(store: CalibrationSto
     }
 
 
-def test_example_xfail_reasons_quote_the_measured_numbers(store: CalibrationStore) -> None:
+def test_example_xfail_reasons_quote_the_measured_numbers(store: GateComputer) -> None:
     cal = store.load(EXAMPLE)
     marked = 0
     for language, metric in cal.groups():
@@ -382,7 +382,7 @@ gate:
 """
 
 
-def test_inline_items_both_label_shapes(store: CalibrationStore, tmp_path: Path) -> None:
+def test_inline_items_both_label_shapes(store: GateComputer, tmp_path: Path) -> None:
     cal = store.load(write(tmp_path, BASE))
     assert cal.groups() == [("hi", "hallucinations"), ("hi", "linguistic_acceptability")]
     items = cal.items("hi", "linguistic_acceptability")
@@ -428,9 +428,7 @@ def test_inline_items_both_label_shapes(store: CalibrationStore, tmp_path: Path)
         ),
     ],
 )
-def test_format_errors_are_located(
-    store: CalibrationStore, tmp_path: Path, change: tuple[str, str], message: str
-) -> None:
+def test_format_errors_are_located(store: GateComputer, tmp_path: Path, change: tuple[str, str], message: str) -> None:
     old, new = change
     assert old in BASE
     with pytest.raises(SuiteError) as excinfo:
@@ -438,7 +436,7 @@ def test_format_errors_are_located(
     assert re.search(message, str(excinfo.value)), str(excinfo.value)
 
 
-def test_items_file_errors(store: CalibrationStore, tmp_path: Path) -> None:
+def test_items_file_errors(store: GateComputer, tmp_path: Path) -> None:
     with pytest.raises(SuiteError, match=r"items file not found: .*missing\.jsonl"):
         store.load(write(tmp_path, "calibration: x\nitems_file: missing.jsonl\ngate: {threshold: 0.5}\n", "a.yaml"))
     (tmp_path / "items.jsonl").write_text(
@@ -449,7 +447,7 @@ def test_items_file_errors(store: CalibrationStore, tmp_path: Path) -> None:
         store.load(write(tmp_path, "calibration: x\nitems_file: items.jsonl\ngate: {threshold: 0.5}\n"))
 
 
-def test_listed_language_without_items_is_gated_and_fails(store: CalibrationStore, tmp_path: Path) -> None:
+def test_listed_language_without_items_is_gated_and_fails(store: GateComputer, tmp_path: Path) -> None:
     cal = store.load(write(tmp_path, BASE.replace("gate:", "languages: [hi, sw]\ngate:")))
     assert ("sw", "linguistic_acceptability") in cal.groups()
     gate = store.gate(cal, "sw", "linguistic_acceptability")

@@ -13,7 +13,7 @@ from pytest_llmjudge.errors import StatisticsError, UnscoredError
 from pytest_llmjudge.judges.prompts import JudgeSettings
 from pytest_llmjudge.pairwise.bootstrap import bootstrap_leaderboard
 from pytest_llmjudge.pairwise.cases import RankedCase
-from pytest_llmjudge.pairwise.judge import (
+from pytest_llmjudge.pairwise.pairwise_judge import (
     Battle,
     Presentation,
     combine,
@@ -299,7 +299,7 @@ def test_battles_with_the_same_case_id_in_two_languages_are_distinct_calls() -> 
     import concurrent.futures
     from typing import Any
 
-    from pytest_llmjudge.pairwise.judge import PairwiseJudge
+    from pytest_llmjudge.pairwise.pairwise_judge import PairwiseJudge
 
     class Runner:
         def __init__(self) -> None:

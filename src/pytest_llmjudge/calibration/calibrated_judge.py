@@ -1,8 +1,8 @@
 """A judge for Python tests that refuses languages it failed its calibration in.
 
 :class:`CalibratedJudge` is the object behind the ``llmjudge_calibrated_judge`` fixture. It
-is a :class:`~pytest_llmjudge.judge.Judge` whose ``score`` and ``verdict`` first ask the
-run's :class:`~pytest_llmjudge.calibration.store.CalibrationStore` whether this judge passed
+is a :class:`~pytest_llmjudge.fixture_judge.Judge` whose ``score`` and ``verdict`` first ask the
+run's :class:`~pytest_llmjudge.calibration.gates.GateComputer` whether this judge passed
 the human-agreement gate of the calibration set for the requested language and rubric
 (the same verdict, computed once per run, that gate items and calibrated suites use). When
 it did not, no judge call is made: ``on_uncalibrated`` is called with the message "judge
@@ -22,10 +22,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from pytest_llmjudge.calibration.store import CalibrationCheck, CalibrationStore
+from pytest_llmjudge.calibration.gates import CalibrationCheck, GateComputer
 from pytest_llmjudge.errors import LLMJudgeError
 from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
-from pytest_llmjudge.judge import Judge
+from pytest_llmjudge.fixture_judge import Judge
 from pytest_llmjudge.judges.rubrics import Rubric
 from pytest_llmjudge.suite.model import Case
 from pytest_llmjudge.suite.schema import JudgeConfig
@@ -43,7 +43,7 @@ class CalibratedJudge(Judge):
     def __init__(
         self,
         board: ScoreBoard,
-        store: CalibrationStore,
+        store: GateComputer,
         calibration: Path | str,
         config: JudgeConfig | None = None,
         *,

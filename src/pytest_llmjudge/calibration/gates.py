@@ -1,6 +1,6 @@
 """Per-run registry of calibration sets, their judge scores and their gate verdicts.
 
-One :class:`CalibrationStore` lives in ``config.stash`` for a run (one per xdist worker).
+One :class:`GateComputer` lives in ``config.stash`` for a run (one per xdist worker).
 Everything is computed lazily and cached: a calibration file is loaded once, a gate
 (language x metric x judge) is computed once, whether a gate item or a suite item asked
 first. Verdicts are deterministic (seeded bootstrap and splits), so every xdist worker
@@ -53,7 +53,7 @@ from pytest_llmjudge.suite.expressions import Threshold
 from pytest_llmjudge.suite.model import Case, Suite
 from pytest_llmjudge.suite.schema import JudgeConfig
 
-__all__ = ["CalibrationCheck", "CalibrationStore", "SensitivityRun", "judge_scored_languages"]
+__all__ = ["CalibrationCheck", "GateComputer", "SensitivityRun", "judge_scored_languages"]
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ def _number(value: float | str | None) -> float:
     return float(value)
 
 
-class CalibrationStore:
+class GateComputer:
     """Loads calibration sets and computes verdicts on demand (thread-safe, cached)."""
 
     def __init__(self, board: ScoreBoard) -> None:

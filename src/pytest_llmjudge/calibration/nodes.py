@@ -30,13 +30,13 @@ from typing import Any
 import pytest
 
 from pytest_llmjudge.calibration.build import CalibrationSet
+from pytest_llmjudge.calibration.gates import GateComputer, judge_scored_languages
 from pytest_llmjudge.calibration.report import gate_message
-from pytest_llmjudge.calibration.store import CalibrationStore, judge_scored_languages
 from pytest_llmjudge.errors import ItemFailure, LLMJudgeError
 from pytest_llmjudge.nodes import AggregateItem, CaseFailure, CaseItem, json_safe
 from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem, record
 
-store_key = pytest.StashKey["CalibrationStore"]()
+store_key = pytest.StashKey["GateComputer"]()
 
 
 class GateFailure(ItemFailure):
@@ -47,13 +47,13 @@ class GateError(ItemFailure):
     """A gate could not be decided (too few items, unscored items): never an expected failure."""
 
 
-def get_store(config: pytest.Config) -> CalibrationStore:
-    """The run's calibration store (created on first use)."""
+def get_store(config: pytest.Config) -> GateComputer:
+    """The run's gate computer (created on first use)."""
     from pytest_llmjudge.session.state import scoreboard_key
 
     store = config.stash.get(store_key, None)
     if store is None:
-        store = CalibrationStore(config.stash[scoreboard_key])
+        store = GateComputer(config.stash[scoreboard_key])
         config.stash[store_key] = store
     return store
 
@@ -135,7 +135,7 @@ class _CalibrationItem(LLMJudgeItem):
         self.extra_keyword_matches.update({language, metric, "calibration"})
 
     @property
-    def store(self) -> CalibrationStore:
+    def store(self) -> GateComputer:
         return get_store(self.config)
 
     def setup(self) -> None:

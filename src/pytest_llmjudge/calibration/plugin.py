@@ -32,10 +32,10 @@ from pytest_llmjudge.session.collector import results_key
 from pytest_llmjudge.session.state import has_top_level_key, is_enabled, scoreboard_key
 
 if TYPE_CHECKING:
-    from pytest_llmjudge.calibration.judge import CalibratedJudge
+    from pytest_llmjudge.calibration.calibrated_judge import CalibratedJudge
     from pytest_llmjudge.calibration.nodes import CalibrationFile
     from pytest_llmjudge.execution.scoreboard import Score
-    from pytest_llmjudge.judge import Judge
+    from pytest_llmjudge.fixture_judge import Judge
     from pytest_llmjudge.suite.model import Case, Suite
 
 
@@ -168,9 +168,9 @@ def llmjudge_calibrated_judge(pytestconfig: pytest.Config, llmjudge_judge: Judge
     ``score(text, rubric=..., language=...)`` fails the test with "judge <model> is not
     calibrated for <language>: F1 ... < ..." when the judge failed that language's gate.
     """
-    from pytest_llmjudge.calibration.judge import CalibratedJudge
+    from pytest_llmjudge.calibration.calibrated_judge import CalibratedJudge
+    from pytest_llmjudge.calibration.gates import GateComputer
     from pytest_llmjudge.calibration.nodes import get_store
-    from pytest_llmjudge.calibration.store import CalibrationStore
     from pytest_llmjudge.execution.scoreboard import ScoreBoard
 
     path = _calibration_path(pytestconfig)
@@ -194,7 +194,7 @@ def llmjudge_calibrated_judge(pytestconfig: pytest.Config, llmjudge_judge: Judge
         # planned them after collection. Nobody plans a fixture's calls, so this worker makes
         # them itself (through the same on-disk cache) instead of waiting for a peer.
         private = ScoreBoard(board.registry, board.settings)
-        store = CalibrationStore(private)
+        store = GateComputer(private)
     yield CalibratedJudge(board, store, path, on_uncalibrated=fail)
     if private is not None:
         private.close()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from pytest_llmjudge.pairwise.judge import Outcome
+from pytest_llmjudge.pairwise.pairwise_judge import Outcome
 
 Matchup = tuple[str, str, Outcome]
 """One battle as (system shown first, system shown second, outcome from the first's side)."""

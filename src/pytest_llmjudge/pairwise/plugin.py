@@ -7,7 +7,7 @@ A YAML file with a top-level ``ranking:`` key (``pairwise.schema``) becomes a
 
 * ``leaderboard[<source>-<lang>]``: the Bradley-Terry leaderboard of one verdict source,
   with bootstrap intervals (fails when it can't be fitted); for the live judge it also
-  reports the position-bias statistics (``pairwise.judge``);
+  reports the position-bias statistics (``pairwise.pairwise_judge``);
 * ``surrogate[<source>-<lang>]`` with a ``surrogate:`` section (``pairwise.surrogate``);
 * one item per assertion, e.g. ``rank(sysA)<=2[judge-hi]``, ``agreement(gpt4,human)>=0.75[hi]``;
   an assertion's ``xfail: {lang: reason}`` marks that language's item as a strict xfail.
@@ -33,7 +33,7 @@ from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
 from pytest_llmjudge.session.state import has_top_level_key, is_enabled, scoreboard_key
 
 if TYPE_CHECKING:
-    from pytest_llmjudge.pairwise.judge import BattleResult, PairwiseJudge
+    from pytest_llmjudge.pairwise.pairwise_judge import BattleResult, PairwiseJudge
     from pytest_llmjudge.pairwise.ranking import Leaderboard, Ranking, RankingAssertion, RankingEvaluator
 
 _TABLE_ROWS = 12
@@ -91,7 +91,7 @@ class RankingRun:
 
     def pairwise_judge(self) -> PairwiseJudge:
         if self.judge is None:
-            from pytest_llmjudge.pairwise.judge import PairwiseJudge
+            from pytest_llmjudge.pairwise.pairwise_judge import PairwiseJudge
 
             board = self.config.stash[scoreboard_key]
             shim = self._shim()

@@ -13,7 +13,7 @@ What it is
     The instructions tell the judge that the order of the two answers is arbitrary and that
     length is no merit, the two biases MIRAGE-BENCH (sec. 4.2, after Zheng et al. 2023)
     names for pairwise judges. Telling it is not enough, which is why the caller also
-    randomises the order (``pairwise.judge``).
+    randomises the order (``pairwise.pairwise_judge``).
 
 Parsing
     The reply must hold a JSON object with a ``verdict`` of ``A``, ``B`` or ``tie``

@@ -25,7 +25,7 @@ What it is
         Kendall's tau-b between the two sources' Bradley-Terry strengths over the systems
         both rank (MIRAGE-BENCH's agreement measure between leaderboards, sec. 6.2, Table 2).
     ``position_bias <= x``
-        the live judge's position-bias rate (``pairwise.judge``).
+        the live judge's position-bias rate (``pairwise.pairwise_judge``).
     ``surrogate_tau >= x``
         Kendall's tau of the heuristic surrogate on held-out cases (``pairwise.surrogate``).
 
@@ -53,7 +53,7 @@ from pydantic import ValidationError
 
 from pytest_llmjudge.errors import SuiteError
 from pytest_llmjudge.pairwise.cases import Matchup, RankedCase
-from pytest_llmjudge.pairwise.judge import (
+from pytest_llmjudge.pairwise.pairwise_judge import (
     Battle,
     BattleResult,
     OrderMode,
@@ -812,7 +812,7 @@ class RankingEvaluator:
 
     def position_bias(self, language: str, source: str | None = None) -> PositionBias:
         """The live judge's position bias, or with ``source`` a recorded source's, from the
-        reversed pairs (``pairwise.judge.recorded_position_bias``)."""
+        reversed pairs (``pairwise.pairwise_judge.recorded_position_bias``)."""
         if source is not None:
             return recorded_position_bias(
                 ((x.system_a, x.system_b, x.verdicts.get(source)), (y.system_a, y.system_b, y.verdicts.get(source)))
