@@ -49,3 +49,20 @@ def test_quiet_runs_show_no_progress(pytester: pytest.Pytester, slow_server: Loo
     )
     result.assert_outcomes(passed=3, failed=1)
     assert not [line for line in result.outlines if "judge calls," in line and "llmjudge: " in line]
+
+
+def test_under_xdist_the_controller_shows_the_workers_sum(
+    pytester: pytest.Pytester, slow_server: LoopbackServer
+) -> None:
+    pytester.makefile(".yaml", suite=_suite(slow_server.openai_base_url))
+    result = pytester.runpytest_subprocess(
+        "--llmjudge", "-n", "2", "--llmjudge-concurrency", "1", "--llmjudge-progress-interval", "0.05"
+    )
+    result.assert_outcomes(passed=3, failed=1)
+    progress = [line for line in result.outlines if line.startswith("llmjudge: ") and "judge calls," in line]
+    assert progress, result.stdout.str()
+    # Only the controller prints, and its counts are the sum of both workers' files: each worker
+    # submits at most the suite's 3 prompts, so more than 3 means both were added up.
+    planned = {int(line.split("/")[1].split(" ")[0]) for line in progress}
+    assert max(planned) > 3
+    assert "Captured stdout" not in result.stdout.str()
