@@ -164,6 +164,7 @@ class CaseItem(_SuiteItem):
             unscored_reason=score.error,
         )
         passed = score.scored and self.threshold.holds(score.value, self.case.language)
+        output = self._output()
         self.llmjudge_result = json_safe(
             {
                 "kind": "case",
@@ -185,6 +186,10 @@ class CaseItem(_SuiteItem):
                 "detail": dict(score.detail),
                 "higher_is_better": score.higher_is_better,
                 "passed": passed,
+                # What was judged, in full, so a reviewer can read it and two reports diff per case.
+                "input": self.case.input,
+                "output": output,
+                "reference": self.case.reference,
             }
         )
         if not score.scored:
@@ -221,16 +226,19 @@ class CaseItem(_SuiteItem):
             lines.append(f"  {key + ':':<14} {value}")
         if self.case.input:
             lines.append(f"  input:         {_excerpt(self.case.input)}")
-        output = self.case.output
-        if output is None:
-            try:
-                output = _scoreboard(self.config).output(self.suite, self.case)
-            except LLMJudgeError:
-                output = None
-        lines.append(f"  output:        {_excerpt(output)}")
+        lines.append(f"  output:        {_excerpt(self._output())}")
         if self.case.reference:
             lines.append(f"  reference:     {_excerpt(self.case.reference)}")
         return "\n".join(lines)
+
+    def _output(self) -> str | None:
+        """The judged output: the case's own, else the model's (None when it could not be produced)."""
+        if self.case.output is not None:
+            return self.case.output
+        try:
+            return _scoreboard(self.config).output(self.suite, self.case)
+        except LLMJudgeError:
+            return None
 
     def planned_calls(self) -> list[tuple[Suite, Case, str]]:
         return [] if self.judge_problem is not None else [(self.suite, self.case, self.threshold.metric)]
