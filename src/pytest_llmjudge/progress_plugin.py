@@ -19,8 +19,9 @@ Under pytest-xdist each worker writes its counters (and its judge models, for th
 to a JSON file in a directory the controller creates and hands to the workers through
 ``workerinput``; the controller's thread sums the files. The workers print nothing.
 
-The cost uses the same price table as the final accounting line (``llmjudge_prices`` over
-the shipped prices) and only when the run has one judge model with a known price.
+The cost uses the same price table as the final accounting line (``--llmjudge-price`` over
+``llmjudge_prices`` over the shipped prices) and only when the run has one judge model with a
+known price.
 """
 
 from __future__ import annotations
@@ -105,7 +106,9 @@ class ProgressDisplay:
         if len(self.models) != 1:
             return None
         try:
-            prices = parse_prices(str(line) for line in self.config.getini("llmjudge_prices"))
+            # As the report plugin reads them (report/plugin.py price_lines): the ini, then --llmjudge-price.
+            lines = [*self.config.getini("llmjudge_prices"), *self.config.getoption("llmjudge_price", [])]
+            prices = parse_prices(str(line) for line in lines)
         except PriceError:
             return None  # the report plugin turns a bad table into a usage error
         found = price_for(next(iter(self.models)), prices)

@@ -66,3 +66,26 @@ def test_under_xdist_the_controller_shows_the_workers_sum(
     planned = {int(line.split("/")[1].split(" ")[0]) for line in progress}
     assert max(planned) > 3
     assert "Captured stdout" not in result.stdout.str()
+
+
+def test_a_price_given_on_the_command_line_gives_a_cost_so_far(
+    pytester: pytest.Pytester, slow_server: LoopbackServer
+) -> None:
+    pytester.makefile(".yaml", suite=_suite(slow_server.openai_base_url))
+    result = pytester.runpytest(
+        "--llmjudge",
+        "--llmjudge-concurrency",
+        "1",
+        "--llmjudge-progress-interval",
+        "0.05",
+        "--llmjudge-price",
+        "loopback-judge = 1000 2000",
+        "-p",
+        "no:randomly",
+    )
+    result.assert_outcomes(passed=3, failed=1)
+    progress = [line for line in result.outlines if line.startswith("llmjudge: ") and "judge calls," in line]
+    assert progress and all(" so far" in line and "est. $" in line for line in progress)
+    # Once calls are done, the cost is tokens x price, the same table as the final accounting line's.
+    assert any(not line.endswith("est. $0.0000 so far") for line in progress)
+    result.stdout.fnmatch_lines(["judge calls: 3 provider requests*est. $*"])

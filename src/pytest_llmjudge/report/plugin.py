@@ -6,7 +6,8 @@ Registered as a feature plugin (``plugin.FEATURE_PLUGINS``); inert without ``--l
   one ``FORMAT:PATH`` per line, used when the option is not given). A relative PATH is taken
   from the directory pytest was invoked in; missing parent directories are created.
 * ini ``llmjudge_prices``: ``MODEL = INPUT OUTPUT`` lines, USD per 1M tokens, over the
-  built-in table (:data:`~pytest_llmjudge.report.model.DEFAULT_PRICES`).
+  built-in table (:data:`~pytest_llmjudge.report.model.DEFAULT_PRICES`); ``--llmjudge-price``
+  (repeatable, same form) over both.
 * JUnit XML (``--junitxml``): each item's recorded results (:func:`record_properties`) go
   into a ``<system-out>`` element of its testcase (``report/junit.py``), so the file stays
   valid against ``junit-10.xsd``; ``--llmjudge-junit-properties`` (ini
@@ -111,6 +112,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type="linelist",
         default=[],
     )
+    group.addoption(
+        "--llmjudge-price",
+        action="append",
+        default=[],
+        dest="llmjudge_price",
+        metavar="'MODEL = INPUT OUTPUT'",
+        help="A judge price (USD per 1M tokens) for the cost estimate, over llmjudge_prices (repeatable).",
+    )
+
+
+def price_lines(config: pytest.Config) -> list[str]:
+    """``llmjudge_prices`` then ``--llmjudge-price``: a model named twice takes the command line's price."""
+    return [str(line) for line in [*config.getini("llmjudge_prices"), *config.getoption("llmjudge_price", [])]]
 
 
 def parse_target(raw: str, base: Path) -> tuple[str, Path]:
@@ -132,7 +146,7 @@ def pytest_configure(config: pytest.Config) -> None:
     base = Path(config.invocation_params.dir)
     try:
         targets = [parse_target(str(raw), base) for raw in raw_targets]
-        prices = parse_prices(str(line) for line in config.getini("llmjudge_prices"))
+        prices = parse_prices(price_lines(config))
     except (ValueError, PriceError) as exc:
         raise pytest.UsageError(f"pytest-llmjudge: {exc}") from None
     state = ReportState(targets=targets, prices=prices)
