@@ -11,8 +11,10 @@ import pytest
 
 from pytest_llmjudge.errors import StatisticsError, UnscoredError
 from pytest_llmjudge.judges.prompts import JudgeSettings
+from pytest_llmjudge.pairwise.assertions import parse_assertion
 from pytest_llmjudge.pairwise.bootstrap import bootstrap_leaderboard
 from pytest_llmjudge.pairwise.cases import RankedCase
+from pytest_llmjudge.pairwise.leaderboard import annotator_agreement, fit_leaderboard, majority_verdict
 from pytest_llmjudge.pairwise.pairwise_judge import (
     Battle,
     Presentation,
@@ -23,12 +25,6 @@ from pytest_llmjudge.pairwise.pairwise_judge import (
     recorded_position_bias,
 )
 from pytest_llmjudge.pairwise.prompts import PairwiseText, build_pairwise_request, parse_pairwise_reply
-from pytest_llmjudge.pairwise.ranking import (
-    annotator_agreement,
-    fit_leaderboard,
-    majority_verdict,
-    parse_assertion,
-)
 from pytest_llmjudge.pairwise.schema import BootstrapConfig, SurrogateConfig
 from pytest_llmjudge.pairwise.surrogate import run_surrogate, script_shares, trigram_f1
 from pytest_llmjudge.stats.bradley_terry import bootstrap_rankings

@@ -33,8 +33,10 @@ from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
 from pytest_llmjudge.session.state import has_top_level_key, is_enabled, scoreboard_key
 
 if TYPE_CHECKING:
+    from pytest_llmjudge.pairwise.evaluator import RankingEvaluator
+    from pytest_llmjudge.pairwise.leaderboard import Leaderboard
     from pytest_llmjudge.pairwise.pairwise_judge import BattleResult, PairwiseJudge
-    from pytest_llmjudge.pairwise.ranking import Leaderboard, Ranking, RankingAssertion, RankingEvaluator
+    from pytest_llmjudge.pairwise.ranking import Ranking, RankingAssertion
 
 _TABLE_ROWS = 12
 MAX_BATTLES_RECORDED = 5000
@@ -60,7 +62,7 @@ class RankingRun:
     """The runtime of one ranking file: its evaluator and, for a live judge, its battles."""
 
     def __init__(self, ranking: Ranking, config: pytest.Config) -> None:
-        from pytest_llmjudge.pairwise.ranking import RankingEvaluator
+        from pytest_llmjudge.pairwise.evaluator import RankingEvaluator
 
         self.ranking = ranking
         self.config = config
@@ -149,7 +151,7 @@ class RankingFailure(ItemFailure):
 class RankingFile(pytest.File):
     def collect(self) -> list[pytest.Item]:
         from pytest_llmjudge.errors import LLMJudgeError
-        from pytest_llmjudge.pairwise.ranking import load_ranking
+        from pytest_llmjudge.pairwise.ranking_loader import load_ranking
 
         try:
             ranking = load_ranking(self.path)
@@ -396,7 +398,7 @@ class CheckItem(_RankingItem):
         )
 
     def _evaluate(self) -> tuple[float | None, dict[str, Any], str]:
-        from pytest_llmjudge.pairwise.ranking import kendall_between
+        from pytest_llmjudge.pairwise.leaderboard import kendall_between
 
         a = self.assertion
         evaluator = self.run.evaluator
