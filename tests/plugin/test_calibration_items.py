@@ -445,3 +445,21 @@ def test_consistency_and_sensitivity_items(
     assert len(texts) == 2 * 6 * 3 + 2 * 6
     shuffled = [t for t in texts if not any(f"<<<\n{o}\n>>>" in t for o in originals)]
     assert len(shuffled) == 12
+
+
+def test_gate_and_sanity_check_calls_are_batched(
+    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
+) -> None:
+    """The one planner: a live gate's and the sanity checks' judge calls go through batch mode too."""
+    originals = {output_text(language, i) for language in ("bn", "fr") for i in range(N)}
+    scripted_judge.scores = lambda query: 2 if query.output in originals else 1
+    write_items(pytester.path / "items.jsonl")
+    sanity = SANITY.format(base_url=loopback.openai_base_url)
+    pytester.makefile(
+        ".yaml", cal=calibration_yaml("  threshold: 0.7\n  min_items: 20", extra=sanity + "scores: judge")
+    )
+    result = pytester.runpytest("--llmjudge", "--llmjudge-batch", "--llmjudge-batch-poll=0.05")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("error", 0) == 0 and sum(outcomes.get(k, 0) for k in ("passed", "failed")) == 6
+    assert loopback.requests == [], "every gate and sanity-check call went through the batch"
+    assert loopback.stats()["batch"]["batch_requests"] > 0

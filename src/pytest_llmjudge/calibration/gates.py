@@ -468,9 +468,13 @@ class GateComputer:
         chosen = [cases[item.case.id] for item in cal.language_items(language, metric)][: cal.sanity.consistency.items]
         return suite, chosen
 
-    def plan_consistency(self, cal: CalibrationSet, language: str, metric: str) -> int:
+    def consistency_needs(self, cal: CalibrationSet, language: str, metric: str) -> list[tuple[Suite, Case, str]]:
         suite, cases = self._consistency_cases(cal, language, metric)
-        return self.plan(((suite, case, metric) for case in cases), (cal.path, suite.name, f"{language}/{metric}"))
+        return [(suite, case, metric) for case in cases]
+
+    def plan_consistency(self, cal: CalibrationSet, language: str, metric: str) -> int:
+        key = (cal.path, self._consistency_suite(cal).name, f"{language}/{metric}")
+        return self.plan(self.consistency_needs(cal, language, metric), key)
 
     def consistency(self, cal: CalibrationSet, language: str, metric: str) -> ConsistencyResult:
         key = (cal.path, language, metric)
@@ -516,7 +520,7 @@ class GateComputer:
             self._perturbed[key] = rows
             return rows
 
-    def plan_sensitivity(self, cal: CalibrationSet, language: str) -> int:
+    def sensitivity_needs(self, cal: CalibrationSet, language: str) -> list[tuple[Suite, Case, str]]:
         assert cal.sanity is not None and cal.sanity.sensitivity is not None
         metric = cal.sanity.sensitivity.metric
         suite = self.scoring_suite(cal)
@@ -524,7 +528,11 @@ class GateComputer:
         for case, shuffled, _ in self._sensitivity_cases(cal, language):
             if shuffled is not None:
                 needs += [(suite, case, metric), (suite, shuffled, metric)]
-        return self.plan(needs, (cal.path, suite.name, f"sensitivity/{language}"))
+        return needs
+
+    def plan_sensitivity(self, cal: CalibrationSet, language: str) -> int:
+        key = (cal.path, self.scoring_suite(cal).name, f"sensitivity/{language}")
+        return self.plan(self.sensitivity_needs(cal, language), key)
 
     def sensitivity(self, cal: CalibrationSet, language: str) -> SensitivityRun:
         key = (cal.path, language)

@@ -35,6 +35,7 @@ from pytest_llmjudge.calibration.report import gate_message
 from pytest_llmjudge.errors import ItemFailure, LLMJudgeError
 from pytest_llmjudge.nodes import AggregateItem, CaseFailure, CaseItem, json_safe
 from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem, record
+from pytest_llmjudge.suite.model import Case, Suite
 
 store_key = pytest.StashKey["GateComputer"]()
 
@@ -175,6 +176,10 @@ class _CalibrationItem(LLMJudgeItem):
 class GateItem(_CalibrationItem):
     """Judge-vs-human weighted F1 of one language x metric against its threshold."""
 
+    def planned_calls(self) -> list[tuple[Suite, Case, str]]:
+        # The whole file's gate calls, as before: its gates are computed together.
+        return [] if self.judge_problem is not None else list(self.store.gate_needs(self.calibration))
+
     def runtest(self) -> None:
         cal = self.calibration
         store = self.store
@@ -230,6 +235,11 @@ class GateItem(_CalibrationItem):
 class ConsistencyItem(_CalibrationItem):
     """k repeated requests per item must give the same score (Hada et al. 2024a, sec. 4.2.1)."""
 
+    def planned_calls(self) -> list[tuple[Suite, Case, str]]:
+        if self.judge_problem is not None:
+            return []
+        return self.store.consistency_needs(self.calibration, self.language, self.metric)
+
     def runtest(self) -> None:
         cal = self.calibration
         result = self.store.consistency(cal, self.language, self.metric)
@@ -269,6 +279,9 @@ class ConsistencyItem(_CalibrationItem):
 
 class SensitivityItem(_CalibrationItem):
     """Shuffled words must lower the score on most items (Hada et al. 2024a, sec. 4.3)."""
+
+    def planned_calls(self) -> list[tuple[Suite, Case, str]]:
+        return [] if self.judge_problem is not None else self.store.sensitivity_needs(self.calibration, self.language)
 
     def runtest(self) -> None:
         cal = self.calibration

@@ -65,14 +65,6 @@ def pytest_configure(config: pytest.Config) -> None:
     board.score_adjusters.append(adjust)
 
 
-_NODES_MODULE = "pytest_llmjudge.calibration.nodes"
-
-
-def _is_calibration_item(item: pytest.Item) -> bool:
-    """Whether ``item`` came from a calibration file (told apart without importing its module)."""
-    return type(item).__module__ == _NODES_MODULE
-
-
 def _calibrated_suite(item: pytest.Item) -> Suite | None:
     """The suite of a suite item whose judge names a calibration set, else None."""
     suite = getattr(item, "suite", None)
@@ -92,26 +84,17 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Calibratio
 def pytest_collection_finish(session: pytest.Session) -> None:
     if not is_enabled(session.config):
         return
-    if not any(_calibrated_suite(item) is not None or _is_calibration_item(item) for item in session.items):
-        return  # no calibration item selected and no suite names a calibration: nothing to plan
-    from pytest_llmjudge.calibration.nodes import (
-        ConsistencyItem,
-        GateItem,
-        SensitivityItem,
-        get_store,
-    )
+    # Gate and sanity-check items plan through the one planner (their planned_calls); what is
+    # left here is the gate of a calibrated suite's judge, which no calibration item may ask for.
+    if not any(_calibrated_suite(item) is not None for item in session.items):
+        return  # no selected suite names a calibration: nothing to plan
+    from pytest_llmjudge.calibration.nodes import get_store
     from pytest_llmjudge.nodes import AggregateItem, CaseItem
 
     store = get_store(session.config)
     suites: dict[str, Any] = {}
     for item in session.items:
-        if isinstance(item, GateItem) and item.judge_problem is None:
-            store.plan_gate(item.calibration)
-        elif isinstance(item, ConsistencyItem) and item.judge_problem is None:
-            store.plan_consistency(item.calibration, item.language, item.metric)
-        elif isinstance(item, SensitivityItem) and item.judge_problem is None:
-            store.plan_sensitivity(item.calibration, item.language)
-        elif isinstance(item, (CaseItem, AggregateItem)) and item.judge_problem is None:
+        if isinstance(item, (CaseItem, AggregateItem)) and item.judge_problem is None:
             if item.suite.judge.calibration is not None:
                 suites.setdefault(str(item.suite.path), item.suite)
     for suite in suites.values():
