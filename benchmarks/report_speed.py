@@ -82,6 +82,9 @@ def _cases(n_cases: int, rng: np.random.Generator) -> list[dict[str, Any]]:
         unscored = rng.random() < 0.004
         passed = not unscored and _holds(metric, score)
         words = WORDS[language]
+        # What was judged: a question, an answer and a reference in the case's script (~100-400 characters each).
+        question = f"{case_id}? " + " ".join([words] * 2)
+        answer = f"{case_id}: " + " ".join([words] * (2 + (index // (len(metrics) * len(LANGUAGES))) % 5))
         justification = None
         if metric != "chrf++":
             repeat = 1 + int(rng.integers(1, 5))
@@ -106,6 +109,9 @@ def _cases(n_cases: int, rng: np.random.Generator) -> list[dict[str, Any]]:
                 "detail": {},
                 "higher_is_better": metric != "hallucinations",
                 "passed": passed,
+                "input": question,
+                "output": answer,
+                "reference": " ".join([words] * 3),
                 "nodeid": f"suites/{suite}.yaml::{case_id}[{metric}]",
                 "outcome": "passed" if passed else "failed",
             }
@@ -225,7 +231,21 @@ def _gates(rng: np.random.Generator) -> list[dict[str, Any]]:
     return records
 
 
-def _regressions(rng: np.random.Generator) -> list[dict[str, Any]]:
+def _paired(cases: list[dict[str, Any]], suite: str, metric: str, language: str) -> list[dict[str, Any]]:
+    """A regression record's per-case pairs: every fifth case answered differently in the baseline."""
+    paired = []
+    for index, case in enumerate(
+        c for c in cases if (c["suite"], c["metric"], c["language"]) == (suite, metric, language)
+    ):
+        changed = index % 5 == 0
+        score = case["score"]
+        before = score if not changed or score is None else (score - 1 if score >= 1 else score + 1)
+        output = f"(baseline) {case['output']}" if changed else case["output"]
+        paired.append({"case": case["case"], "baseline": before, "candidate": case["score"], "baseline_output": output})
+    return paired
+
+
+def _regressions(rng: np.random.Generator, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     records = []
     for suite, metrics in (("release-gate", tuple(RUBRICS)), ("qa-metrics", ("chrf++",))):
         for metric in metrics:
@@ -263,6 +283,7 @@ def _regressions(rng: np.random.Generator) -> list[dict[str, Any]]:
                         "verdict": verdict,
                         "nodeid": f"suites/{suite}.yaml::regression({metric})[{language}]",
                         "outcome": "failed" if gate == "fail" else "passed",
+                        "cases": _paired(cases, suite, metric, language),
                     }
                 )
     return records
@@ -289,7 +310,7 @@ def synthetic_inputs(n_cases: int = 10_000, seed: int = 0) -> RunInputs:
     """A run of ``n_cases`` case items plus aggregates, gates, regressions and a ranking."""
     rng = np.random.default_rng(seed)
     cases = _cases(n_cases, rng)
-    records = [*cases, *_aggregates(cases), *_gates(rng), *_regressions(rng), _ranking(rng)]
+    records = [*cases, *_aggregates(cases), *_gates(rng), *_regressions(rng, cases), _ranking(rng)]
     judged = sum(1 for c in cases if c["source"] == "judge" and not c["cached"])
     suite_judge = {
         "provider": "openai",
@@ -312,6 +333,7 @@ def synthetic_inputs(n_cases: int = 10_000, seed: int = 0) -> RunInputs:
             "judge": suite_judge,
             "metrics": {name: "rubric" for name in RUBRICS},
             "rubrics": {name: hashlib.sha256(name.encode()).hexdigest()[:12] for name in sorted(RUBRICS)},
+            "scales": {name: [min(scale), max(scale)] for name, scale in RUBRICS.items()},
             "recorded_judges": [],
         },
         {

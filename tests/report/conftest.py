@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -37,3 +39,18 @@ def synthetic(report_speed: ModuleType) -> Callable[[int], RunInputs]:
 @pytest.fixture(scope="session")
 def synthetic_document(report_speed: ModuleType) -> dict[str, Any]:
     return build_document(report_speed.synthetic_inputs(800))
+
+
+def _page_cases(page: str) -> list[dict[str, Any]]:
+    """The cases an HTML report embeds for its case browser, with shared text resolved."""
+    found = re.search(r'<script type="application/json" id="case-data">(.*?)</script>', page, re.S)
+    assert found is not None, "the page embeds its cases"
+    packed = json.loads(found.group(1))
+    shared = ("s", "l", "m", "t", "input", "output", "reference", "judge", "bout")
+    return [{k: packed["strings"][v] if k in shared else v for k, v in c.items()} for c in packed["cases"]]
+
+
+@pytest.fixture(scope="session")
+def page_cases() -> Callable[[str], list[dict[str, Any]]]:
+    """``page_cases(html)``: the cases an HTML report embeds, with shared text resolved."""
+    return _page_cases

@@ -12,6 +12,8 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -42,36 +44,77 @@ def chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture
-def report(tmp_path: Path, synthetic: Callable[[int], RunInputs]) -> Path:
+def document(synthetic: Callable[[int], RunInputs]) -> dict[str, Any]:
+    return build_document(synthetic(1500))
+
+
+@pytest.fixture
+def report(tmp_path: Path, document: dict[str, Any]) -> Path:
     path = tmp_path / "report.html"
-    write_html(build_document(synthetic(1500)), path)
+    write_html(document, path)
     return path
 
 
-def test_charts_render_and_the_filter_runs(tmp_path: Path, report: Path) -> None:
-    url = report.as_uri() + "#lang=ja&metric=linguistic_acceptability"
+def dom_of(tmp_path: Path, url: str) -> str:
     result = chromium(tmp_path, "--dump-dom", url)
     assert result.returncode == 0, result.stderr[-2000:]
-    dom = result.stdout
-    assert 'data-ready="1"' in dom, "the page script ran to its end"
-    svgs = dom.count("<svg")
-    drawn = int(re.search(r'data-charts-drawn="(\d+)"', dom).group(1))  # type: ignore[union-attr]
-    assert svgs >= 60 and drawn == svgs, f"{drawn} of {svgs} charts have a size on the page"
-    rows = re.findall(r'<tr data-s="[^"]*" data-l="([^"]*)" data-m="([^"]*)"( hidden="")?>', dom)
-    shown = [(lang, metric) for lang, metric, hidden in rows if not hidden]
-    assert rows and shown, "some failed rows exist and some are shown"
-    assert set(shown) == {("ja", "linguistic_acceptability")}, "the URL fragment filtered the table"
-    assert f"{len(shown)} of {len(rows)} shown" in dom
+    assert 'data-ready="1"' in result.stdout, "the page script ran to its end"
+    return result.stdout
 
 
-def test_screenshot(tmp_path: Path, report: Path) -> None:
-    png = tmp_path / "report.png"
-    result = chromium(tmp_path, f"--screenshot={png}", "--window-size=1280,2000", report.as_uri())
+def screenshot(tmp_path: Path, url: str, name: str, height: int = 1400) -> bytes:
+    png = tmp_path / f"{name}.png"
+    result = chromium(tmp_path, f"--screenshot={png}", f"--window-size=1280,{height}", url)
     assert result.returncode == 0, result.stderr[-2000:]
-    data = png.read_bytes()
-    assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 50_000, "a real picture, not a blank page"
     keep = os.environ.get("PYTEST_LLMJUDGE_SCREENSHOT_DIR")
     if keep:
         Path(keep).mkdir(parents=True, exist_ok=True)
-        shutil.copy(png, Path(keep) / "report.png")
-        shutil.copy(report, Path(keep) / "report.html")
+        shutil.copy(png, Path(keep) / png.name)
+    return png.read_bytes()
+
+
+def shown_rows(dom: str) -> list[tuple[str, str, str]]:
+    """(language, metric, status) of the case rows the page drew."""
+    return re.findall(r'<tr data-i="\d+" data-s="[^"]*" data-l="([^"]*)" data-m="([^"]*)" class="([^"]*)">', dom)
+
+
+def test_charts_render_and_the_filter_runs(tmp_path: Path, report: Path) -> None:
+    dom = dom_of(tmp_path, report.as_uri() + "#lang=ja&metric=linguistic_acceptability&status=pass")
+    svgs = dom.count("<svg")
+    drawn = int(re.search(r'data-charts-drawn="(\d+)"', dom).group(1))  # type: ignore[union-attr]
+    assert svgs >= 60 and drawn == svgs, f"{drawn} of {svgs} charts have a size on the page"
+    rows = shown_rows(dom)
+    assert rows and set(rows) == {("ja", "linguistic_acceptability", "pass")}, "the URL fragment filtered the table"
+    assert re.search(rf">{len(rows)} of 1500 match<", dom), "passing cases are listed too"
+
+
+def test_sorting_by_score(tmp_path: Path, report: Path) -> None:
+    dom = dom_of(tmp_path, report.as_uri() + "#metric=chrf%2B%2B&sort=-v")
+    scores = [float(v) for v in re.findall(r'<td class="res">[a-z]+</td><td class="n">([0-9.]+)', dom)]
+    assert len(scores) == 200 and scores == sorted(scores, reverse=True), "highest score first, one page of rows"
+
+
+def test_ten_thousand_cases_render_under_10_mb(tmp_path: Path, synthetic: Callable[[int], RunInputs]) -> None:
+    path = tmp_path / "big.html"
+    write_html(build_document(synthetic(10_000)), path)
+    assert path.stat().st_size < 10_000_000
+    dom = dom_of(tmp_path, path.as_uri())
+    assert ">10000 of 10000 match, first 200 shown<" in dom and len(shown_rows(dom)) == 200
+    assert re.search(r'data-render-ms="\d+"', dom), "the page says how long it took (read by the benchmark)"
+
+
+def test_screenshots_of_the_summary_a_failing_case_and_a_regression(
+    tmp_path: Path, report: Path, document: dict[str, Any]
+) -> None:
+    failing = next(c for c in document["cases"] if c["outcome"] == "failed" and c.get("justification"))
+    changed = next(c for c in document["cases"] if c["baseline"]["output"] != c["output"])
+    summary = screenshot(tmp_path, report.as_uri(), "summary", height=2000)
+    assert summary.startswith(b"\x89PNG\r\n\x1a\n") and len(summary) > 50_000, "a real picture, not a blank page"
+    for name, case in (("failing-case", failing), ("regression-case", changed)):
+        url = report.as_uri() + "#case=" + quote(case["nodeid"], safe="")
+        dom = dom_of(tmp_path, url)
+        assert 'class="one-case"' in dom and f'data-case="{case["nodeid"]}"' in dom, "the linked case alone, in full"
+        assert '<div id="case-detail">' in dom or '<div id="case-detail" data-case=' in dom, "the detail is shown"
+        if name == "regression-case":
+            assert "<dt>baseline output</dt>" in dom and "<dt>vs baseline</dt>" in dom
+        assert len(screenshot(tmp_path, url, name, height=900)) > 20_000

@@ -58,7 +58,10 @@ def validate(document: dict[str, Any]) -> None:
 
 
 def test_json_and_html_reports_of_a_live_run(
-    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
+    pytester: pytest.Pytester,
+    loopback: LoopbackServer,
+    scripted_judge: ScriptedJudge,
+    page_cases: Any,
 ) -> None:
     scripted_judge.scores = lambda q: (
         0
@@ -101,6 +104,11 @@ def test_json_and_html_reports_of_a_live_run(
         ("ja-1", "linguistic_acceptability", "failed"),
     ]
     assert document["cases"][3]["justification"] == "scripted verdict (linguistic_acceptability)"
+    assert [(c["input"], c["output"], c["reference"]) for c in document["cases"]][2] == (
+        "丁寧に挨拶して",
+        "こんにちは。お元気ですか。",
+        None,
+    ), "what was judged, passing cases too"
     assert [a["language"] for a in document["aggregates"]] == ["all", "fr", "ja"]
     accounting = document["accounting"]
     assert accounting["provider_calls"] == 4 and accounting["input_tokens"] > 0
@@ -109,7 +117,16 @@ def test_json_and_html_reports_of_a_live_run(
     assert document["totals"] == {"cases": 4, "failed": 3, "items": 7, "passed": 4, "skipped": 0}
     page = (pytester.path / "out" / "report.html").read_text(encoding="utf-8")
     assert '<span class="badge fail">FAILED</span>' in page and page.count("<svg") >= 2
-    assert '<tr data-s="live" data-l="ja" data-m="linguistic_acceptability">' in page
+    shown = {(c["s"], c["c"], c["m"]): c for c in page_cases(page)}
+    assert len(shown) == 4, "every case, passing ones too"
+    ja = shown[("live", "ja-1", "linguistic_acceptability")]
+    assert (ja["l"], ja["st"], ja["input"], ja["output"]) == (
+        "ja",
+        "fail",
+        "丁寧に挨拶して",
+        "こんにちは。お元気ですか。",
+    )
+    assert ja["justification"] == "scripted verdict (linguistic_acceptability)"
 
 
 def test_no_api_key_in_any_report(

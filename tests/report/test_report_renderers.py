@@ -52,23 +52,25 @@ def test_empty_document_renders_nothing_in_the_terminal_and_a_page_in_html() -> 
     document = build_document(RunInputs())
     assert render_summary(document) == []
     page = html.render_html(document)
-    assert "No case failed." in page and "<svg" not in page
+    assert "No case ran." in page and "<svg" not in page
 
 
-def test_html_is_self_contained_with_every_chart_kind(synthetic_document: dict[str, Any]) -> None:
+def test_html_is_self_contained_with_every_chart_kind(page_cases: Any, synthetic_document: dict[str, Any]) -> None:
     page = html.render_html(synthetic_document)
     assert page.startswith("<!DOCTYPE html>")
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page), "nothing is fetched"
     assert "<link" not in page and "@import" not in page and "url(" not in page
-    for section in ("summary", "scores", "agreement", "regression", "ranking", "failed"):
+    for section in ("summary", "scores", "agreement", "regression", "ranking", "cases"):
         assert f'<section id="{section}">' in page
     assert page.count("<svg") >= 4 + 3 + 30 + 30 + 4 + 1, "bars, gate bars, matrices, distributions, forests"
     assert "Confusion matrices" in page and "Class distributions" in page
+    cases = page_cases(page)
+    assert len(cases) == len(synthetic_document["cases"]), "every case, passing ones too"
     failed = sum(1 for c in synthetic_document["cases"] if c["outcome"] == "failed")
-    assert page.count("<tr data-s=") == failed
+    assert sum(c["st"] in ("fail", "unscored") for c in cases) == failed
 
 
-def test_html_escapes_text_and_cuts_long_justifications() -> None:
+def test_html_escapes_text_and_keeps_justifications_whole(page_cases: Any) -> None:
     record = {
         "kind": "case",
         "suite": "s<b>",
@@ -83,16 +85,17 @@ def test_html_escapes_text_and_cuts_long_justifications() -> None:
         "outcome": "failed",
     }
     page = html.render_html(build_document(RunInputs(records=[record])))
-    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)" in page
-    assert "é" * (html.JUSTIFICATION_CHARS - 30) in page and "é" * (html.JUSTIFICATION_CHARS + 10) not in page
-    assert 'data-s="s&lt;b&gt;"' in page
+    assert "<script>alert(1)" not in page and "</script>" + "é" not in page
+    (case,) = page_cases(page)
+    assert case["justification"] == record["justification"], "read in full; the table cuts it in the page"
+    assert case["s"] == "s<b>" and '<option value="s&lt;b&gt;">' in page
 
 
-def test_failed_table_is_capped(monkeypatch: Any, synthetic: Any) -> None:
-    monkeypatch.setattr(html, "MAX_FAILED_ROWS", 10)
+def test_case_browser_is_capped(monkeypatch: Any, synthetic: Any, page_cases: Any) -> None:
+    monkeypatch.setattr(html, "MAX_CASE_ROWS", 10)
     page = html.render_html(build_document(synthetic(400)))
-    assert page.count("<tr data-s=") == 10
-    assert "Showing the first 10 of" in page
+    assert len(page_cases(page)) == 10
+    assert "Showing the first 10 of 400 cases" in page
 
 
 def test_unknown_kinds_get_a_generic_table() -> None:
@@ -136,3 +139,68 @@ def test_a_pass_rate_row_shows_its_wilson_interval_in_percent() -> None:
     }
     lines = [text for text, _ in summary_lines(build_document(RunInputs(records=[record])))]
     assert any(re.search(r"^\s+bn\s+50\s+0\s+94% \[84%, 98%\]\s+pass_rate >= 0\.90", line) for line in lines), lines
+
+
+def test_judged_text_is_redacted_and_its_control_characters_made_visible(page_cases: Any) -> None:
+    secret = "sk-live-0123456789abcdef"
+    record = {
+        "kind": "case",
+        "suite": "s",
+        "case": "leak",
+        "language": "en",
+        "metric": "m",
+        "threshold": {"op": ">=", "value": 1},
+        "score": 0,
+        "input": f"use key {secret}",
+        "output": f"here it is: {secret}\x1b[2J\x9b31m done\nline two",
+        "reference": "see http://user:pa55word-xyz@example.com/x",
+        "passed": False,
+        "nodeid": "s.yaml::leak[m]",
+        "outcome": "failed",
+    }
+    document = build_document(RunInputs(records=[record], secrets=[secret]))
+    assert document["cases"][0]["output"] == "here it is: ***\x1b[2J\x9b31m done\nline two", "JSON keeps the data"
+    assert document["cases"][0]["reference"] == "see http://***@example.com/x"
+    page = html.render_html(document)
+    assert secret not in page and "pa55word" not in page
+    assert "\x1b" not in page and "\x9b" not in page
+    (case,) = page_cases(page)
+    assert case["output"] == "here it is: ***\\x1b[2J\\x9b31m done\nline two" and case["input"] == "use key ***"
+
+
+def test_with_a_baseline_each_case_shows_its_old_score_and_output(page_cases: Any) -> None:
+    case = {
+        "kind": "case",
+        "suite": "s",
+        "case": "c1",
+        "language": "de",
+        "metric": "m",
+        "threshold": {"op": ">=", "value": 1},
+        "score": 0,
+        "output": "neu",
+        "passed": False,
+        "nodeid": "s.yaml::c1[m]",
+        "outcome": "failed",
+    }
+    same = {**case, "case": "c2", "score": 2, "output": "gleich", "nodeid": "s.yaml::c2[m]", "outcome": "passed"}
+    regression = {
+        "kind": "regression",
+        "suite": "s",
+        "metric": "m",
+        "language": "de",
+        "cases": [
+            {"case": "c1", "baseline": 2, "candidate": 0, "baseline_output": "alt"},
+            {"case": "c2", "baseline": 2, "candidate": 2, "baseline_output": "gleich"},
+        ],
+        "nodeid": "s.yaml::regression(m)[de]",
+        "outcome": "failed",
+    }
+    document = build_document(RunInputs(records=[case, same, regression]))
+    assert [c["baseline"] for c in document["cases"]] == [
+        {"score": 2, "output": "alt"},
+        {"score": 2, "output": "gleich"},
+    ]
+    assert "baseline_output" not in document["regressions"][0]["cases"][0], "each output once in the document"
+    shown = {c["c"]: c for c in page_cases(html.render_html(document))}
+    assert (shown["c1"]["bsc"], shown["c1"]["bout"], shown["c1"]["ch"]) == ("2", "alt", "score and output")
+    assert shown["c2"]["ch"] == "unchanged"

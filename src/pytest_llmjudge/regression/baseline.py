@@ -27,7 +27,8 @@ baseline diffs one case per line)::
               "judges": ["openai:gpt-4o-mini"],
               "scores": {"<language>": {"<case id>": 2.0, "<case id>": null}}
             }
-          }
+          },
+          "outputs": {"<case id>": "the judged output text"}
         }
       }
     }
@@ -35,6 +36,9 @@ baseline diffs one case per line)::
 ``null`` is a case the baseline run could not score (an unscored judge reply, a failed
 output target): it is kept so a later comparison reports it instead of silently dropping it.
 Categorical values (a detected language code) are not saved: they have no mean difference.
+``outputs`` (optional; written since the reports show per case what changed) holds each
+case's judged output, so a later report can show old and new output side by side; a
+baseline without it loads the same and shows old scores only.
 
 Where
     A bare NAME (letters, digits, ``.``, ``_``, ``-``) is ``<baseline dir>/NAME.json``, the
@@ -114,6 +118,8 @@ class MetricScores:
 class SuiteScores:
     path: str | None = None
     metrics: dict[str, MetricScores] = field(default_factory=dict)
+    outputs: dict[str, str] = field(default_factory=dict)
+    """case id -> the output that was judged (empty for baselines saved before outputs were)."""
 
 
 @dataclass
@@ -154,6 +160,7 @@ class Baseline:
                         }
                         for metric_name, metric in sorted(suite.metrics.items())
                     },
+                    **({"outputs": dict(sorted(suite.outputs.items()))} if suite.outputs else {}),
                 }
                 for suite_name, suite in sorted(self.suites.items())
             },
@@ -234,6 +241,8 @@ def build_baseline(
             metric.judges.add(record["judge"])
         cases = metric.scores.setdefault(str(language), {})
         cases.setdefault(str(case), value)
+        if isinstance(record.get("output"), str):
+            suite.outputs.setdefault(str(case), record["output"])
 
     for record in records:
         kind = record.get("kind")
@@ -333,7 +342,14 @@ def load_baseline(path: Path) -> Baseline:
                 scores=scores,
             )
         path_text = suite_raw.get("path")
-        suites[str(suite_name)] = SuiteScores(path=path_text if isinstance(path_text, str) else None, metrics=metrics)
+        outputs = suite_raw.get("outputs", {})
+        if not isinstance(outputs, dict) or not all(isinstance(v, str) for v in outputs.values()):
+            raise _fail(path, f"suite {suite_name!r}: 'outputs' must map case ids to text")
+        suites[str(suite_name)] = SuiteScores(
+            path=path_text if isinstance(path_text, str) else None,
+            metrics=metrics,
+            outputs={str(k): v for k, v in outputs.items()},
+        )
     run = data.get("run")
     return Baseline(
         name=str(data.get("name") or path.stem),

@@ -443,6 +443,17 @@ class RegressionItem(LLMJudgeItem):
             for _, case_id, before, now in sorted(drops)[:_EXCERPT]
         ]
         self._record_result(result)
+        outputs = entry.outputs if (entry := self.baseline.suites.get(self.baseline_suite)) is not None else {}
+        # Per case, baseline and candidate score and the baseline's output: the reports show what changed.
+        paired = [
+            {
+                "case": case_id,
+                "baseline": base.get(case_id),
+                "candidate": candidate.get(case_id),
+                "baseline_output": outputs.get(case_id),
+            }
+            for case_id in sorted(set(base) | set(candidate))
+        ]
         self.llmjudge_result = json_safe(
             {
                 "kind": "regression",
@@ -457,6 +468,7 @@ class RegressionItem(LLMJudgeItem):
                 "baseline_created": self.baseline.created,
                 "passed": result.gate in ("pass", "warn"),
                 "largest_drops": largest_drops,
+                "cases": paired,
                 **result.to_dict(),
             }
         )

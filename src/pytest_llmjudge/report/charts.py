@@ -28,6 +28,8 @@ from html import escape
 FONT = 11
 CHAR_WIDTH = 6.2  # approximate advance of an 11 px sans-serif character
 LABEL_CHARS = 30
+TITLE_CHAR_WIDTH = 8.0  # approximate advance of a 13 px semibold character (the chart title)
+MIN_CHART_WIDTH = 360
 
 
 def _shorten(text: str, limit: int) -> str:
@@ -99,9 +101,13 @@ def bar_chart(
     title: str = "",
     y_min: float | None = None,
     y_max: float | None = None,
-    bar_width: int = 16,
+    bar_width: int = 24,
 ) -> str:
-    """Grouped vertical bars with whiskers and threshold ticks; see the module docstring."""
+    """Grouped vertical bars with whiskers and threshold ticks; see the module docstring.
+
+    ``y_min``/``y_max`` fix the axis (a metric's scale): bars, whiskers and ticks outside it
+    are drawn at its edge. The chart is at least :data:`MIN_CHART_WIDTH` wide and as wide as
+    its title, so the title is never cut."""
     if not groups:
         return _empty()
     values: list[float] = []
@@ -116,9 +122,9 @@ def bar_chart(
     if y_max is not None:
         stop = y_max
     per_group = max(len(g.bars) for g in groups)
-    slot = max(per_group * (bar_width + 2) + 14, 38)
-    left, top, plot_h, bottom = 44, 22 if title else 8, 160, 34
-    width = left + slot * len(groups) + 10
+    slot = max(per_group * (bar_width + 2) + 18, 56)
+    left, top, plot_h, bottom = 48, 26 if title else 8, 220, 36
+    width = max(left + slot * len(groups) + 10, MIN_CHART_WIDTH, int(len(title) * TITLE_CHAR_WIDTH) + 16)
     height = top + plot_h + bottom
 
     def y(value: float) -> float:
@@ -130,7 +136,7 @@ def bar_chart(
         f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img">',
     ]
     if title:
-        out.append(f'<text x="{left}" y="14" class="title">{escape(title)}</text>')
+        out.append(f'<text x="8" y="16" class="title">{escape(title)}</text>')
     tick = start
     count = 0
     while tick <= stop + step * 1e-6 and count < 50:
@@ -168,7 +174,7 @@ def bar_chart(
         label_x = _f(left + index * slot + slot / 2)
         out.append(
             f'<text x="{label_x}" y="{_f(top + plot_h + 14)}" class="axis" text-anchor="middle">'
-            f"{escape(group.label[:9])}</text>"
+            f"{escape(_shorten(group.label, max(int(slot / CHAR_WIDTH), 4)))}<title>{escape(group.label)}</title></text>"
         )
     out.append(f'<line x1="{left}" x2="{width - 6}" y1="{_f(base)}" y2="{_f(base)}" class="axisline"/>')
     out.append("</svg>")

@@ -31,6 +31,7 @@ to a file of a few MB (``benchmarks/report_speed.py``).
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
@@ -56,7 +57,8 @@ from pytest_llmjudge.report.model import (
 from pytest_llmjudge.report.terminal import STATUS_TEXT, accounting_line, ranking_entries
 
 JUSTIFICATION_CHARS = 400
-MAX_FAILED_ROWS = 5000
+MAX_CASE_ROWS = 50_000
+PAGE_ROWS = 200
 MAX_OTHER_ROWS = 500
 LEVEL_ORDER = ("all", "full", "partial", "none", "single")
 
@@ -83,7 +85,7 @@ td.res{white-space:nowrap}
 .charts{display:flex;flex-wrap:wrap;gap:14px 22px;align-items:flex-start}
 figure{margin:0}figcaption{font-size:12px;color:var(--muted);max-width:560px}
 svg.chart{max-width:100%;height:auto;font-family:inherit}
-svg .title{font-size:12px;font-weight:600;fill:var(--ink)}
+svg .title{font-size:13px;font-weight:600;fill:var(--ink)}
 svg .axis{font-size:11px;fill:var(--ink)}svg .tick{font-size:10px;fill:var(--muted)}
 svg .muted{font-size:12px;fill:var(--muted)}svg .cell{font-size:11px}
 svg .grid{stroke:#eee}svg .axisline{stroke:#888;stroke-width:1}
@@ -98,43 +100,107 @@ svg .c5{fill:#08306b}
 .filters input{min-width:260px;padding:4px 6px}.filters select{padding:3px}
 td.why{max-width:560px;white-space:pre-wrap;word-break:break-word}
 .muted{color:var(--muted)}details{margin:6px 0}code{font-size:12px}
+tr.unscored td,tr.error td{background:#fdecea}tr.unscored td.res,tr.error td.res{color:var(--fail);font-weight:600}
+th.sortable{cursor:pointer}th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
+#case-table tbody tr{cursor:pointer}#case-table tbody tr:hover td{background:#eef4fb}
+#case-detail{border:1px solid #ccc;border-radius:6px;padding:8px 14px;margin:10px 0;background:#fafafa}
+#case-detail h3 button{margin-left:12px;font-size:12px}
+body.one-case>header,body.one-case>nav,body.one-case>section:not(#cases),body.one-case>footer,
+body.one-case #cases>:not(#case-detail){display:none}
+dd.full{white-space:pre-wrap;word-break:break-word;max-height:24em;overflow:auto}
 """
 
 SCRIPT = """
 (function(){
-  var table=document.getElementById('failed-table');
-  if(table){
-    var rows=Array.prototype.slice.call(table.tBodies[0].rows);
-    var texts=rows.map(function(r){return r.textContent.toLowerCase();});
-    var q=document.getElementById('f-q'),fs=document.getElementById('f-suite'),
-        fl=document.getElementById('f-lang'),fm=document.getElementById('f-metric'),
-        out=document.getElementById('f-count');
-    var apply=function(){
-      var v=q.value.trim().toLowerCase(),s=fs.value,l=fl.value,m=fm.value,shown=0;
-      for(var i=0;i<rows.length;i++){
-        var d=rows[i].dataset;
-        var ok=(!v||texts[i].indexOf(v)>=0)&&(!s||d.s===s)&&(!l||d.l===l)&&(!m||d.m===m);
-        rows[i].hidden=!ok; if(ok){shown++;}
-      }
-      out.textContent=shown+' of '+rows.length+' shown';
-      table.setAttribute('data-shown',String(shown));
+  var data=document.getElementById('case-data'),table=document.getElementById('case-table');
+  if(data&&table){
+    var packed=JSON.parse(data.textContent),T=packed.strings,cases=packed.cases,body=table.tBodies[0],
+        PAGE=%(page)d,limit=PAGE;
+    cases.forEach(function(c){['s','l','m','t','input','output','reference','judge','bout'].forEach(function(k){
+      if(typeof c[k]==='number'){c[k]=T[c[k]];}});
+      if(c.w==null){c.w=c.reason!=null?'unscored: '+c.reason+(c.raw!=null?'; raw reply: '+c.raw:''):c.justification;}});
+    var texts=cases.map(function(c){return [c.s,c.c,c.l,c.m,c.st,c.sc,c.w,c.input,c.output,c.reference,c.raw,c.id]
+      .join('\\n').toLowerCase();});
+    var q=document.getElementById('f-q'),fs=document.getElementById('f-suite'),fl=document.getElementById('f-lang'),
+        fm=document.getElementById('f-metric'),ft=document.getElementById('f-status'),
+        fc=document.getElementById('f-change')||{value:'',addEventListener:function(){}},
+        out=document.getElementById('f-count'),more=document.getElementById('case-more'),
+        detail=document.getElementById('case-detail'),sortKey=null,sortDir=1,shown=[];
+    var esc=function(v){return v==null?'':String(v).replace(/&/g,'&amp;').replace(/</g,'&lt;')
+      .replace(/>/g,'&gt;').replace(/"/g,'&quot;');};
+    var cut=function(v,n){v=v==null?'':String(v);return v.length>n?v.slice(0,n)+' \\u2026':v;};
+    var cmp=function(a,b){var x=cases[a][sortKey],y=cases[b][sortKey];
+      if(x==null&&y==null){return a-b;} if(x==null){return 1;} if(y==null){return -1;}
+      return (x<y?-1:x>y?1:a-b)*sortDir;};
+    var show=function(i){
+      var c=cases[i],rows=[['suite',c.s],['case',c.c],['item',c.id],['language',c.l],['metric',c.m],
+        ['status',c.st],['score',c.sc],['threshold',c.t],['judge',c.judge],['input',c.input],['output',c.output],
+        ['reference',c.reference],['justification',c.justification],['reason',c.reason],['raw reply',c.raw],
+        ['vs baseline',c.ch],['baseline score',c.bsc],['baseline output',c.bout]];
+      detail.innerHTML='<h3>'+esc(c.c)+' <span class="muted">['+esc(c.l)+'] '+esc(c.m)+'</span>'+
+        '<button type="button" id="case-close">close</button></h3><dl class="meta case">'+
+        rows.filter(function(r){return r[1]!=null&&r[1]!=='';}).map(function(r){
+          return '<dt>'+esc(r[0])+'</dt><dd dir="auto" class="full">'+esc(r[1])+'</dd>';}).join('')+'</dl>';
+      detail.hidden=false; detail.setAttribute('data-case',c.id||c.c);
+      document.getElementById('case-close').onclick=function(){detail.hidden=true;
+        document.body.classList.remove('one-case');};
+      detail.scrollIntoView({block:'nearest'});
     };
+    var draw=function(){
+      var html=[],n=Math.min(limit,shown.length);
+      for(var k=0;k<n;k++){var i=shown[k],c=cases[i];
+        html.push('<tr data-i="'+i+'" data-s="'+esc(c.s)+'" data-l="'+esc(c.l)+'" data-m="'+esc(c.m)+
+          '" class="'+c.st+'"><td>'+esc(c.s)+'</td><td title="'+esc(c.id)+'"><a href="#case">'+esc(c.c)+'</a></td><td>'+
+          esc(c.l)+'</td><td>'+esc(c.m)+'</td><td class="res">'+esc(c.st)+'</td><td class="n">'+esc(c.sc)+(c.ch&&c.bsc!==c.sc?' <span class="muted">(was '+esc(c.bsc)+')</span>':'')+
+          '</td><td>'+esc(c.t)+'</td><td class="why" dir="auto">'+esc(cut(c.w,%(chars)d))+'</td></tr>');}
+      body.innerHTML=html.join('');
+      more.hidden=shown.length<=n; more.textContent='show '+Math.min(PAGE,shown.length-n)+' more';
+      out.textContent=shown.length+' of '+cases.length+' match'+(shown.length>n?', first '+n+' shown':'');
+      table.setAttribute('data-shown',String(shown.length));
+    };
+    var apply=function(){
+      var v=q.value.trim().toLowerCase(),s=fs.value,l=fl.value,m=fm.value,t=ft.value,h=fc.value;shown=[];
+      for(var i=0;i<cases.length;i++){var c=cases[i];
+        if((!v||texts[i].indexOf(v)>=0)&&(!s||c.s===s)&&(!l||c.l===l)&&(!m||c.m===m)&&(!t||c.st===t)&&(!h||(c.ch||'no baseline')===h)){shown.push(i);}}
+      if(sortKey){shown.sort(cmp);}
+      limit=PAGE; draw();
+    };
+    table.tHead.addEventListener('click',function(e){var th=e.target.closest('th');if(!th){return;}
+      var k=th.getAttribute('data-k');sortDir=(sortKey===k)?-sortDir:1;sortKey=k;
+      Array.prototype.forEach.call(table.tHead.rows[0].cells,function(h){h.removeAttribute('aria-sort');});
+      th.setAttribute('aria-sort',sortDir>0?'ascending':'descending');shown.sort(cmp);draw();});
+    body.addEventListener('click',function(e){var tr=e.target.closest('tr');if(tr){e.preventDefault();
+      show(+tr.getAttribute('data-i'));}});
+    more.addEventListener('click',function(){limit+=PAGE;draw();});
     var hash=new URLSearchParams(location.hash.replace(/^#/,''));
     if(hash.has('q')){q.value=hash.get('q');}
     if(hash.has('suite')){fs.value=hash.get('suite');}
     if(hash.has('lang')){fl.value=hash.get('lang');}
     if(hash.has('metric')){fm.value=hash.get('metric');}
-    [q,fs,fl,fm].forEach(function(e){e.addEventListener('input',apply);e.addEventListener('change',apply);});
+    if(hash.has('status')){ft.value=hash.get('status');}
+    if(hash.has('sort')){sortKey=hash.get('sort').replace(/^-/,'');sortDir=hash.get('sort').charAt(0)==='-'?-1:1;}
+    if(hash.has('change')){fc.value=hash.get('change');}
+    [q,fs,fl,fm,ft,fc].forEach(function(e){e.addEventListener('input',apply);e.addEventListener('change',apply);});
     apply();
+    if(hash.has('case')){var want=hash.get('case');
+      // A link to one case (#case=ID) shows that case alone, in full; "close" brings the report back.
+      for(var j=0;j<cases.length;j++){if(cases[j].id===want||cases[j].c===want){
+        document.body.classList.add('one-case');show(j);break;}}}
   }
   var drawn=0;
   document.querySelectorAll('svg.chart').forEach(function(svg){
     var box=svg.getBoundingClientRect(); if(box.width>0&&box.height>0){drawn++;}
   });
   document.body.setAttribute('data-charts-drawn',String(drawn));
+  // Milliseconds from the start of navigation to here (parse, charts, the case table): what benchmarks read.
+  document.body.setAttribute('data-render-ms',String(Math.round(performance.now())));
   document.body.setAttribute('data-ready','1');
 })();
 """
+
+
+def _script() -> str:
+    return SCRIPT.replace("%(page)d", str(PAGE_ROWS)).replace("%(chars)d", str(JUSTIFICATION_CHARS))
 
 
 def _e(value: Any) -> str:
@@ -310,6 +376,10 @@ def _bar_for(row: Mapping[str, Any]) -> charts.Bar:
                 ),
                 None,
             )
+    scale = row.get("scale")
+    if kind == "mean" and isinstance(scale, list) and low is not None and high is not None:
+        # A t interval near the end of a bounded scale leaves it; nothing beyond the scale can happen.
+        low, high = max(low, float(scale[0])), min(high, float(scale[1]))
     result = _row_result(row)
     note = (
         f"{row.get('language')}: {kind} {_num(value)} {_ci(low, high)}, n={row.get('n')}, "
@@ -335,11 +405,14 @@ def _score_charts(rows_by_suite: Mapping[str, Sequence[Mapping[str, Any]]]) -> s
         for metric, metric_rows in by_metric.items():
             groups = [charts.BarGroup(str(r.get("language")), (_bar_for(r),)) for r in metric_rows]
             categorical = all(number(r.get("mean")) is None for r in metric_rows)
+            scale = next((r.get("scale") for r in metric_rows if isinstance(r.get("scale"), list)), None)
+            if categorical:
+                scale = [0.0, 1.0]
             svg = charts.bar_chart(
                 groups,
                 title=f"{metric}" + (" (case pass rate)" if categorical else " (mean)"),
-                y_min=0.0 if categorical else None,
-                y_max=1.0 if categorical else None,
+                y_min=None if scale is None else float(scale[0]),
+                y_max=None if scale is None else float(scale[1]),
             )
             figures.append(f"<figure>{svg}</figure>")
         parts.append(f'<h3>{_e(suite)}</h3><div class="charts">{"".join(figures)}</div>')
@@ -636,41 +709,130 @@ def _failed_aggregates(aggregates: Sequence[Mapping[str, Any]]) -> str:
     return f'<h3>Failed aggregates <span class="muted">({len(rows)})</span></h3>' + _table(headers, rows)
 
 
-def _failed_cases(cases: Sequence[Mapping[str, Any]], aggregates: Sequence[Mapping[str, Any]] = ()) -> str:
-    failed = [c for c in cases if is_failure(c.get("outcome"))]
-    parts = ['<section id="failed"><h2>Failures</h2>', _failed_aggregates(aggregates)]
-    parts.append(f'<h3>Failed cases <span class="muted">({len(failed)})</span></h3>')
-    if not failed:
-        parts.append('<p class="muted">No case failed.</p></section>')
+CASE_STATUS = {
+    "passed": "pass",
+    "failed": "fail",
+    "error": "error",
+    "skipped": "skip",
+    "xfailed": "xfail",
+    "xpassed": "xpass",
+}
+# Text shared by many records (a case's input, output and reference under each of its metrics;
+# suite, language, metric, judge) goes into the page once, in a table the entries index.
+_SHARED_TEXT = (("input", "input"), ("output", "output"), ("reference", "reference"), ("judge", "judge"))
+_OWN_TEXT = (("justification", "justification"), ("unscored_reason", "reason"), ("raw_reply", "raw"), ("nodeid", "id"))
+
+
+def case_status(record: Mapping[str, Any]) -> str:
+    """``pass``, ``fail``, ``unscored`` (failed without a score), ``error``, ``skip``, ``xfail`` or ``xpass``."""
+    status = CASE_STATUS.get(str(record.get("outcome")), "error")
+    if status == "fail" and (record.get("unscored_reason") is not None or record.get("score") is None):
+        return "unscored"
+    return status
+
+
+class _Strings:
+    """A string table: each distinct text once, referred to by its index."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self._index: dict[str, int] = {}
+
+    def ref(self, text: str) -> int:
+        found = self._index.get(text)
+        if found is None:
+            found = self._index[text] = len(self.texts)
+            self.texts.append(text)
+        return found
+
+
+def _visible(value: Any) -> str:
+    return escape_controls(str(value), MULTILINE)
+
+
+def _case_entry(record: Mapping[str, Any], strings: _Strings) -> dict[str, Any]:
+    """One case for the page's case browser: short keys, shared text as string-table indexes,
+    control characters made visible (the JSON carries none raw)."""
+    score = record.get("score")
+    entry: dict[str, Any] = {
+        "s": strings.ref(str(record.get("suite") or "")),
+        "c": str(record.get("case") or ""),
+        "l": strings.ref(str(record.get("language") or "")),
+        "m": strings.ref(str(record.get("metric") or "")),
+        "st": case_status(record),
+        "v": number(score),
+        "sc": _num(score) if number(score) is not None else ("-" if score is None else _visible(score)),
+        "t": strings.ref(threshold_text(record.get("threshold"))),
+    }
+    for name, key in _SHARED_TEXT:
+        if record.get(name) is not None:
+            entry[key] = strings.ref(_visible(record[name]))
+    for name, key in _OWN_TEXT:
+        if record.get(name) is not None:
+            entry[key] = _visible(record[name])
+    if record.get("kind") == "uncalibrated" or not (record.get("unscored_reason") or record.get("justification")):
+        # The page shows the reason or the justification itself; anything else is said here.
+        why = _why(record)
+        if why:
+            entry["w"] = _visible(why)
+    baseline = record.get("baseline")
+    if isinstance(baseline, Mapping):
+        entry["bsc"] = _num(baseline.get("score")) if number(baseline.get("score")) is not None else "-"
+        changed = ["score"] if entry["bsc"] != entry["sc"] else []
+        if baseline.get("output") is not None:
+            entry["bout"] = strings.ref(_visible(baseline["output"]))
+            if baseline["output"] != record.get("output"):
+                changed.append("output")
+        entry["ch"] = " and ".join(changed) or "unchanged"
+    return entry
+
+
+def _json_for_script(value: Any) -> str:
+    """JSON safe inside ``<script>``: no ``<``, ``>``, ``&`` (no ``</script>``, no ``<!--``) and no raw
+    C1 control or line separator (``escape_controls`` later would break a JSON string)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return re.sub(r"[<>&\x7f-\x9f\u2028\u2029]", lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _cases(cases: Sequence[Mapping[str, Any]], aggregates: Sequence[Mapping[str, Any]] = ()) -> str:
+    """Every case (passing ones too) in a browser the page's script draws from embedded JSON:
+    search, filters, sortable columns, one case read in full."""
+    strings = _Strings()
+    entries = [_case_entry(c, strings) for c in cases[:MAX_CASE_ROWS]]
+    failed = sum(1 for e in entries if e["st"] not in ("pass", "skip", "xfail"))
+    parts = ['<section id="cases"><h2>Cases</h2>', _failed_aggregates(aggregates)]
+    parts.append(f'<h3>Every case <span class="muted">({len(cases):,}, {failed:,} failed or unscored)</span></h3>')
+    if not cases:
+        parts.append('<p class="muted">No case ran.</p></section>')
         return "".join(parts)
-    shown = failed[:MAX_FAILED_ROWS]
-    if len(failed) > len(shown):
+    if len(cases) > len(entries):
         parts.append(
-            f'<p class="muted">Showing the first {len(shown):,} of {len(failed):,} failed cases; '
+            f'<p class="muted">Showing the first {len(entries):,} of {len(cases):,} cases; '
             "the JSON report (--llmjudge-report=json:PATH) has all of them.</p>"
         )
     parts.append(
-        '<div class="filters"><input id="f-q" type="search" placeholder="filter: text in any column" '
-        'aria-label="filter failed cases">'
-        + _options("f-suite", "suite", (str(c.get("suite")) for c in shown))
-        + _options("f-lang", "language", (str(c.get("language")) for c in shown))
-        + _options("f-metric", "metric", (str(c.get("metric")) for c in shown))
+        '<div class="filters"><input id="f-q" type="search" placeholder="search: case, input, output, reason..." '
+        'aria-label="search cases">'
+        + _options("f-suite", "suite", (strings.texts[e["s"]] for e in entries))
+        + _options("f-lang", "language", (strings.texts[e["l"]] for e in entries))
+        + _options("f-metric", "metric", (strings.texts[e["m"]] for e in entries))
+        + _options("f-status", "status", (e["st"] for e in entries))
+        + (
+            _options("f-change", "vs baseline", (e.get("ch", "no baseline") for e in entries))
+            if any("ch" in e for e in entries)
+            else ""
+        )
         + '<span id="f-count" class="muted"></span></div>'
     )
-    rows = []
-    for case in shown:
-        suite, language, metric = _e(case.get("suite")), _e(case.get("language")), _e(case.get("metric"))
-        score = case.get("score")
-        shown_score = _num(score) if number(score) is not None else _e(score if score is not None else "-")
-        rows.append(
-            f'<tr data-s="{suite}" data-l="{language}" data-m="{metric}"><td>{suite}</td>'
-            f'<td title="{_e(case.get("nodeid"))}">{_e(case.get("case"))}</td><td>{language}</td><td>{metric}</td>'
-            f'<td class="n">{shown_score}</td><td>{_e(threshold_text(case.get("threshold")))}</td>'
-            f'<td class="why" dir="auto">{_e(_why(case))}</td></tr>'
-        )
-    headers = ["suite", "case", "lang", "metric", "score", "threshold", "justification / reason"]
-    parts.append(_table(headers, rows, attrs=' id="failed-table"'))
-    parts.append("</section>")
+    headers = [("s", "suite"), ("c", "case"), ("l", "lang"), ("m", "metric"), ("st", "status"), ("v", "score")]
+    headers += [("t", "threshold"), ("w", "justification / reason")]
+    head = "".join(f'<th data-k="{k}" class="sortable" title="sort">{escape(h)}</th>' for k, h in headers)
+    parts.append(
+        f'<table id="case-table"><thead><tr>{head}</tr></thead><tbody></tbody></table>'
+        '<p><button id="case-more" type="button" hidden>show more</button></p>'
+        '<div id="case-detail" hidden></div>'
+        f'<script type="application/json" id="case-data">{_json_for_script({"strings": strings.texts, "cases": entries})}</script></section>'
+    )
     return "".join(parts)
 
 
@@ -752,8 +914,8 @@ def render_html(document: Mapping[str, Any]) -> str:
     if rankings:
         sections.append(("ranking", "Rankings", _rankings(rankings)))
     blocked = [r for r in other if r.get("kind") == "uncalibrated" and r.get("case")]
-    failed_cases = _failed_cases([*(document.get("cases") or []), *blocked], document.get("aggregates") or [])
-    sections.append(("failed", "Failures", failed_cases))
+    cases = _cases([*(document.get("cases") or []), *blocked], document.get("aggregates") or [])
+    sections.append(("cases", "Cases", cases))
     if not_run:
         sections.append(("not-run", "Not run", _not_run(not_run)))
     if other:
@@ -772,7 +934,7 @@ def render_html(document: Mapping[str, Any]) -> str:
         f"{_header(document)}<nav>{nav}</nav>\n{body}\n"
         f'<footer class="muted"><p>Report format {_e(document.get("format_version"))}; '
         "self-contained: no network needed to view it.</p></footer>"
-        f"<script>{SCRIPT}</script></body></html>\n"
+        f"<script>{_script()}</script></body></html>\n"
     )
     return escape_controls(page, MULTILINE)
 

@@ -131,6 +131,29 @@ def price_for(model: str, prices: Mapping[str, tuple[float, float]]) -> tuple[st
     return None
 
 
+# The built-in reference metrics' ranges (each metric module's docstring gives its scale);
+# rubric ranges come from the suites (``suites[].scales``). A metric in neither has no scale.
+REFERENCE_SCALES: dict[str, tuple[float, float]] = {
+    "bleu": (0.0, 100.0),
+    "chrf": (0.0, 100.0),
+    "chrf++": (0.0, 100.0),
+    "rouge_l": (0.0, 1.0),
+    "numeric_fidelity": (0.0, 1.0),
+    "lrm2qas": (0.0, 1.0),
+}
+
+
+def metric_scale(metric: str, suite: Mapping[str, Any] | None) -> tuple[float, float] | None:
+    """The range a metric's scores lie in: the suite's rubric scale, a built-in reference
+    metric's range (``lrm2qas_*`` components share ``lrm2qas``'s), or None when unknown."""
+    scale = ((suite or {}).get("scales") or {}).get(metric)
+    if isinstance(scale, (list, tuple)) and len(scale) == 2 and all(number(v) is not None for v in scale):
+        return float(scale[0]), float(scale[1])
+    return REFERENCE_SCALES.get(metric) or REFERENCE_SCALES.get(
+        metric.split("_", 1)[0] if metric.startswith("lrm2qas_") else ""
+    )
+
+
 # -- small readers tolerant of missing or odd fields ---------------------------------------
 
 
@@ -559,6 +582,25 @@ def _drop_repeated_case_scores(aggregates: list[dict[str, Any]]) -> None:
             record.pop("case_scores", None)
 
 
+def _attach_baselines(cases: list[dict[str, Any]], regressions: list[dict[str, Any]]) -> None:
+    """Give each case record its baseline score and output (``baseline: {score, output}``) from
+    the regression records of its suite and metric; the regression records keep the scores
+    and drop the output copies, so the document holds each output once."""
+    paired: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for record in regressions:
+        for entry in record.get("cases") or []:
+            if isinstance(entry, dict):
+                output = entry.pop("baseline_output", None)
+                key = (_text(record.get("suite")), _text(record.get("metric")), _text(entry.get("case")))
+                paired.setdefault(key, {"score": entry.get("baseline"), "output": output})
+    if not paired:
+        return
+    for record in cases:
+        found = paired.get((_text(record.get("suite")), _text(record.get("metric")), _text(record.get("case"))))
+        if found is not None:
+            record["baseline"] = found
+
+
 def _suite_judges(suite: Mapping[str, Any]) -> list[str]:
     """Judge labels a suite's scores come from: its live judge and its recorded judges."""
     labels = [_text(label) for label in suite.get("recorded_judges") or []]
@@ -575,6 +617,7 @@ def build_document(inputs: RunInputs) -> dict[str, Any]:
         kind = _text(record.get("kind"))
         sections[SECTION_OF_KIND.get(kind, "other")].append(_relative_paths(_json_ready(dict(record)), inputs.root))
     _drop_repeated_case_scores(sections["aggregates"])
+    _attach_baselines(sections["cases"], sections["regressions"])
     for name, items in sections.items():
         fields = _SORT_FIELDS[name]
         items.sort(key=lambda r, f=fields: _sort_key(r, *f))  # type: ignore[misc]
@@ -625,6 +668,17 @@ def build_document(inputs: RunInputs) -> dict[str, Any]:
         {int(seed) for s in suites if isinstance(seed := (s.get("judge") or {}).get("seed"), int)}
     )
 
+    summary = build_summary(
+        sections["cases"],
+        sections["aggregates"],
+        sections["gates"],
+        [r for r in sections["other"] if r.get("kind") == "uncalibrated"],
+        {_text(suite.get("name")): _suite_judges(suite) for suite in suites},
+    )
+    suite_of = {_text(suite.get("name")): suite for suite in suites}
+    for row in summary:
+        scale = metric_scale(row["metric"], suite_of.get(row["suite"]))
+        row["scale"] = None if scale is None else list(scale)
     document: dict[str, Any] = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -632,15 +686,7 @@ def build_document(inputs: RunInputs) -> dict[str, Any]:
         "accounting": accounting,
         "totals": {**outcomes, "items": sum(outcomes.values()), "cases": len(sections["cases"])},
         "suites": suites,
-        "summary": _json_ready(
-            build_summary(
-                sections["cases"],
-                sections["aggregates"],
-                sections["gates"],
-                [r for r in sections["other"] if r.get("kind") == "uncalibrated"],
-                {_text(suite.get("name")): _suite_judges(suite) for suite in suites},
-            )
-        ),
+        "summary": _json_ready(summary),
         **sections,
         "not_run": not_run,
     }

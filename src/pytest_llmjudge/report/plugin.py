@@ -191,6 +191,12 @@ def _suite_info(config: pytest.Config, suite: Suite) -> dict[str, Any]:
         },
         "metrics": {name: str(kind) for name, kind in sorted(suite.metric_kinds.items())},
         "rubrics": {name: suite.rubrics[name].version for name in rubric_metrics if name in suite.rubrics},
+        # Each rubric's score range, so charts keep axes and intervals on the scale.
+        "scales": {
+            name: [min(suite.rubrics[name].scale), max(suite.rubrics[name].scale)]
+            for name in rubric_metrics
+            if name in suite.rubrics and suite.rubrics[name].scale
+        },
         "recorded_judges": sorted(
             {str(value.judge) for case in suite.cases for value in case.recorded.values() if value.judge}
         ),
