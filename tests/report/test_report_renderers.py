@@ -204,3 +204,35 @@ def test_with_a_baseline_each_case_shows_its_old_score_and_output(page_cases: An
     shown = {c["c"]: c for c in page_cases(html.render_html(document))}
     assert (shown["c1"]["bsc"], shown["c1"]["bout"], shown["c1"]["ch"]) == ("2", "alt", "score and output")
     assert shown["c2"]["ch"] == "unchanged"
+
+
+def _unscored_case(case: str, metric: str = "linguistic_acceptability") -> dict[str, Any]:
+    return {
+        "kind": "case",
+        "suite": "a-suite-with-a-long-name-" + "x" * 90,
+        "case": case,
+        "language": "hi",
+        "metric": metric,
+        "threshold": {"op": ">=", "value": 1},
+        "score": None,
+        "unscored_reason": "judge reply is not JSON",
+        "raw_reply": "I think it is fine",
+        "passed": False,
+        "nodeid": f"s.yaml::{case}[{metric}]",
+        "outcome": "failed",
+    }
+
+
+def test_terminal_headings_use_a_wide_terminal_and_unscored_rows_say_n_a() -> None:
+    document = build_document(RunInputs(records=[_unscored_case("c1"), _unscored_case("c2")]))
+    wide = render_summary_width(document, 200)
+    assert any(line.startswith("suite a-suite-with-a-long-name-" + "x" * 90 + ":") for line in wide), wide
+    narrow = render_summary_width(document, 80)
+    assert max(len(line) for line in narrow) <= WIDTH and any(line.endswith("~") for line in narrow)
+    (row,) = [line for line in wide if line.strip().startswith("hi ")]
+    assert " n/a " in row and "0%" not in row, row
+    assert ">n/a<" in html.render_html(document)
+
+
+def render_summary_width(document: dict[str, Any], width: int) -> list[str]:
+    return [text for text, _ in summary_lines(document, width=width)]

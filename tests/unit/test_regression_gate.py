@@ -200,3 +200,28 @@ def test_group_scores_are_recomputed_from_the_suite_and_unplaced_cases_kept_in_e
     # The default grouping (the language alone) keeps the whole language: comparisons are as before.
     assert stored.group("hi", in_suite, in_suite) == (stored.language("hi"), ("gone",))
     assert stored.group("ta", set(), set()) == ({}, ())
+
+
+def test_a_saved_baseline_keeps_each_case_output_and_an_old_one_loads_without(tmp_path: Path) -> None:
+    record = {
+        "kind": "case",
+        "suite": "s",
+        "case": "c1",
+        "language": "de",
+        "metric": "m",
+        "score": 2,
+        "output": "Guten Tag",
+    }
+    baseline = build_baseline("b", [record, {**record, "metric": "n", "output": "other"}], rootdir=tmp_path)
+    save_baseline(baseline, tmp_path / "b.json")
+    saved = json.loads((tmp_path / "b.json").read_text(encoding="utf-8"))
+    assert saved["suites"]["s"]["outputs"] == {"c1": "Guten Tag"}, "one output per case, the first seen"
+    assert load_baseline(tmp_path / "b.json").suites["s"].outputs == {"c1": "Guten Tag"}
+    del saved["suites"]["s"]["outputs"]
+    (tmp_path / "old.json").write_text(json.dumps(saved), encoding="utf-8")
+    old = load_baseline(tmp_path / "old.json")
+    assert old.suites["s"].outputs == {} and old.metric("s", "m").scores == {"de": {"c1": 2.0}}  # type: ignore[union-attr]
+    saved["suites"]["s"]["outputs"] = {"c1": 3}
+    (tmp_path / "bad.json").write_text(json.dumps(saved), encoding="utf-8")
+    with pytest.raises(BaselineError, match="'outputs' must map case ids to text"):
+        load_baseline(tmp_path / "bad.json")

@@ -54,7 +54,7 @@ from pytest_llmjudge.report.model import (
     skew_value,
     threshold_text,
 )
-from pytest_llmjudge.report.terminal import STATUS_TEXT, accounting_line, ranking_entries
+from pytest_llmjudge.report.terminal import STATUS_TEXT, accounting_line, every_case_unscored, ranking_entries
 
 JUSTIFICATION_CHARS = 400
 MAX_CASE_ROWS = 50_000
@@ -278,6 +278,8 @@ def _row_result(row: Mapping[str, Any]) -> str:
 
 
 def _shown_mean(row: Mapping[str, Any]) -> str:
+    if every_case_unscored(row):
+        return "n/a"
     if number(row.get("mean")) is None and number(row.get("pass_rate")) is not None:
         return f"{row['pass_rate']:.0%} pass"
     return _num(row.get("mean"))

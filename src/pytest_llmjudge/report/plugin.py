@@ -157,6 +157,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(SummaryWriter(config), "llmjudge-summary-writer")
 
 
+def _terminal_width(terminalreporter: Any) -> int:
+    """The terminal's width as pytest measured it (100 when it can't say)."""
+    width = getattr(getattr(terminalreporter, "_tw", None), "fullwidth", None)
+    return width if isinstance(width, int) and width > 0 else 100
+
+
 def _suite_info(config: pytest.Config, suite: Suite) -> dict[str, Any]:
     from pytest_llmjudge.report.model import clean_url
 
@@ -528,7 +534,7 @@ class SummaryWriter:
             quiet = config.get_verbosity() < 0
             # A dead judge or a rejected key first, once for the run (the cases say it in one line each).
             headlines = [(redact(line, run_secrets(config)), "red") for line in collector.judge_headlines()]
-            lines = headlines + summary_lines(document, quiet=quiet)
+            lines = headlines + summary_lines(document, quiet=quiet, width=_terminal_width(terminalreporter))
             if lines:
                 terminalreporter.write_sep("=", "llmjudge summary")
                 for text, style in lines:

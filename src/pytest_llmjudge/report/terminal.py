@@ -1,6 +1,7 @@
 """The end-of-run terminal summary, rendered from the report document (``report/model.py``).
 
-Layout, at most :data:`WIDTH` (100) columns whatever the data::
+Layout, at most :data:`WIDTH` (100) columns whatever the data (suite and metric heading
+lines take the terminal's width when it is wider, so they are not cut on a wide terminal)::
 
     suite pariksha-release-gate: 160 case(s), 8 language(s); recorded: gpt-4 (PARIKSHA release)
         lang          n  unsc     mean 95% CI            threshold             cases    F1/human result
@@ -17,7 +18,7 @@ when the provider reported usage and the model has a price).
 
 Degenerate cases: no rows and no accounting give no lines (the caller prints no section);
 a single case has no interval (``-``); a categorical metric shows its pass rate in the
-mean column; values wider than their column are cut with ``~``; long lists (failing gates,
+mean column; a row whose every case is unscored shows ``n/a`` there (never ``0%``); values wider than their column are cut with ``~``; long lists (failing gates,
 regressions) stop after :data:`MAX_DETAIL_LINES` with a count of the rest.
 
 ``-q`` prints only the accounting line. Lines come with a markup name (``red``,
@@ -88,7 +89,9 @@ def _agreement(gate: Mapping[str, Any] | None) -> str:
     return f"{format_number(gate.get('f1'))}/{ceiling}"
 
 
-def _suite_lines(suite: Mapping[str, Any] | None, name: str, rows: Sequence[Mapping[str, Any]]) -> list[str]:
+def _suite_lines(
+    suite: Mapping[str, Any] | None, name: str, rows: Sequence[Mapping[str, Any]], width: int = WIDTH
+) -> list[str]:
     languages = sorted({r["language"] for r in rows if r["language"] != ALL})
     cases = {r["metric"]: r["n"] for r in rows if r["language"] == ALL}
     n_cases = max(cases.values()) if cases else max((r["n"] for r in rows), default=0)
@@ -101,7 +104,7 @@ def _suite_lines(suite: Mapping[str, Any] | None, name: str, rows: Sequence[Mapp
             parts.append(f"judge {judge.get('label')} ({judged} scores, {cached} cached)")
         elif suite.get("recorded_judges"):
             parts.append("recorded: " + ", ".join(suite["recorded_judges"]))
-    return [_cut("; ".join(parts), WIDTH)]
+    return [_cut("; ".join(parts), width)]
 
 
 # (title, width, right-aligned); the agreement column is left out when no gate ran.
@@ -151,7 +154,9 @@ def _header(with_agreement: bool) -> str:
 def _table_row(row: Mapping[str, Any], with_agreement: bool) -> str:
     mean = row.get("mean")
     interval = _ci(row.get("ci_low"), row.get("ci_high"), int(row["n"]) - int(row["n_unscored"]))
-    if number(mean) is None and number(row.get("pass_rate")) is not None:
+    if every_case_unscored(row):
+        shown_mean = "n/a"  # no score at all: a 0% pass rate would read as a measured result
+    elif number(mean) is None and number(row.get("pass_rate")) is not None:
         shown_mean = f"{row['pass_rate']:.0%}"
         low, high = number(row.get("pass_rate_ci_low")), number(row.get("pass_rate_ci_high"))
         if low is not None and high is not None:  # the pass_rate aggregate's Wilson interval
@@ -174,7 +179,13 @@ def _table_row(row: Mapping[str, Any], with_agreement: bool) -> str:
     return _join(cells, with_agreement)
 
 
-def _metric_heading(metric: str, rows: Sequence[Mapping[str, Any]]) -> str:
+def every_case_unscored(row: Mapping[str, Any]) -> bool:
+    """True for a summary row whose cases all ended without a score."""
+    n = number(row.get("n"))
+    return bool(n) and number(row.get("n_unscored")) == n
+
+
+def _metric_heading(metric: str, rows: Sequence[Mapping[str, Any]], width: int = WIDTH) -> str:
     thresholds: list[Mapping[str, Any]] = []
     overrides: dict[str, list[str]] = defaultdict(list)
     checks: dict[str, str] = {}
@@ -196,7 +207,7 @@ def _metric_heading(metric: str, rows: Sequence[Mapping[str, Any]]) -> str:
             default = counted.most_common(1)[0][0]
         odd = [t for t in overrides[label] if t.split(" ", 1)[1] != default]
         parts.append(f"{label} {default}" + (f" ({', '.join(odd)})" if odd else ""))
-    return _cut(f"  {metric}: " + "; ".join(parts), WIDTH)
+    return _cut(f"  {metric}: " + "; ".join(parts), width)
 
 
 def _case_threshold_parts(thresholds: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -354,8 +365,12 @@ def _tokens(value: Any) -> str:
     return str(count)
 
 
-def summary_lines(document: Mapping[str, Any], *, quiet: bool = False) -> list[StyledLine]:
-    """The summary as (text, markup) lines; see the module docstring."""
+def summary_lines(document: Mapping[str, Any], *, quiet: bool = False, width: int = WIDTH) -> list[StyledLine]:
+    """The summary as (text, markup) lines; see the module docstring.
+
+    ``width``: the terminal's width; suite and metric heading lines use it when it is wider
+    than :data:`WIDTH` (the table columns keep their fixed layout)."""
+    width = max(width, WIDTH)
     lines: list[StyledLine] = []
     if not quiet:
         suites = {str(s.get("name")): s for s in document.get("suites") or []}
@@ -367,13 +382,13 @@ def summary_lines(document: Mapping[str, Any], *, quiet: bool = False) -> list[S
             rows = by_suite[name]
             if lines:
                 lines.append(("", None))
-            lines.extend((text, "bold") for text in _suite_lines(suites.get(name), name, rows))
+            lines.extend((text, "bold") for text in _suite_lines(suites.get(name), name, rows, width))
             lines.append((_header(with_agreement), None))
             by_metric: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
             for row in rows:
                 by_metric[str(row["metric"])].append(row)
             for metric in sorted(by_metric):
-                lines.append((_metric_heading(metric, by_metric[metric]), None))
+                lines.append((_metric_heading(metric, by_metric[metric], width), None))
                 for row in by_metric[metric]:
                     text = _table_row(row, with_agreement)
                     style = STATUS_STYLE.get(str(row.get("status")))
