@@ -116,3 +116,13 @@ def test_last_failed_and_failed_first_select_and_order_suite_items(pytester: pyt
     result.assert_outcomes(passed=6, failed=3)
     outcomes = [line.split(" ")[1] for line in result.outlines if line.endswith("%]")]
     assert outcomes[:3] == ["FAILED"] * 3 and set(outcomes[3:]) == {"PASSED"}
+
+
+def test_language_filter_covers_calibration_gates_and_keeps_invalid_files(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", suite=SUITE, broken="suite: broken\ncases: []\n")
+    _calibration(pytester)
+    result = pytester.runpytest("--llmjudge", "--llmjudge-language", "de", "-v", "-p", "no:randomly")
+    # de's case and aggregate run (both fail), the hi gate is deselected, the broken suite still reports.
+    result.assert_outcomes(failed=3, deselected=7)
+    result.stdout.fnmatch_lines(["*broken.yaml::suite-error FAILED*"])
+    result.stdout.no_fnmatch_line("*agreement*")
