@@ -216,13 +216,11 @@ class ScoreBoard:
         registry: Registry,
         settings: Settings,
         *,
-        on_wait: Callable[[JudgeRunner], None] | None = None,
         share: WorkerShare | None = None,
     ) -> None:
         self.registry = registry
         self.share = share
         self.settings = settings
-        self.on_wait = on_wait
         # --llmjudge-cache-url picks where replies live; run-scoped files stay in the cache dir.
         store = open_store(settings.cache_url) if settings.cache_url and settings.cache_mode != "off" else None
         self._cache = JudgeCache(settings.cache_dir, settings.cache_mode, secret=secret_from_environment(), store=store)
@@ -498,8 +496,7 @@ class ScoreBoard:
                 future.exception(timeout=2.0)
                 return
             except concurrent.futures.TimeoutError:
-                if self.on_wait is not None and self._runner is not None:
-                    self.on_wait(self._runner)
+                continue  # waits in slices; live progress is drawn by its own thread (progress_plugin.py)
             except concurrent.futures.CancelledError:
                 return
 
