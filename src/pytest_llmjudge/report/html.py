@@ -16,16 +16,26 @@ data for it:
    agreement level (where the judge's high-score bias shows);
 5. regression against the baseline: mean differences with CIs per language (forest plots);
 6. rankings: Bradley-Terry strengths with CIs;
-7. failed cases: a table with score, threshold and the judge's justification (or why there
-   is no score), filtered in the page by text, suite, language and metric. The filter also
-   reads the URL fragment, ``report.html#q=word&lang=ja&metric=...&suite=...``;
+7. cases: failed aggregates, then every case (passing ones too) in a browser the page's
+   script draws from one embedded JSON block (``<script type="application/json"
+   id="case-data">``): search over case, input, output, reference and judge text; filters
+   by suite, language, metric, status (``pass``, ``fail``, ``unscored``, ...) and, with a
+   baseline, by what changed; sortable columns; a row opens the case in full (input,
+   output, reference, justification, reason, raw reply, baseline score and output). The
+   URL fragment sets the same: ``report.html#q=word&lang=ja&metric=...&suite=...&status=fail&sort=-v``,
+   and ``#case=<node id>`` shows one case alone;
 8. items that did not run (skips, invalid suites) and results of kinds this version does
    not know (a generic table).
 
-Size: text is escaped once; long justifications are cut to :data:`JUSTIFICATION_CHARS`
-characters and the failed-case table to :data:`MAX_FAILED_ROWS` rows (the JSON report
-keeps everything; the page says when it cut). 10,000 cases render in well under a second
-to a file of a few MB (``benchmarks/report_speed.py``).
+Size: text shared by several records (a case's input, output and reference under each of
+its metrics; suite, language, metric names) is stored once in a string table; the table
+draws :data:`PAGE_ROWS` rows at a time and cuts justifications to
+:data:`JUSTIFICATION_CHARS` characters (the case view shows them whole); at most
+:data:`MAX_CASE_ROWS` cases are embedded (the page says when it cut; the JSON report keeps
+everything). The embedded JSON holds no raw ``<``, ``>``, ``&`` or control character:
+text is control-escaped (``\\x1b``) before encoding. 10,000 cases with their texts make a
+page of about 7 MB that Chromium draws in well under a second (``benchmarks/report_speed.py
+--browser``, numbers in docs/reports.md).
 """
 
 from __future__ import annotations
