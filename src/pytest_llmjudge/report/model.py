@@ -14,6 +14,11 @@ that same dict, so they never disagree. Its inputs:
 * what collection knew of each suite (judge, rubric versions), the judge-call accounting
   (:class:`~pytest_llmjudge.execution.runner.RunnerStats` as a dict), prices, run metadata.
 
+Every case record keeps the judged text (``input``, ``output``, ``reference``); with a
+baseline, a case record also gets ``baseline: {score, output}`` from the regression records
+of its suite and metric (their per-case ``cases`` pairs), each output kept once. Summary
+rows carry the metric's ``scale`` (:func:`metric_scale`) for the charts.
+
 Ordering is stable (records sorted by their identifying fields, never by arrival, which
 differs under xdist), so two runs' documents diff cleanly; only ``run.timestamp`` and
 ``run.duration_s`` change between identical runs.
