@@ -201,3 +201,17 @@ def test_the_suite_file_is_built_once_for_its_items_and_its_regression_items(pyt
     suites = {id(item.suite) for item in items}  # type: ignore[attr-defined]
     kinds = {type(item).__name__ for item in items}
     assert kinds == {"CaseItem", "RegressionItem"} and len(suites) == 1
+
+
+def test_the_reports_show_each_case_old_and_new_score_and_output(pytester: pytest.Pytester) -> None:
+    save_baseline(pytester, scores={"hi": [2] * 3})
+    candidate = suite_text({"hi": [0, 2, 2]}).replace(
+        "{id: hi-0, language: hi, output: x,", "{id: hi-0, language: hi, output: y,"
+    )
+    pytester.makefile(".yaml", suite=candidate)
+    result = pytester.runpytest("--llmjudge", "--llmjudge-baseline=prod", "--llmjudge-report=json:r.json")
+    result.assert_outcomes(passed=4, warnings=1)  # threshold >= 0 holds; the drop of 3 cases is not significant
+    cases = {c["case"]: c for c in json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))["cases"]}
+    assert (cases["hi-0"]["output"], cases["hi-0"]["score"]) == ("y", 0.0)
+    assert cases["hi-0"]["baseline"] == {"score": 2.0, "output": "x"}
+    assert cases["hi-1"]["baseline"] == {"score": 2.0, "output": "x"}
