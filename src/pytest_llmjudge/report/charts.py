@@ -208,7 +208,7 @@ def forest_plot(
     label_w = int(min(max(len(r.label) for r in rows), LABEL_CHARS) * 6.8) + 16
     plot_w, row_h = 320, 18
     top = 22 if title else 8
-    width = label_w + plot_w + 150
+    width = max(label_w + plot_w + 150, int(len(title) * TITLE_CHAR_WIDTH) + 16)
     height = top + row_h * len(rows) + 24
 
     def x(value: float) -> float:
@@ -272,7 +272,7 @@ def heatmap(
     k_rows, k_cols = len(matrix), len(matrix[0])
     cell = 34 if max(k_rows, k_cols) <= 5 else 24
     left, top = 58, 40 if title else 26
-    width = max(left + cell * k_cols + 8, int(len(title) * 6.8) + 8)
+    width = max(left + cell * k_cols + 8, int(len(title) * TITLE_CHAR_WIDTH) + 16)
     height = top + cell * k_rows + 8
     out = [f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img">']
     if title:
@@ -323,7 +323,7 @@ def stacked_shares(
     label_w = int(min(max(len(name) for name, _ in series), 22) * CHAR_WIDTH) + 10
     bar_w, row_h = 260, 16
     top = 22 if title else 6
-    width = label_w + bar_w + 10
+    width = max(label_w + bar_w + 10, int(len(title) * TITLE_CHAR_WIDTH) + 16)
     height = top + row_h * len(series) + 22
     out = [f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img">']
     if title:
