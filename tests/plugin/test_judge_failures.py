@@ -56,7 +56,10 @@ def test_an_unparseable_reply_is_shown_and_asked_again_on_the_next_run(
     (record,) = case_records(pytester.path / "first.json")
     assert record["raw_reply"] == BAD_REPLY
     assert "no JSON object" in str(record["unscored_reason"])
-    assert "raw reply: I would rate it fine." in (pytester.path / "first.html").read_text(encoding="utf-8")
+    # The HTML report embeds the reply (control characters made visible) for its case view.
+    assert '"raw":"I would rate it fine.\\\\x1b[31m Score: two\\nThanks!"' in (pytester.path / "first.html").read_text(
+        encoding="utf-8"
+    )
 
     # The judge now answers well: the next run asks the first prompt again instead of
     # replaying the cached failure, and the case is scored.
