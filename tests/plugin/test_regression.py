@@ -215,3 +215,25 @@ def test_the_reports_show_each_case_old_and_new_score_and_output(pytester: pytes
     assert (cases["hi-0"]["output"], cases["hi-0"]["score"]) == ("y", 0.0)
     assert cases["hi-0"]["baseline"] == {"score": 2.0, "output": "x"}
     assert cases["hi-1"]["baseline"] == {"score": 2.0, "output": "x"}
+
+
+def test_a_saved_baseline_keeps_no_credential_from_an_output(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A baseline is committed and shared: an output that echoes a key is stored redacted."""
+    secret = "sk-baseline-leak-0123456789"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    pytester.makefile(
+        ".yaml",
+        suite=f"""
+        suite: leak
+        cases:
+          - {{id: a, language: en, output: "my key is {secret}", recorded: {{task_quality: 2}}}}
+        assert:
+          - task_quality >= 0
+        """,
+    )
+    pytester.runpytest("--llmjudge", "--llmjudge-save-baseline=prod").assert_outcomes(passed=1)
+    text = (pytester.path / "llmjudge_baselines" / "prod.json").read_text(encoding="utf-8")
+    assert secret not in text
+    assert json.loads(text)["suites"]["leak"]["outputs"]["a"] == "my key is ***"

@@ -561,6 +561,20 @@ class RegressionItem(LLMJudgeItem):
         return "\n".join(lines)
 
 
+def _redact_outputs(baseline: Baseline, config: pytest.Config) -> None:
+    """Replace the run's credentials in the judged outputs a baseline keeps.
+
+    A baseline is meant to be committed and shared; a model output that echoes a key (or a
+    base URL with a password) must not carry it there, as it doesn't into the reports.
+    """
+    from pytest_llmjudge.redaction import redact
+    from pytest_llmjudge.report.plugin import run_secrets
+
+    secrets = run_secrets(config)
+    for suite in baseline.suites.values():
+        suite.outputs = {case: redact(text, secrets) for case, text in suite.outputs.items()}
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     state = config.stash.get(state_key, None)
@@ -579,6 +593,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         pytest_version=pytest.__version__,
     )
     baseline = build_baseline(state.save_name or state.save_path.stem, records, rootdir=state.rootdir, run=run)
+    _redact_outputs(baseline, config)
     if not baseline.suites:
         state.save_problem = "no case or aggregate item produced a score; baseline not saved"
         return
