@@ -135,3 +135,19 @@ def test_cleanup_removes_temporary_files_of_dead_writers_only(tmp_path: Path) ->
 def test_cleanup_of_a_missing_root_does_nothing(tmp_path: Path) -> None:
     DirectoryStore(tmp_path / "absent").cleanup()
     assert not (tmp_path / "absent").exists()
+
+
+def test_cleanup_also_removes_a_dead_writers_half_written_batch_record(tmp_path: Path) -> None:
+    """Batch records (``<root>/batches``) are written with the same writer-named prefix."""
+    from pytest_llmjudge.execution.cache_directory import writer_prefix
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    store = DirectoryStore(tmp_path)
+    batches = tmp_path / "batches"
+    batches.mkdir()
+    (batches / f".tmp-{store._host}-{dead.stdout.strip()}-r1.json").write_bytes(b"half")  # killed mid-write
+    (batches / "deadbeef.json").write_bytes(b"{}")  # a finished record stays
+    assert writer_prefix() == f".tmp-{store._host}-{os.getpid()}-"
+
+    store.cleanup()
+    assert files(tmp_path) == ["batches/deadbeef.json"]

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_llmjudge.atomic import write_atomic
 from pytest_llmjudge.errors import LLMJudgeError
 from pytest_llmjudge.execution.cache import JudgeCache, cache_key, redact
+from pytest_llmjudge.execution.cache_directory import writer_prefix
 from pytest_llmjudge.judges.base import JudgeProvider, LazyProvider, ProviderRequest
 from pytest_llmjudge.judges.batches import BatchAdapter, BatchProgress, BatchRequest, adapter_for, describe_error
 
@@ -118,7 +119,7 @@ class BatchRecords:
             "keys": sorted(keys),
         }
         # fsynced: the record is how a re-run finds a batch already paid for.
-        write_atomic(path, json.dumps(record), fsync=True, private=True, prefix=".tmp-", suffix=".json")
+        write_atomic(path, json.dumps(record), fsync=True, private=True, prefix=writer_prefix(), suffix=".json")
         return _Record(path, batch_id, sorted(keys))
 
     def load(self, endpoint: str) -> list[_Record]:

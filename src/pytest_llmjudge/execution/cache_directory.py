@@ -61,6 +61,15 @@ def _host() -> str:
     return socket.gethostname().replace("-", "_").replace(os.sep, "_") or "host"
 
 
+def writer_prefix() -> str:
+    """The temporary-file prefix naming this process, for every file written under the cache root.
+
+    :meth:`DirectoryStore.cleanup` removes a file with this prefix once its writer is gone, so a
+    kill between the temporary file and the rename leaves nothing behind for good.
+    """
+    return f"{_TMP_PREFIX}{_host()}-{os.getpid()}-"
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -103,8 +112,7 @@ class DirectoryStore:
         target = self._entry(key)
         # fsynced and private: a paid-for reply lives here. The prefix names the writer, so the
         # leftovers of a dead one can be cleaned up (the shard directory is made on first use).
-        prefix = f"{_TMP_PREFIX}{self._host}-{os.getpid()}-"
-        write_atomic(target, data, fsync=True, private=True, prefix=prefix, suffix=".json")
+        write_atomic(target, data, fsync=True, private=True, prefix=writer_prefix(), suffix=".json")
 
     # -- leases --------------------------------------------------------------------------
 
@@ -159,7 +167,12 @@ class DirectoryStore:
 
     def cleanup(self) -> None:
         try:
-            shards = [entry.path for entry in os.scandir(self.root) if len(entry.name) == 2 and entry.is_dir()]
+            # Entry shards, and the batch records (execution/batch.py) written the same way.
+            shards = [
+                entry.path
+                for entry in os.scandir(self.root)
+                if (len(entry.name) == 2 or entry.name == "batches") and entry.is_dir()
+            ]
         except OSError:
             return
         now = time.time()
