@@ -397,7 +397,9 @@ def test_429s_shrink_the_window_at_the_server_and_every_call_still_succeeds(
         # After the 429 wave, never more than the shrunk window (plus its slow growth) in flight.
         retried = [r for r in server.requests[16:]]
         assert len(retried) == 48
-        assert server.stats()["max_in_flight"] == 16  # the first wave only
+        # Never more than the concurrency; only the first wave can reach it (how many of its 16
+        # calls overlap at the server depends on the machine's load, so that is not asserted).
+        assert server.stats()["max_in_flight"] <= 16
 
 
 def test_tokens_per_minute_through_the_runner_use_reported_usage(runner: Callable[..., JudgeRunner]) -> None:
