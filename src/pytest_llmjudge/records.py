@@ -1,0 +1,556 @@
+"""Typed result records: what each kind of item found, in one shape every reader shares.
+
+An item builds one record when it runs (``item.llmjudge_result``); the core plugin attaches
+its wire form (:meth:`ItemRecord.to_wire`, plain JSON types, so it travels with the report
+under pytest-xdist) and the results collector turns it back into a record
+(:func:`record_from_wire`) with the item's ``nodeid`` and ``outcome``. The terminal summary,
+the JSON and HTML reports, JUnit properties and saved baselines all read these records by
+attribute; the JSON report's schema is generated from them (``report/document.py``).
+
+The kinds, told apart by ``kind``:
+
+=====================  =========================================  ==========================
+record                 item                                       section of the report
+=====================  =========================================  ==========================
+:class:`CaseRecord`        one case against one threshold         ``cases``
+:class:`AggregateRecord`   one suite aggregate for one group      ``aggregates``
+:class:`GateRecord`        judge-vs-human agreement gate          ``gates``
+:class:`RegressionRecord`  candidate vs baseline, one group       ``regressions``
+:class:`LeaderboardRecord` one source's leaderboard, one language ``rankings``
+:class:`ConsistencyRecord` repeated requests give one score       ``other``
+:class:`SensitivityRecord` shuffled words lower the score         ``other``
+:class:`UncalibratedRecord` a suite item stopped: judge not       ``other``
+                           calibrated for its language
+:class:`SurrogateRecord`   surrogate ranking model, one language  ``other``
+:class:`RankingCheckRecord` one ranking assertion, one language   ``other``
+=====================  =========================================  ==========================
+
+Field names are the JSON report's (format version 1), so a reader of an older report and
+a reader of a record agree. Degenerate values: every number is finite or ``None`` (NaN and
+infinities become ``None`` when a record is built: "not defined", never a score); a score
+is a number, a category (a detected language) or ``None`` (unscored, ``unscored_reason``
+says why); ``nodeid`` and ``outcome`` are ``None`` until the collector sets them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal, TypeAlias, Union
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter
+
+
+def _finite_or_none(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+Real = Annotated[float | None, BeforeValidator(_finite_or_none)]
+"""A finite number, or ``None`` where it is not defined (NaN and infinities included)."""
+
+ScoreValue = Annotated[float | str | None, BeforeValidator(_finite_or_none)]
+"""A score: a number, a category (a detected language), or ``None`` (unscored)."""
+
+Json: TypeAlias = Any
+"""Diagnostic detail kept as the domain computed it (plain JSON types), shown verbatim."""
+
+Outcome = Literal["passed", "failed", "skipped", "xfailed", "xpassed", "error"]
+"""pytest's outcome of the item, with expected failures told apart."""
+
+
+class Record(BaseModel):
+    """Base of every record: strict field names, numbers finite or None."""
+
+    model_config = ConfigDict(extra="forbid", frozen=False, validate_assignment=False)
+
+    def to_wire(self) -> dict[str, Any]:
+        """Plain JSON types (what xdist carries and the JSON report holds)."""
+        return self.model_dump(mode="json")
+
+
+class Threshold(Record):
+    """``op value`` a score or statistic is asserted against (``>= 3``, ``== 'hi'``)."""
+
+    op: str
+    value: ScoreValue
+
+
+class ItemRecord(Record):
+    """Fields every item record has."""
+
+    kind: str
+    passed: bool
+    """The item's own verdict (``outcome`` can differ: an expected failure, a policy skip)."""
+    nodeid: str | None = None
+    outcome: Outcome | None = None
+
+
+# -- suites ---------------------------------------------------------------------------------
+
+
+class BaselineCase(Record):
+    """A case's score and output in the baseline it is compared with (added to the report)."""
+
+    score: ScoreValue = None
+    output: str | None = None
+
+
+class CaseRecord(ItemRecord):
+    """One case checked against one threshold: its score, how it was got and what was judged."""
+
+    kind: Literal["case"] = "case"
+    suite: str
+    suite_path: str
+    case: str
+    language: str
+    metric: str
+    threshold: Threshold
+    score: ScoreValue
+    samples: list[ScoreValue] = Field(default_factory=list)
+    spread: Real = None
+    source: str
+    """``judge``, ``recorded``, ``reference`` (a reference metric) or ``unscored``."""
+    judge: str | None = None
+    cached: bool | None = None
+    justification: str | None = None
+    unscored_reason: str | None = None
+    raw_reply: str | None = None
+    """The judge's reply when it could not be read as a score."""
+    detail: dict[str, Json] = Field(default_factory=dict)
+    higher_is_better: bool | None = None
+    input: str | None = None
+    output: str | None = None
+    reference: str | None = None
+    baseline: BaselineCase | None = None
+    """Set in the report when a regression record of the same suite and metric pairs this case."""
+
+
+class CaseScore(Record):
+    """One case's score inside an aggregate (what baselines save)."""
+
+    case: str
+    language: str
+    score: ScoreValue
+    source: str
+    judge: str | None = None
+    higher_is_better: bool | None = None
+
+
+class AggregateRow(Record):
+    """One group's row of an aggregate: the statistic, its interval and its verdict."""
+
+    language: str
+    """The group's name (``hi``, ``hi-task=qa``) or ``all``."""
+    n_scored: int
+    n_unscored: int
+    value: Real
+    ci_low: Real = None
+    ci_high: Real = None
+    threshold: Threshold
+    passed: bool
+    problem: str | None = None
+
+
+class AggregateRecord(ItemRecord):
+    """One suite aggregate asserted for one group; ``rows`` holds every group of the aggregate."""
+
+    kind: Literal["aggregate"] = "aggregate"
+    suite: str
+    suite_path: str
+    aggregate: str
+    """The label, ``mean(faithfulness)``."""
+    metric: str
+    language: str
+    case_scores: list[CaseScore] | None = None
+    """The row's per-case scores; the report keeps them once, on the ``all`` item."""
+    rows: list[AggregateRow]
+
+    def row(self) -> AggregateRow | None:
+        """This item's own row (the one of its ``language``)."""
+        return next((row for row in self.rows if row.language == self.language), None)
+
+
+class UncalibratedRecord(ItemRecord):
+    """A suite item stopped because its judge failed calibration for a language it scores."""
+
+    kind: Literal["uncalibrated"] = "uncalibrated"
+    suite: str
+    suite_path: str
+    case: str | None = None
+    language: str
+    metric: str
+    judge: str | None = None
+    policy: Literal["failed", "xfailed", "skipped"]
+    checks: list[dict[str, Json]]
+    """Each failing calibration check (``CalibrationCheck.to_dict``)."""
+
+
+# -- calibration ------------------------------------------------------------------------------
+
+
+class Interval(Record):
+    low: Real = None
+    high: Real = None
+    confidence: Real = None
+    resamples: int | None = None
+    seed: int | None = None
+
+
+class Confusion(Record):
+    """Counts of (human label, judge label) pairs."""
+
+    labels: list[ScoreValue]
+    rows: str = "human"
+    columns: str = "judge"
+    matrix: list[list[int]]
+
+
+class Skew(Record):
+    """Judge vs human label distribution at the top of the scale."""
+
+    judge_mean: Real = None
+    human_mean: Real = None
+    skew: Real = None
+    top_label: ScoreValue = None
+    judge_top_share: Real = None
+    human_top_share: Real = None
+    best_label: ScoreValue = None
+    judge_best_share: Real = None
+    human_best_share: Real = None
+
+
+class GateRecord(ItemRecord):
+    """Judge-vs-human weighted F1 of one language x metric against its threshold."""
+
+    kind: Literal["gate"] = "gate"
+    suite: str
+    """The calibration set's name (what the summary groups gates under)."""
+    calibration: str
+    calibration_path: str
+    judge: str
+    scores: str | None = None
+    """The suite whose scores the calibration set holds, when it names one."""
+    xfail: str | bool | None = None
+    language: str
+    group: str
+    metric: str
+    labels: list[ScoreValue]
+    higher_is_better: bool | None = None
+    f1: Real = None
+    macro_f1: Real = None
+    ci: Interval
+    threshold: Real = None
+    compared: str
+    n: int
+    n_items: int
+    n_unscored: int
+    unscored_reasons: list[Json] = Field(default_factory=list)
+    min_items: int | None = None
+    max_unscored_rate: Real = None
+    ceiling: Real = None
+    ceiling_mode: str | None = None
+    ceiling_pairs: int | None = None
+    ceiling_items: int | None = None
+    ceiling_ratio: Real = None
+    convention: str | None = None
+    fleiss_items: int | None = None
+    criteria: dict[str, Real] = Field(default_factory=dict)
+    failed_criteria: list[str] = Field(default_factory=list)
+    pa: Real = None
+    kappa: Real = None
+    fleiss: Real = None
+    baseline_f1: Real = None
+    confusion: Confusion | None = None
+    aggregation: str | None = None
+    agreement_levels: dict[str, int] = Field(default_factory=dict)
+    single_annotator: bool | None = None
+    distribution: dict[str, Json] | None = None
+    """Per agreement level (and ``all``): each side's label counts, shares and means."""
+    skew: Skew | None = None
+    correction: dict[str, Json] | None = None
+    """The held-out score correction (``CorrectionEvaluation.to_dict``), when asked for."""
+    problem: str | None = None
+
+
+class _SanityRecord(ItemRecord):
+    calibration: str
+    calibration_path: str
+    judge: str
+    language: str
+    metric: str
+
+
+class ConsistencyResult(Record):
+    n_items: int
+    n_consistent: int
+    n_unscored: int
+    rate: Real = None
+    min_agreement: float
+    repeats: int
+    samples: list[list[ScoreValue]]
+    problem: str | None = None
+    passed: bool
+
+
+class ConsistencyRecord(_SanityRecord):
+    """k repeated requests per item gave the same score (Hada et al. 2024a, sec. 4.2.1)."""
+
+    kind: Literal["consistency"] = "consistency"
+    result: ConsistencyResult
+
+
+class SensitivityResult(Record):
+    n_items: int
+    n_worse: int
+    n_same: int
+    n_better: int
+    n_unscored: int
+    n_at_worst: int
+    n_unperturbable: int
+    rate: Real = None
+    min_lowered: float
+    fraction: float
+    pairs: list[list[ScoreValue] | None]
+    problem: str | None = None
+    passed: bool
+
+
+class Perturbation(Record):
+    id: str
+    seed: int
+    unit: str
+    n_units: int
+    positions: list[int]
+
+
+class SensitivityRecord(_SanityRecord):
+    """Shuffled words lowered the score on most items (Hada et al. 2024a, sec. 4.3)."""
+
+    kind: Literal["sensitivity"] = "sensitivity"
+    result: SensitivityResult
+    perturbations: list[Perturbation | None] = Field(default_factory=list)
+
+
+# -- regression ----------------------------------------------------------------------------
+
+
+class CaseDrop(Record):
+    case: str
+    baseline: ScoreValue
+    candidate: ScoreValue
+
+
+class PairedCase(Record):
+    """A case's baseline and candidate score (and the baseline's output, until the report
+    moves it onto the case record)."""
+
+    case: str
+    baseline: ScoreValue = None
+    candidate: ScoreValue = None
+    baseline_output: str | None = None
+
+
+class RegressionRecord(ItemRecord):
+    """A suite group's candidate scores against the baseline's, paired per case."""
+
+    kind: Literal["regression"] = "regression"
+    suite: str
+    suite_path: str
+    metric: str
+    language: str
+    """The group's name (``hi``, ``all``)."""
+    group_by: list[str]
+    baseline: str
+    baseline_path: str | None = None
+    baseline_suite: str
+    baseline_created: str | None = None
+    largest_drops: list[CaseDrop] = Field(default_factory=list)
+    cases: list[PairedCase] = Field(default_factory=list)
+    gate: Literal["pass", "warn", "fail", "error"]
+    verdict: str
+    n: int
+    higher_is_better: bool
+    mean_candidate: Real = None
+    mean_baseline: Real = None
+    mean_difference: Real = None
+    ci_low: Real = None
+    ci_high: Real = None
+    confidence: Real = None
+    p_value: Real = None
+    method: str
+    method_detail: str | None = None
+    margin: Real = None
+    alpha: Real = None
+    resamples: int | None = None
+    seed: int | None = None
+    missing_in_baseline: list[str] = Field(default_factory=list)
+    missing_in_candidate: list[str] = Field(default_factory=list)
+    baseline_unscored: list[str] = Field(default_factory=list)
+    candidate_unscored: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    problem: str | None = None
+
+    @property
+    def status(self) -> Literal["fail", "warn", "improved", "pass"]:
+        """What the report shows: ``fail`` (gate fail/error), ``warn``, ``improved`` or ``pass``."""
+        if self.gate in ("fail", "error") or not self.passed or self.outcome == "failed":
+            return "fail"
+        if self.gate == "warn":
+            return "warn"
+        if "improv" in self.verdict.lower():
+            return "improved"
+        return "pass"
+
+
+# -- rankings ------------------------------------------------------------------------------
+
+
+class Standing(Record):
+    """One system's place on a leaderboard."""
+
+    name: str
+    rank: int
+    strength: Real
+    ci_low: Real = None
+    ci_high: Real = None
+    rank_ci: list[int]
+    wins: float
+    losses: float
+    ties: float
+    games: int
+
+
+class PositionBias(Record):
+    requests: int
+    decisive: int
+    first_slot: int
+    first_slot_rate: Real = None
+    binomial_p: Real = None
+    position_bias_rate: Real = None
+    measured: bool | None = None
+    battles_both_orders: int
+    inconsistent: int
+    inconsistent_rate: Real = None
+    note: str | None = None
+    ci_low: Real = None
+    ci_high: Real = None
+
+
+class Battle(Record):
+    """One judged battle as the judge saw it (both presentations when asked in both orders)."""
+
+    case: str
+    system_1: str
+    system_2: str
+    shown_first: list[str]
+    slot_verdicts: list[str | None]
+    outcome: str | None = None
+    inconsistent: bool
+    error: str | None = None
+    cached: bool | None = None
+
+
+class LeaderboardRecord(ItemRecord):
+    """One source's Bradley-Terry leaderboard in one language."""
+
+    kind: Literal["ranking"] = "ranking"
+    suite: str
+    """The ranking file's name (what the summary groups rankings under)."""
+    metric: str
+    """``<source> [<language>]``."""
+    ranking: str
+    ranking_path: str
+    source: str
+    language: str
+    judge: str | None = None
+    order: str | None = None
+    order_seed: int | None = None
+    position_bias: PositionBias | None = None
+    unjudged_examples: list[str] = Field(default_factory=list)
+    battles: list[Battle] = Field(default_factory=list)
+    battles_truncated: bool = False
+    systems: list[Standing]
+    n_cases: int
+    n_battles: int
+    n_unjudged: int
+    resamples: int | None = None
+    confidence: Real = None
+    seed: int | None = None
+    error: str | None = None
+
+
+class SurrogateRecord(ItemRecord):
+    """How well a surrogate model of cheap features reproduces a source's ranking."""
+
+    kind: Literal["ranking_surrogate"] = "ranking_surrogate"
+    ranking: str
+    language: str
+    source: str
+    features: list[str]
+    hold_out: str
+    model: str
+    kendall_tau: Real = None
+    kendall_p: Real = None
+    r2: Real = None
+    n_systems: int
+    n_train_cases: int
+    n_holdout_cases: int
+    tournaments: int
+    skipped_tournaments: int
+    weights: dict[str, Real] = Field(default_factory=dict)
+    predicted: dict[str, Real] = Field(default_factory=dict)
+    judged: dict[str, Real] = Field(default_factory=dict)
+    error: str | None = None
+
+
+class RankingCheckRecord(ItemRecord):
+    """One ranking assertion (``rank(gpt-4, judge) <= 2``) in one language."""
+
+    kind: Literal["ranking_check"] = "ranking_check"
+    ranking: str
+    check: str
+    expr: str
+    source: str | None = None
+    language: str
+    value: Real = None
+    """The observed statistic (None when it could not be computed: ``problem`` says why)."""
+    threshold: Threshold
+    problem: str | None = None
+    detail: dict[str, Json] = Field(default_factory=dict)
+    """The statistic's working, named by the assertion kind (``agree``, ``n``, ``ci_low``, ...)."""
+
+
+AnyRecord = Annotated[
+    Union[
+        CaseRecord,
+        AggregateRecord,
+        UncalibratedRecord,
+        GateRecord,
+        ConsistencyRecord,
+        SensitivityRecord,
+        RegressionRecord,
+        LeaderboardRecord,
+        SurrogateRecord,
+        RankingCheckRecord,
+    ],
+    Field(discriminator="kind"),
+]
+"""Any item record, told apart by ``kind``."""
+
+OtherRecord = Annotated[
+    Union[UncalibratedRecord, ConsistencyRecord, SensitivityRecord, SurrogateRecord, RankingCheckRecord],
+    Field(discriminator="kind"),
+]
+"""The records of the report's ``other`` section."""
+
+_ANY_RECORD: TypeAdapter[Any] = TypeAdapter(AnyRecord)
+
+
+def record_from_wire(data: Any) -> ItemRecord:
+    """A record back from its wire form (what a report carries under xdist).
+
+    Raises :class:`pydantic.ValidationError` when ``data`` is not a record of a known kind.
+    """
+    record: ItemRecord = _ANY_RECORD.validate_python(data)
+    return record
