@@ -10,6 +10,7 @@ S3 itself guarantees per key (see s3_store.py and docs/remote-cache.md).
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
 import subprocess
@@ -34,9 +35,9 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def redis_url() -> Iterator[str]:
-    """``redis://127.0.0.1:<port>`` of a throwaway redis-server (no persistence)."""
+@contextlib.contextmanager
+def running_redis() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A throwaway redis-server (no persistence): its URL and its process (a test may kill it)."""
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.skip("redis-server is not installed (apt-get install redis-server)")
@@ -59,11 +60,18 @@ def redis_url() -> Iterator[str]:
                 time.sleep(0.025)
         else:
             pytest.skip(f"redis-server did not answer on port {port}")
-        yield f"redis://127.0.0.1:{port}"
+        yield f"redis://127.0.0.1:{port}", process
     finally:
         client.close()
         process.terminate()
         process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """``redis://127.0.0.1:<port>`` of a throwaway redis-server (no persistence), one per session."""
+    with running_redis() as (url, _process):
+        yield url
 
 
 @dataclass(frozen=True)

@@ -222,7 +222,11 @@ class ScoreBoard:
         self.share = share
         self.settings = settings
         # --llmjudge-cache-url picks where replies live; run-scoped files stay in the cache dir.
-        store = open_store(settings.cache_url) if settings.cache_url and settings.cache_mode != "off" else None
+        store = (
+            open_store(settings.cache_url, fallback_dir=settings.cache_dir)
+            if settings.cache_url and settings.cache_mode != "off"
+            else None
+        )
         self._cache = JudgeCache(settings.cache_dir, settings.cache_mode, secret=secret_from_environment(), store=store)
         self._runner: JudgeRunner | None = None
         self._lock = threading.RLock()
@@ -264,6 +268,11 @@ class ScoreBoard:
             return "off"
         where = redact(self.settings.cache_url) if self.settings.cache_url else str(self.settings.cache_dir)
         return f"{self._cache.mode} ({where})"
+
+    @property
+    def store_failure(self) -> str | None:
+        """Why the remote cache store was given up for the local cache dir this run (``stores/fallback.py``)."""
+        return getattr(self._cache.store, "failure", None)
 
     @property
     def runner_started(self) -> bool:
