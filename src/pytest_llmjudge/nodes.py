@@ -8,9 +8,11 @@
   ``suite.yaml::mean(metric)[hi]``; with ``group_by: [language, task]``
   ``suite.yaml::mean(metric)[hi-task=qa]`` (the grouping is ``AggregateCheck.groups``).
 
-Items record their results (score, threshold, metric, language, judge, cached, source,
-suite) with ``report.plugin.record_properties``: JUnit shows them as a ``<system-out>`` of
-the testcase (and as ``<properties>`` with ``--llmjudge-junit-properties``). Failures
+Each item keeps what it found as a typed record (``records.py``: :class:`CaseRecord`,
+:class:`AggregateRecord`) in ``llmjudge_result``, and records the record's JUnit properties
+(score, threshold, metric, language, judge, cached, source, suite) through
+``session.items.record``: JUnit shows them as a ``<system-out>`` of the testcase (and as
+``<properties>`` with ``--llmjudge-junit-properties``). Failures
 render through ``repr_failure`` as a short explanation, never a traceback into the plugin;
 the report plugin redacts that text and makes its control characters visible.
 """
@@ -27,7 +29,11 @@ from pytest_llmjudge.aggregate import ALL_LANGUAGES, AggregateRow, ScoredValue, 
 from pytest_llmjudge.errors import ItemFailure, LLMJudgeError
 from pytest_llmjudge.escaping import ONE_LINE, escape_controls
 from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
-from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem
+from pytest_llmjudge.formatting import format_value
+from pytest_llmjudge.records import AggregateRecord, CaseRecord, CaseScore
+from pytest_llmjudge.records import AggregateRow as RecordRow
+from pytest_llmjudge.records import Threshold as RecordThreshold
+from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem, record
 from pytest_llmjudge.session.suites import built_suite
 from pytest_llmjudge.suite.expressions import Threshold
 from pytest_llmjudge.suite.model import AggregateCheck, Case, Suite
@@ -37,14 +43,6 @@ EXCERPT_CHARS = 300
 
 class CaseFailure(ItemFailure):
     """A case's score missed its threshold, or there is no score."""
-
-
-def _format_value(value: float | str | None) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, str):
-        return repr(value)
-    return f"{value:g}" if float(value).is_integer() else f"{value:.4g}"
 
 
 def _excerpt(text: str | None) -> str:
@@ -104,19 +102,6 @@ class InvalidSuiteItem(InvalidFileItem):
     what = "suite"
 
 
-def json_safe(value: Any) -> Any:
-    """``value`` with anything JSON can't hold turned into text (results travel through xdist)."""
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float):
-        return value if value == value and value not in (float("inf"), float("-inf")) else str(value)
-    if isinstance(value, dict):
-        return {str(key): json_safe(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(item) for item in value]
-    return str(value)
-
-
 class _SuiteItem(LLMJudgeItem):
     suite: Suite
     judge_problem: str | None
@@ -150,48 +135,33 @@ class CaseItem(_SuiteItem):
     def runtest(self) -> None:
         score = _scoreboard(self.config).score(self.suite, self.case, self.threshold.metric)
         expected = self.threshold.expected(self.case.language)
-        self._record(
+        passed = score.scored and self.threshold.holds(score.value, self.case.language)
+        result = CaseRecord(
             suite=self.suite.name,
+            suite_path=str(self.suite.path),
             case=self.case.id,
-            metric=self.threshold.metric,
             language=self.case.language,
+            metric=self.threshold.metric,
+            threshold=RecordThreshold(op=self.threshold.op, value=expected),
             score=score.value,
-            threshold=f"{self.threshold.op} {_format_value(expected)}",
+            samples=list(score.samples),
+            spread=score.spread,
             source=score.source,
             judge=score.judge,
-            cached=None if score.cached is None else str(score.cached).lower(),
-            spread=score.spread,
+            cached=score.cached,
+            justification=score.justification,
             unscored_reason=score.error,
+            raw_reply=score.raw_reply,
+            detail=dict(score.detail),
+            higher_is_better=score.higher_is_better,
+            passed=passed,
+            # What was judged, in full, so a reviewer can read it and two reports diff per case.
+            input=self.case.input,
+            output=self._output(),
+            reference=self.case.reference,
         )
-        passed = score.scored and self.threshold.holds(score.value, self.case.language)
-        output = self._output()
-        self.llmjudge_result = json_safe(
-            {
-                "kind": "case",
-                "suite": self.suite.name,
-                "suite_path": str(self.suite.path),
-                "case": self.case.id,
-                "language": self.case.language,
-                "metric": self.threshold.metric,
-                "threshold": {"op": self.threshold.op, "value": expected},
-                "score": score.value,
-                "samples": list(score.samples),
-                "spread": score.spread,
-                "source": score.source,
-                "judge": score.judge,
-                "cached": score.cached,
-                "justification": score.justification,
-                "unscored_reason": score.error,
-                "raw_reply": score.raw_reply,
-                "detail": dict(score.detail),
-                "higher_is_better": score.higher_is_better,
-                "passed": passed,
-                # What was judged, in full, so a reviewer can read it and two reports diff per case.
-                "input": self.case.input,
-                "output": output,
-                "reference": self.case.reference,
-            }
-        )
+        self.llmjudge_result = result
+        record(self, result.junit_properties())
         if not score.scored:
             raise CaseFailure(self._explain(score, "UNSCORED"))
         if not passed:
@@ -200,9 +170,9 @@ class CaseItem(_SuiteItem):
     def _explain(self, score: Score, verdict: str) -> str:
         from pytest_llmjudge.judges.diagnosis import PROVIDER_FAILED, reply_excerpt
 
-        expected = _format_value(self.threshold.expected(self.case.language))
+        expected = format_value(self.threshold.expected(self.case.language))
         head = (
-            f"{verdict}: {self.case.id} [{self.case.language}] {self.threshold.metric} = {_format_value(score.value)}, "
+            f"{verdict}: {self.case.id} [{self.case.language}] {self.threshold.metric} = {format_value(score.value)}, "
             f"expected {self.threshold.op} {expected}"
         )
         if score.error and score.error.startswith(PROVIDER_FAILED):
@@ -218,7 +188,7 @@ class CaseItem(_SuiteItem):
             lines.append(f"  judge:         {score.judge}{cached} [{score.source}]")
         if score.samples:
             lines.append(
-                f"  samples:       {', '.join(_format_value(s) for s in score.samples)} (spread {_format_value(score.spread)})"
+                f"  samples:       {', '.join(format_value(s) for s in score.samples)} (spread {format_value(score.spread)})"
             )
         if score.justification:
             lines.append(f"  justification: {_excerpt(score.justification)}")
@@ -277,21 +247,21 @@ class AggregateItem(_SuiteItem):
         board = _scoreboard(self.config)
         board.plan((self.suite, case, self.check.spec.metric) for case in self.suite.cases)
         values = []
-        self.case_scores: list[dict[str, Any]] = []  # per-case scores of this row, for baselines
+        self.case_scores: list[CaseScore] = []  # per-case scores of this row, for baselines
         for case in self.suite.cases:
             score = board.score(self.suite, case, self.check.spec.metric)
             group = case.group(self.check.group_by).name
             values.append(ScoredValue(case.language, score.value, score.scored, group=group))
             if self.language in (ALL_LANGUAGES, group):
                 self.case_scores.append(
-                    {
-                        "case": case.id,
-                        "language": case.language,
-                        "score": score.value if score.scored else None,
-                        "source": score.source,
-                        "judge": score.judge,
-                        "higher_is_better": score.higher_is_better,
-                    }
+                    CaseScore(
+                        case=case.id,
+                        language=case.language,
+                        score=score.value if score.scored else None,
+                        source=score.source,
+                        judge=score.judge,
+                        higher_is_better=score.higher_is_better,
+                    )
                 )
         overrides = {group.name: self.check.for_group(group) for group in self.check.groups(self.suite.cases)}
         return compute_rows(
@@ -305,53 +275,39 @@ class AggregateItem(_SuiteItem):
     def runtest(self) -> None:
         rows = self.rows()
         row = next(r for r in rows if r.language == self.language)
-        judges = ", ".join(sorted({str(c["judge"]) for c in self.case_scores if c["judge"]}))
-        self._record(
+        result = AggregateRecord(
             suite=self.suite.name,
-            metric=self.check.spec.metric,
+            suite_path=str(self.suite.path),
             aggregate=self.check.spec.label,
+            metric=self.check.spec.metric,
             language=self.language,
-            judge=judges or None,
-            score=row.value,
-            threshold=f"{row.spec.op} {row.spec.value:g}",
-            ci_low=row.ci_low,
-            ci_high=row.ci_high,
-            n_scored=row.n_scored,
-            n_unscored=row.n_unscored,
+            passed=row.passed,
+            case_scores=self.case_scores,
+            rows=[
+                RecordRow(
+                    language=r.language,
+                    n_scored=r.n_scored,
+                    n_unscored=r.n_unscored,
+                    value=r.value,
+                    ci_low=r.ci_low,
+                    ci_high=r.ci_high,
+                    threshold=RecordThreshold(op=r.spec.op, value=r.spec.value),
+                    passed=r.passed,
+                    problem=r.problem,
+                )
+                for r in rows
+            ],
         )
-        self.llmjudge_result = json_safe(
-            {
-                "kind": "aggregate",
-                "suite": self.suite.name,
-                "suite_path": str(self.suite.path),
-                "aggregate": self.check.spec.label,
-                "metric": self.check.spec.metric,
-                "language": self.language,
-                "passed": row.passed,
-                "case_scores": self.case_scores,
-                "rows": [
-                    {
-                        "language": r.language,
-                        "n_scored": r.n_scored,
-                        "n_unscored": r.n_unscored,
-                        "value": r.value,
-                        "ci_low": r.ci_low,
-                        "ci_high": r.ci_high,
-                        "threshold": {"op": r.spec.op, "value": r.spec.value},
-                        "passed": r.passed,
-                        "problem": r.problem,
-                    }
-                    for r in rows
-                ],
-            }
-        )
+        self.llmjudge_result = result
+        record(self, result.junit_properties())
+        judges = result.judges
         if row.passed:
             return
         verdict = "ERROR" if row.problem else "FAILED"
         detail = f" ({row.problem})" if row.problem else ""
         judged_by = f"  judge: {judges}\n" if judges else ""  # where CI shows only the failure message
         raise CaseFailure(
-            f"{verdict}: {row.spec.label} for {self.language} = {_format_value(row.asserted)}, "
+            f"{verdict}: {row.spec.label} for {self.language} = {format_value(row.asserted)}, "
             f"expected {row.spec.op} {row.spec.value:g}{detail}\n"
             f"{judged_by}{render_table(rows, highlight=self.language)}"
         )

@@ -11,8 +11,9 @@ created, no network is touched and the terminal output is unchanged. With it:
    language and metric, and the judge-call accounting (calls, cache hits, retries, tokens).
 
 State lives in ``config.stash``. Under pytest-xdist each worker has its own scoreboard
-sharing the on-disk cache; the summary is built from the structured records items attach
-to their reports (``report.llmjudge``), and the workers' call accounting travels through
+sharing the on-disk cache; the summary is built from the typed records items keep
+(``records.py``), which travel with their reports in wire form (``report.llmjudge``) and
+are parsed back by the results collector; the workers' call accounting travels through
 ``workeroutput``.
 """
 
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from pytest_llmjudge.execution.sharing import WorkerShare
     from pytest_llmjudge.fixture_judge import Judge
     from pytest_llmjudge.nodes import SuiteFile
+    from pytest_llmjudge.records import ItemRecord
 
 # Heavy modules (numpy, scipy, the SDKs) are imported only once --llmjudge is given, so an
 # installed-but-unused plugin costs pytest start-up almost nothing.
@@ -70,11 +72,11 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    """Attach an item's structured result to its report (it travels with it under xdist)."""
+    """Attach an item's record to its report in wire form (plain JSON types: it travels under xdist)."""
     report = yield
-    result = getattr(item, "llmjudge_result", None)
+    result: ItemRecord | None = getattr(item, "llmjudge_result", None)
     if result is not None and call.when == "call":
-        report.llmjudge = result  # type: ignore[attr-defined]
+        report.llmjudge = result.to_wire()  # type: ignore[attr-defined]
     no_judge = getattr(call.excinfo.value, "llmjudge_no_judge", None) if call.excinfo is not None else None
     if no_judge is not None:  # counted in the summary (a plain dict: it travels under xdist)
         report.llmjudge_no_judge = no_judge  # type: ignore[attr-defined]

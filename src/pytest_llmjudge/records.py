@@ -26,7 +26,9 @@ record                 item                                       section of the
 =====================  =========================================  ==========================
 
 Field names are the JSON report's (format version 1), so a reader of an older report and
-a reader of a record agree. Degenerate values: every number is finite or ``None`` (NaN and
+a reader of a record agree. Each record also names what JUnit shows of it
+(:meth:`ItemRecord.junit_properties`: ordered ``(name, value)`` pairs, ``None`` values left
+out by the recorder), the same names and values for every reader of the XML. Degenerate values: every number is finite or ``None`` (NaN and
 infinities become ``None`` when a record is built: "not defined", never a score); a score
 is a number, a category (a detected language) or ``None`` (unscored, ``unscored_reason``
 says why); ``nodeid`` and ``outcome`` are ``None`` until the collector sets them.
@@ -35,9 +37,12 @@ says why); ``nodeid`` and ``outcome`` are ``None`` until the collector sets them
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal, TypeAlias, Union
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter
+
+from pytest_llmjudge.formatting import format_fixed, format_value
 
 
 def _finite_or_none(value: Any) -> Any:
@@ -85,6 +90,15 @@ class ItemRecord(Record):
     nodeid: str | None = None
     outcome: Outcome | None = None
 
+    def junit_properties(self) -> list[tuple[str, Any]]:
+        """What JUnit records of this item, in order (``docs/junit.md`` names them)."""
+        raise NotImplementedError(f"{type(self).__name__} names no JUnit properties")
+
+
+def _rounded(pairs: Iterable[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """Calibration numbers to 6 decimals: a JUnit value reads as a statistic, not float noise."""
+    return [(name, round(value, 6) if isinstance(value, float) else value) for name, value in pairs]
+
 
 # -- suites ---------------------------------------------------------------------------------
 
@@ -124,6 +138,21 @@ class CaseRecord(ItemRecord):
     reference: str | None = None
     baseline: BaselineCase | None = None
     """Set in the report when a regression record of the same suite and metric pairs this case."""
+
+    def junit_properties(self) -> list[tuple[str, Any]]:
+        return [
+            ("suite", self.suite),
+            ("case", self.case),
+            ("metric", self.metric),
+            ("language", self.language),
+            ("score", self.score),
+            ("threshold", f"{self.threshold.op} {format_value(self.threshold.value)}"),
+            ("source", self.source),
+            ("judge", self.judge),
+            ("cached", None if self.cached is None else str(self.cached).lower()),
+            ("spread", self.spread),
+            ("unscored_reason", self.unscored_reason),
+        ]
 
 
 class CaseScore(Record):
@@ -170,6 +199,29 @@ class AggregateRecord(ItemRecord):
         """This item's own row (the one of its ``language``)."""
         return next((row for row in self.rows if row.language == self.language), None)
 
+    @property
+    def judges(self) -> str | None:
+        """The judges that scored the row's cases, comma-separated (None when none did)."""
+        judges = sorted({score.judge for score in self.case_scores or () if score.judge})
+        return ", ".join(judges) or None
+
+    def junit_properties(self) -> list[tuple[str, Any]]:
+        row = self.row()
+        threshold = None if row is None else f"{row.threshold.op} {row.threshold.value:g}"
+        return [
+            ("suite", self.suite),
+            ("metric", self.metric),
+            ("aggregate", self.aggregate),
+            ("language", self.language),
+            ("judge", self.judges),
+            ("score", None if row is None else row.value),
+            ("threshold", threshold),
+            ("ci_low", None if row is None else row.ci_low),
+            ("ci_high", None if row is None else row.ci_high),
+            ("n_scored", None if row is None else row.n_scored),
+            ("n_unscored", None if row is None else row.n_unscored),
+        ]
+
 
 class UncalibratedRecord(ItemRecord):
     """A suite item stopped because its judge failed calibration for a language it scores."""
@@ -184,6 +236,22 @@ class UncalibratedRecord(ItemRecord):
     policy: Literal["failed", "xfailed", "skipped"]
     checks: list[dict[str, Json]]
     """Each failing calibration check (``CalibrationCheck.to_dict``)."""
+
+    @property
+    def message(self) -> str:
+        """Why the item stopped: each failing check's message, one per line."""
+        return "\n".join(str(check.get("message")) for check in self.checks)
+
+    def junit_properties(self) -> list[tuple[str, Any]]:
+        return [
+            ("suite", self.suite),
+            ("metric", self.metric),
+            ("language", self.language),
+            ("judge", self.judge),
+            ("calibration", self.checks[0].get("calibration") if self.checks else None),
+            ("uncalibrated", self.message),
+            ("case", self.case),
+        ]
 
 
 # -- calibration ------------------------------------------------------------------------------
@@ -272,6 +340,36 @@ class GateRecord(ItemRecord):
     """The held-out score correction (``CorrectionEvaluation.to_dict``), when asked for."""
     problem: str | None = None
 
+    def junit_properties(self) -> list[tuple[str, Any]]:
+        skew = self.skew or Skew()
+        return _rounded(
+            [
+                ("calibration", self.calibration),
+                ("language", self.language),
+                ("group", self.group if self.group != self.language else None),
+                ("metric", self.metric),
+                ("judge", self.judge),
+                ("f1", self.f1),
+                ("threshold", self.threshold),
+                ("compared", self.compared),
+                ("ceiling", self.ceiling),
+                ("n", self.n),
+                ("n_items", self.n_items),
+                ("ci_low", self.ci.low),
+                ("ci_high", self.ci.high),
+                ("pa", self.pa),
+                ("kappa", self.kappa),
+                ("ceiling_ratio", self.ceiling_ratio),
+                ("convention", self.convention),
+                ("fleiss", self.fleiss),
+                ("skew", skew.skew),
+                ("judge_top_share", skew.judge_top_share),
+                ("human_top_share", skew.human_top_share),
+                ("single_annotator", self.single_annotator),
+                ("problem", self.problem),
+            ]
+        )
+
 
 class _SanityRecord(ItemRecord):
     calibration: str
@@ -298,6 +396,22 @@ class ConsistencyRecord(_SanityRecord):
 
     kind: Literal["consistency"] = "consistency"
     result: ConsistencyResult
+
+    def junit_properties(self) -> list[tuple[str, Any]]:
+        r = self.result
+        return _rounded(
+            [
+                ("calibration", self.calibration),
+                ("language", self.language),
+                ("metric", self.metric),
+                ("judge", self.judge),
+                ("check", "consistency"),
+                ("rate", r.rate),
+                ("threshold", r.min_agreement),
+                ("n", r.n_items),
+                ("repeats", r.repeats),
+            ]
+        )
 
 
 class SensitivityResult(Record):
@@ -331,8 +445,31 @@ class SensitivityRecord(_SanityRecord):
     result: SensitivityResult
     perturbations: list[Perturbation | None] = Field(default_factory=list)
 
+    def junit_properties(self) -> list[tuple[str, Any]]:
+        r = self.result
+        return _rounded(
+            [
+                ("calibration", self.calibration),
+                ("language", self.language),
+                ("metric", self.metric),
+                ("judge", self.judge),
+                ("check", "sensitivity"),
+                ("rate", r.rate),
+                ("threshold", r.min_lowered),
+                ("n", r.n_worse + r.n_same + r.n_better + r.n_unscored),
+                ("worse", r.n_worse),
+            ]
+        )
+
 
 # -- regression ----------------------------------------------------------------------------
+
+
+class UnscoredCase(Record):
+    """A candidate case without a score, and why."""
+
+    case: str
+    reason: str
 
 
 class CaseDrop(Record):
@@ -387,7 +524,7 @@ class RegressionRecord(ItemRecord):
     missing_in_baseline: list[str] = Field(default_factory=list)
     missing_in_candidate: list[str] = Field(default_factory=list)
     baseline_unscored: list[str] = Field(default_factory=list)
-    candidate_unscored: list[str] = Field(default_factory=list)
+    candidate_unscored: list[UnscoredCase] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     problem: str | None = None
 
@@ -401,6 +538,29 @@ class RegressionRecord(ItemRecord):
         if "improv" in self.verdict.lower():
             return "improved"
         return "pass"
+
+    def junit_properties(self) -> list[tuple[str, Any]]:
+        return [
+            ("suite", self.suite),
+            ("metric", self.metric),
+            ("language", self.language),
+            ("baseline", self.baseline),
+            ("score", self.mean_difference),
+            ("mean_candidate", self.mean_candidate),
+            ("mean_baseline", self.mean_baseline),
+            ("ci_low", self.ci_low),
+            ("ci_high", self.ci_high),
+            ("p_value", self.p_value),
+            ("n_paired", self.n),
+            ("margin", self.margin),
+            ("method", self.method),
+            ("gate", self.gate),
+            ("verdict", self.verdict),
+            ("n_missing_in_baseline", len(self.missing_in_baseline)),
+            ("n_missing_in_candidate", len(self.missing_in_candidate)),
+            ("n_baseline_unscored", len(self.baseline_unscored)),
+            ("n_unscored", len(self.candidate_unscored)),
+        ]
 
 
 # -- rankings ------------------------------------------------------------------------------
@@ -479,6 +639,27 @@ class LeaderboardRecord(ItemRecord):
     seed: int | None = None
     error: str | None = None
 
+    def junit_properties(self) -> list[tuple[str, Any]]:
+        bias = self.position_bias
+        return [
+            ("ranking", self.ranking),
+            ("source", self.source),
+            ("language", self.language),
+            ("n_cases", self.n_cases),
+            ("n_battles", self.n_battles),
+            ("n_unjudged", self.n_unjudged or None),
+            ("resamples", self.resamples or None),
+            ("position_bias_rate", None if bias is None else bias.position_bias_rate),
+            ("first_slot_rate", None if bias is None else bias.first_slot_rate),
+            *(
+                (
+                    f"rank_{s.rank}",
+                    f"{s.name} {format_fixed(s.strength)} [{format_fixed(s.ci_low)}, {format_fixed(s.ci_high)}]",
+                )
+                for s in self.systems
+            ),
+        ]
+
 
 class SurrogateRecord(ItemRecord):
     """How well a surrogate model of cheap features reproduces a source's ranking."""
@@ -503,6 +684,18 @@ class SurrogateRecord(ItemRecord):
     judged: dict[str, Real] = Field(default_factory=dict)
     error: str | None = None
 
+    def junit_properties(self) -> list[tuple[str, Any]]:
+        return [
+            ("ranking", self.ranking),
+            ("source", self.source),
+            ("language", self.language),
+            ("kendall_tau", self.kendall_tau),
+            ("kendall_p", self.kendall_p),
+            ("r2", self.r2),
+            ("n_systems", self.n_systems),
+            ("n_holdout_cases", self.n_holdout_cases),
+        ]
+
 
 class RankingCheckRecord(ItemRecord):
     """One ranking assertion (``rank(gpt-4, judge) <= 2``) in one language."""
@@ -520,26 +713,42 @@ class RankingCheckRecord(ItemRecord):
     detail: dict[str, Json] = Field(default_factory=dict)
     """The statistic's working, named by the assertion kind (``agree``, ``n``, ``ci_low``, ...)."""
 
+    def junit_properties(self) -> list[tuple[str, Any]]:
+        # The working's plain numbers and words (not booleans, lists or tables), then the problem.
+        working = [
+            (name, value)
+            for name, value in self.detail.items()
+            if isinstance(value, (int, float, str)) and not isinstance(value, bool)
+        ]
+        return [
+            ("ranking", self.ranking),
+            ("check", self.check),
+            ("source", self.source),
+            ("language", self.language),
+            ("score", self.value),
+            ("threshold", f"{self.threshold.op} {self.threshold.value:g}"),
+            *working,
+            ("problem", self.problem),
+        ]
+
 
 AnyRecord = Annotated[
-    Union[
-        CaseRecord,
-        AggregateRecord,
-        UncalibratedRecord,
-        GateRecord,
-        ConsistencyRecord,
-        SensitivityRecord,
-        RegressionRecord,
-        LeaderboardRecord,
-        SurrogateRecord,
-        RankingCheckRecord,
-    ],
+    CaseRecord
+    | AggregateRecord
+    | UncalibratedRecord
+    | GateRecord
+    | ConsistencyRecord
+    | SensitivityRecord
+    | RegressionRecord
+    | LeaderboardRecord
+    | SurrogateRecord
+    | RankingCheckRecord,
     Field(discriminator="kind"),
 ]
 """Any item record, told apart by ``kind``."""
 
 OtherRecord = Annotated[
-    Union[UncalibratedRecord, ConsistencyRecord, SensitivityRecord, SurrogateRecord, RankingCheckRecord],
+    UncalibratedRecord | ConsistencyRecord | SensitivityRecord | SurrogateRecord | RankingCheckRecord,
     Field(discriminator="kind"),
 ]
 """The records of the report's ``other`` section."""

@@ -12,9 +12,10 @@
   They need the live judge: without credentials they skip (fail with
   ``--llmjudge-require-judge``), like suite items.
 
-Every item records its results for JUnit (``report.plugin.record_properties``: calibration,
-language, metric, judge and its numbers) and a structured ``llmjudge_result`` dict that
-travels with the report.
+Every item keeps a typed record (``records.py``: :class:`~pytest_llmjudge.records.GateRecord`,
+``ConsistencyRecord``, ``SensitivityRecord``; the guard an ``UncalibratedRecord``) in
+``llmjudge_result``, which travels with the report, and records the record's JUnit
+properties (calibration, language, metric, judge and its numbers, rounded to 6 decimals).
 :func:`guard_suite_item` runs before a suite item's test body: when the suite's judge names a
 calibration set and a judge-scored case's language failed its gate, the item fails (or
 xfails/skips, ``judge.uncalibrated``) with "judge <model> is not calibrated for <language>:
@@ -33,7 +34,15 @@ from pytest_llmjudge.calibration.build import CalibrationSet
 from pytest_llmjudge.calibration.gates import GateComputer, judge_scored_languages
 from pytest_llmjudge.calibration.report import gate_message
 from pytest_llmjudge.errors import ItemFailure, LLMJudgeError
-from pytest_llmjudge.nodes import AggregateItem, CaseFailure, CaseItem, json_safe
+from pytest_llmjudge.nodes import AggregateItem, CaseFailure, CaseItem
+from pytest_llmjudge.records import (
+    ConsistencyRecord,
+    GateRecord,
+    ItemRecord,
+    Perturbation,
+    SensitivityRecord,
+    UncalibratedRecord,
+)
 from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem, record
 from pytest_llmjudge.suite.model import Case, Suite
 
@@ -148,25 +157,9 @@ class _CalibrationItem(LLMJudgeItem):
         label = self.store.live_label(self.calibration)
         skip_or_fail_without_judge(self.config.stash[settings_key], f"judge {label} {self.judge_problem}")
 
-    def _record(self, **properties: Any) -> None:
-        super()._record(**{n: round(v, 6) if isinstance(v, float) else v for n, v in properties.items()})
-
-    def _keep_result(self, kind: str, judge: str, passed: bool, result: dict[str, Any], **extra: Any) -> None:
-        """The structured result of a sanity-check item (consistency, sensitivity) for the reports."""
-        cal = self.calibration
-        self.llmjudge_result = json_safe(
-            {
-                "kind": kind,
-                "calibration": cal.name,
-                "calibration_path": str(cal.path),
-                "judge": judge,
-                "language": self.language,
-                "metric": self.metric,
-                "passed": passed,
-                "result": result,
-                **extra,
-            }
-        )
+    def _keep(self, result: ItemRecord) -> None:
+        self.llmjudge_result = result
+        record(self, result.junit_properties())
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = self.calibration.line - 1 if self.calibration.line else 0
@@ -186,43 +179,16 @@ class GateItem(_CalibrationItem):
         result = store.gate(cal, self.language, self.metric)
         judge = store.judge_label(cal)
         xfail = cal.gate.xfail_for(cal.group_language(self.language), self.metric, self.language)
-        overall = result.overall or {}
-        self._record(
-            calibration=cal.name,
-            language=result.language,
-            group=result.group if result.group != result.language else None,
-            metric=self.metric,
-            judge=judge,
-            f1=result.f1,
-            threshold=result.threshold,
-            compared="ci_low" if result.options.ci_lower_bound else "f1",
-            ceiling=result.ceiling,
-            n=result.n_scored,
-            n_items=result.n_items,
-            ci_low=result.ci_low,
-            ci_high=result.ci_high,
-            pa=result.percentage_agreement,
-            kappa=result.cohen_kappa,
-            ceiling_ratio=result.ceiling_ratio,
-            convention=result.options.convention,
-            fleiss=result.fleiss_kappa,
-            skew=overall.get("skew"),
-            judge_top_share=overall.get("judge_top_share"),
-            human_top_share=overall.get("human_top_share"),
-            single_annotator=result.single_annotator,
-            problem=result.problem,
-        )
-        self.llmjudge_result = json_safe(
-            {
-                "kind": "gate",
-                "suite": cal.name,
-                "calibration": cal.name,
-                "calibration_path": str(cal.path),
-                "judge": judge,
-                "scores": cal.scores,
-                "xfail": xfail,
+        self._keep(
+            GateRecord(
+                suite=cal.name,
+                calibration=cal.name,
+                calibration_path=str(cal.path),
+                judge=judge,
+                scores=cal.scores,
+                xfail=xfail,
                 **result.to_dict(),
-            }
+            )
         )
         if result.passed:
             return
@@ -244,18 +210,17 @@ class ConsistencyItem(_CalibrationItem):
         cal = self.calibration
         result = self.store.consistency(cal, self.language, self.metric)
         judge = self.store.live_label(cal)
-        self._record(
-            calibration=cal.name,
-            language=self.language,
-            metric=self.metric,
-            judge=judge,
-            check="consistency",
-            rate=result.rate,
-            threshold=result.min_agreement,
-            n=result.n_items,
-            repeats=result.repeats,
+        self._keep(
+            ConsistencyRecord(
+                calibration=cal.name,
+                calibration_path=str(cal.path),
+                judge=judge,
+                language=self.language,
+                metric=self.metric,
+                passed=result.passed,
+                result=result.to_dict(),
+            )
         )
-        self._keep_result("consistency", judge, result.passed, result.to_dict())
         if result.passed:
             return
         spread = [
@@ -288,34 +253,24 @@ class SensitivityItem(_CalibrationItem):
         run = self.store.sensitivity(cal, self.language)
         result = run.result
         judge = self.store.live_label(cal)
-        self._record(
-            calibration=cal.name,
-            language=self.language,
-            metric=self.metric,
-            judge=judge,
-            check="sensitivity",
-            rate=result.rate,
-            threshold=result.min_lowered,
-            n=result.eligible + result.n_unscored,
-            worse=result.n_worse,
-        )
-        self._keep_result(
-            "sensitivity",
-            judge,
-            result.passed,
-            result.to_dict(),
-            perturbations=[
-                None
-                if p is None
-                else {
-                    "id": case_id,
-                    "seed": p.seed,
-                    "unit": p.unit,
-                    "n_units": p.n_units,
-                    "positions": list(p.positions),
-                }
-                for case_id, p in run.perturbations
-            ],
+        self._keep(
+            SensitivityRecord(
+                calibration=cal.name,
+                calibration_path=str(cal.path),
+                judge=judge,
+                language=self.language,
+                metric=self.metric,
+                passed=result.passed,
+                result=result.to_dict(),
+                perturbations=[
+                    None
+                    if p is None
+                    else Perturbation(
+                        id=case_id, seed=p.seed, unit=p.unit, n_units=p.n_units, positions=list(p.positions)
+                    )
+                    for case_id, p in run.perturbations
+                ],
+            )
         )
         if result.passed:
             return
@@ -353,33 +308,19 @@ def guard_suite_item(item: pytest.Item) -> None:
     policy = suite.judge.uncalibrated
     first = failing[0]
     message = "\n".join(str(check.message) for check in failing)
-    case_id = item.case.id if isinstance(item, CaseItem) else None
-    record(
-        item,
-        [
-            ("suite", suite.name),
-            ("metric", metric),
-            ("language", item.case.language if isinstance(item, CaseItem) else item.language),
-            ("judge", first.judge),
-            ("calibration", first.calibration),
-            ("uncalibrated", message),
-        ]
-        + ([("case", case_id)] if case_id is not None else []),
+    result = UncalibratedRecord(
+        suite=suite.name,
+        suite_path=str(suite.path),
+        case=item.case.id if isinstance(item, CaseItem) else None,
+        language=item.case.language if isinstance(item, CaseItem) else item.language,
+        metric=metric,
+        judge=first.judge,
+        policy={"fail": "failed", "xfail": "xfailed", "skip": "skipped"}[policy],
+        checks=[check.to_dict() for check in failing],
+        passed=False,
     )
-    item.llmjudge_result = json_safe(
-        {
-            "kind": "uncalibrated",
-            "suite": suite.name,
-            "suite_path": str(suite.path),
-            "case": case_id,
-            "language": item.case.language if isinstance(item, CaseItem) else item.language,
-            "metric": metric,
-            "judge": first.judge,
-            "policy": {"fail": "failed", "xfail": "xfailed", "skip": "skipped"}[policy],
-            "checks": [check.to_dict() for check in failing],
-            "passed": False,
-        }
-    )
+    item.llmjudge_result = result
+    record(item, result.junit_properties())
     if policy == "skip":
         raise pytest.skip.Exception(message, _use_item_location=True)
     if policy == "xfail":

@@ -10,14 +10,15 @@ Registered by the main plugin (``FEATURE_PLUGINS``) and, like it, inert without
   Every xdist worker plans the same calls, which the scoreboard shares between workers;
 * ``pytest_runtest_call`` (first): the guard that stops judge-scored suite items in
   languages where their judge failed the gate (:func:`guard_suite_item`);
-* ``pytest_terminal_summary``: the per-language gate table, the best-score share by
-  annotator agreement and the sanity checks (:func:`~pytest_llmjudge.calibration.report.render_summary`);
 * the ``llmjudge_calibrated_judge`` fixture, bound to ``--llmjudge-calibration`` or the ini
   key ``llmjudge_calibration`` (a relative path is taken from the invocation directory on
   the command line, from the rootdir in the ini file).
 
 The score correction is wired in through ``ScoreBoard.score_adjusters``: it changes a live
-judge score only for suites that set ``judge.correction: true``.
+judge score only for suites that set ``judge.correction: true``. The end-of-run gate table
+(per language, the best-score share by annotator agreement, the sanity checks) is printed
+once, inside the ``llmjudge summary`` section, from the items' records
+(:func:`~pytest_llmjudge.calibration.report.calibration_lines`, called by ``report/terminal.py``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_llmjudge.session.collector import results_key
 from pytest_llmjudge.session.state import has_top_level_key, is_enabled, scoreboard_key
 
 if TYPE_CHECKING:
@@ -109,27 +109,6 @@ def pytest_runtest_call(item: pytest.Item) -> None:
     from pytest_llmjudge.calibration.nodes import guard_suite_item
 
     guard_suite_item(item)
-
-
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    if not is_enabled(config) or hasattr(config, "workerinput") or config.get_verbosity() < 0:
-        return
-    collector = config.stash.get(results_key, None)
-    if collector is None:
-        return
-    records = [r for r in collector.records if r.get("kind") in ("gate", "consistency", "sensitivity", "uncalibrated")]
-    if not records:
-        return
-    from pytest_llmjudge.calibration.report import render_summary
-    from pytest_llmjudge.escaping import ONE_LINE
-    from pytest_llmjudge.report.plugin import clean_text, run_secrets
-
-    lines = render_summary(records)
-    if lines:
-        terminalreporter.write_sep("=", "llmjudge calibration")
-        secrets = run_secrets(config)
-        for line in lines:
-            terminalreporter.write_line(clean_text(line, secrets, ONE_LINE))
 
 
 def _calibration_path(config: pytest.Config) -> Path | None:

@@ -1,8 +1,10 @@
 """Text for calibration results: gate failure messages and the terminal summary.
 
-Plain text, no colour codes. The summary is built only from the structured item records
-(``report.llmjudge`` dicts with ``kind`` ``gate``, ``consistency``, ``sensitivity`` or
-``uncalibrated``), so it is the same with and without pytest-xdist. Metric names of the
+Plain text, no colour codes (a summary line carries its style name beside it). The
+summary part (:func:`calibration_lines`, printed inside the one ``llmjudge summary``
+section by ``report/terminal.py``) is built only from the typed item records
+(:class:`~pytest_llmjudge.records.GateRecord`, ``ConsistencyRecord``, ``SensitivityRecord``,
+``UncalibratedRecord``), so it is the same with and without pytest-xdist. Metric names of the
 METAL rubrics are abbreviated (LA, OCQ, TQ, PC, H) in tables; others are cut to 12 chars.
 
 "skew" is the judge's mean score minus the humans' (Hada et al. 2024a, sec. 4.2): positive
@@ -14,13 +16,23 @@ judge and humans: the high-score bias shows as a judge share far above the human
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from pytest_llmjudge.calibration.gate import GateResult
+from pytest_llmjudge.formatting import format_fixed
+from pytest_llmjudge.records import (
+    ConsistencyRecord,
+    GateRecord,
+    ItemRecord,
+    SensitivityRecord,
+    UncalibratedRecord,
+)
 from pytest_llmjudge.stats.annotators import AGREEMENT_LEVELS
 
-__all__ = ["ABBREVIATIONS", "ceiling_definition", "gate_message", "render_summary", "short_metric"]
+__all__ = ["ABBREVIATIONS", "StyledLine", "calibration_lines", "ceiling_definition", "gate_message", "short_metric"]
+
+StyledLine = tuple[str, str | None]
+"""A line of the terminal summary and its style (``red``, or None for plain)."""
 
 ABBREVIATIONS = {
     "linguistic_acceptability": "LA",
@@ -33,18 +45,6 @@ ABBREVIATIONS = {
 
 def short_metric(metric: str) -> str:
     return ABBREVIATIONS.get(metric, metric[:12])
-
-
-def _num(value: Any, digits: int = 3) -> str:
-    if value is None or isinstance(value, bool):
-        return "-"
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return "-"
-    if number != number:
-        return "-"
-    return f"{number:.{digits}f}"
 
 
 def _signed(value: float | None) -> str:
@@ -99,20 +99,26 @@ def gate_message(result: GateResult, *, calibration: str, judge: str) -> str:
     for reason in result.unscored_reasons:
         row("unscored", reason)
     if result.f1 is not None:
-        row("weighted F1", f"{_num(result.f1)} (threshold {result.threshold:.3f}); macro F1 {_num(result.macro_f1)}")
+        row(
+            "weighted F1",
+            f"{format_fixed(result.f1)} (threshold {result.threshold:.3f}); macro F1 {format_fixed(result.macro_f1)}",
+        )
         row(
             f"{100 * opts.confidence:g}% CI",
-            f"{_num(result.ci_low)} - {_num(result.ci_high)} (percentile bootstrap, {opts.resamples} resamples, seed {opts.seed})",
+            f"{format_fixed(result.ci_low)} - {format_fixed(result.ci_high)} (percentile bootstrap, {opts.resamples} resamples, seed {opts.seed})",
         )
-    row("human ceiling", f"{_num(result.ceiling)} ({ceiling_definition(result)})")
+    row("human ceiling", f"{format_fixed(result.ceiling)} ({ceiling_definition(result)})")
     row(
         "Fleiss' kappa",
-        f"{_num(result.fleiss_kappa)} (annotators among themselves, {result.fleiss_items} items with "
+        f"{format_fixed(result.fleiss_kappa)} (annotators among themselves, {result.fleiss_items} items with "
         f"{'exactly 3' if opts.convention == 'metal' else '2 or more'} labels)",
     )
     if result.f1 is not None:
         ratio = result.ceiling_ratio
-        row("F1 / ceiling", f"{_num(ratio)}" + ("" if ratio is None else " (the judge's F1 relative to the humans')"))
+        row(
+            "F1 / ceiling",
+            f"{format_fixed(ratio)}" + ("" if ratio is None else " (the judge's F1 relative to the humans')"),
+        )
     criteria = [
         f"{name} {value:g}"
         for name, value in (
@@ -127,9 +133,12 @@ def gate_message(result: GateResult, *, calibration: str, judge: str) -> str:
     if result.f1 is not None:
         row(
             "agreement",
-            f"PA {_num(result.percentage_agreement)}, Cohen's kappa {_num(result.cohen_kappa)} (judge vs human aggregate)",
+            f"PA {format_fixed(result.percentage_agreement)}, Cohen's kappa {format_fixed(result.cohen_kappa)} (judge vs human aggregate)",
         )
-        row("baseline", f"{_num(result.baseline_f1)} (weighted F1 of always answering the humans' most common label)")
+        row(
+            "baseline",
+            f"{format_fixed(result.baseline_f1)} (weighted F1 of always answering the humans' most common label)",
+        )
     overall = result.overall
     if overall is not None:
         top = max(result.labels)
@@ -178,111 +187,135 @@ def gate_message(result: GateResult, *, calibration: str, judge: str) -> str:
     return "\n".join(lines)
 
 
-def _group(record: Mapping[str, Any]) -> str:
+def _group(record: GateRecord) -> str:
     """The row label: the group name, which is the language with the default group_by."""
-    return str(record.get("group") or record.get("language"))
+    return record.group or record.language
 
 
-def _outcome(record: Mapping[str, Any]) -> str:
-    outcome = str(record.get("outcome", ""))
-    if outcome == "skipped" and record.get("xfail"):
+def _outcome(record: GateRecord | ConsistencyRecord | SensitivityRecord) -> str:
+    outcome = record.outcome or ""
+    xfail = isinstance(record, GateRecord) and bool(record.xfail)
+    if outcome == "skipped" and xfail:
         return "xfail"
-    if outcome in ("passed", "failed") and record.get("xfail") and record.get("passed"):
+    if outcome in ("passed", "failed") and xfail and record.passed:
         return "XPASS"
-    if outcome == "failed" and record.get("problem"):
+    if outcome == "failed" and isinstance(record, GateRecord) and record.problem:
         return "ERROR"
     return {"passed": "pass", "failed": "FAIL", "skipped": "skip"}.get(outcome, outcome)
 
 
-def render_summary(records: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Per calibration set: the gate table, the distribution by agreement, sanity, uncalibrated."""
-    gates: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
-    sanity: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    uncalibrated: dict[tuple[str, str, str], list[Mapping[str, Any]]] = defaultdict(list)
-    for record in records:
-        kind = record.get("kind")
-        if kind == "gate":
-            gates[(str(record.get("calibration")), str(record.get("judge")))].append(record)
-        elif kind in ("consistency", "sensitivity"):
-            sanity[str(record.get("calibration"))].append(record)
-        elif kind == "uncalibrated":
-            key = (str(record.get("suite")), str(record.get("judge")), str(record.get("policy")))
-            uncalibrated[key].append(record)
-    lines: list[str] = []
-    for (name, judge), rows in sorted(gates.items()):
-        rows = sorted(rows, key=lambda r: (_group(r), str(r.get("metric"))))
-        first = rows[0]
-        width = max([6] + [len(_group(r)) + 1 for r in rows])
-        confidence = (first.get("ci") or {}).get("confidence", 0.95)
-        if lines:
-            lines.append("")
-        lines.append(f"{name}: judge {judge} vs human aggregate (weighted F1, {100 * float(confidence):g}% CI)")
-        lines.append(
-            f"{'lang' if width == 6 else 'group':<{width}}{'metric':<7}{'n':>4} {'F1':>6} {'CI':<11} {'need':>5} {'ceil':>5} {'kappa':>6} "
-            f"{'skew':>6} {'best j/h':>9} {'corr':>7}  result"
+def _styled(text: str, outcome: str) -> StyledLine:
+    return text, "red" if outcome in ("FAIL", "ERROR", "XPASS") else None
+
+
+def _gate_table(name: str, judge: str, rows: list[GateRecord]) -> list[StyledLine]:
+    rows = sorted(rows, key=lambda r: (_group(r), r.metric))
+    width = max([6] + [len(_group(r)) + 1 for r in rows])
+    confidence = rows[0].ci.confidence
+    lines: list[StyledLine] = [
+        (f"{name}: judge {judge} vs human aggregate (weighted F1, {100 * (confidence or 0.95):g}% CI)", None),
+        (
+            f"{'lang' if width == 6 else 'group':<{width}}{'metric':<7}{'n':>4} {'F1':>6} {'CI':<11} {'need':>5} "
+            f"{'ceil':>5} {'kappa':>6} {'skew':>6} {'best j/h':>9} {'corr':>7}  result",
+            None,
+        ),
+    ]
+    for r in rows:
+        skew = r.skew
+        best = (
+            "-"
+            if skew is None
+            else f"{format_fixed(skew.judge_best_share, 2)}/{format_fixed(skew.human_best_share, 2)}"
         )
-        for r in rows:
-            skew = r.get("skew") or {}
-            ci = r.get("ci") or {}
-            correction = r.get("correction") or {}
-            best = f"{_num(skew.get('judge_best_share'), 2)}/{_num(skew.get('human_best_share'), 2)}" if skew else "-"
-            # A degenerate correction shows its gain in brackets: measured, never applied.
-            gain = correction.get("gain")
-            shown_gain = "-" if gain is None else format(gain, "+.2f")
-            if correction and not correction.get("usable", True):
-                shown_gain = f"({shown_gain})"
-            lines.append(
-                f"{_group(r):<{width}}{short_metric(str(r.get('metric'))):<7}{r.get('n', 0):>4} "
-                f"{_num(r.get('f1')):>6} {_num(ci.get('low'), 2) + '-' + _num(ci.get('high'), 2):<11} "
-                f"{_num(r.get('threshold'), 2):>5} {_num(r.get('ceiling'), 2):>5} {_num(r.get('kappa'), 2):>6} "
-                f"{'-' if skew.get('skew') is None else format(skew['skew'], '+.2f'):>6} {best:>9} "
-                f"{shown_gain:>7}  {_outcome(r)}"
+        # A degenerate correction shows its gain in brackets: measured, never applied.
+        correction = r.correction or {}
+        gain = correction.get("gain")
+        shown_gain = "-" if gain is None else format(gain, "+.2f")
+        if correction and not correction.get("usable", True):
+            shown_gain = f"({shown_gain})"
+        shown_skew = "-" if skew is None or skew.skew is None else format(skew.skew, "+.2f")
+        outcome = _outcome(r)
+        lines.append(
+            _styled(
+                f"{_group(r):<{width}}{short_metric(r.metric):<7}{r.n:>4} "
+                f"{format_fixed(r.f1):>6} {format_fixed(r.ci.low, 2) + '-' + format_fixed(r.ci.high, 2):<11} "
+                f"{format_fixed(r.threshold, 2):>5} {format_fixed(r.ceiling, 2):>5} {format_fixed(r.kappa, 2):>6} "
+                f"{shown_skew:>6} {best:>9} {shown_gain:>7}  {outcome}",
+                outcome,
             )
-        lines.append("best-score share by annotator agreement, judge/human (items):")
-        for r in rows:
-            distribution = r.get("distribution") or {}
-            labels = list(r.get("labels") or [])
-            best_label = (r.get("skew") or {}).get("best_label")
-            if not distribution or best_label not in labels:
-                continue
-            index = labels.index(best_label)
-            parts = []
-            for level in AGREEMENT_LEVELS:
-                group = distribution.get(level)
-                if group:
-                    parts.append(
-                        f"{level} {_num(group['judge_share'][index], 2)}/{_num(group['human_share'][index], 2)} ({group['n']})"
-                    )
-            lines.append(f"  {_group(r):<{width}}{short_metric(str(r.get('metric'))):<5}" + "  ".join(parts))
-    for name, rows in sorted(sanity.items()):
-        if lines:
-            lines.append("")
-        lines.append(f"{name}: judge sanity checks")
-        for r in sorted(rows, key=lambda r: (str(r.get("kind")), str(r.get("language")), str(r.get("metric")))):
-            result = r.get("result") or {}
-            rate = _num(result.get("rate"), 2)
-            if r.get("kind") == "consistency":
-                detail = (
-                    f"{result.get('n_consistent', 0)}/{result.get('n_items', 0)} items gave the same score "
-                    f"{result.get('repeats')} times (rate {rate}, need {_num(result.get('min_agreement'), 2)})"
+        )
+    lines.append(("best-score share by annotator agreement, judge/human (items):", None))
+    for r in rows:
+        distribution = r.distribution or {}
+        best_label = None if r.skew is None else r.skew.best_label
+        if not distribution or best_label not in r.labels:
+            continue
+        index = r.labels.index(best_label)
+        parts = []
+        for level in AGREEMENT_LEVELS:
+            group = distribution.get(level)
+            if group:
+                parts.append(
+                    f"{level} {format_fixed(group['judge_share'][index], 2)}/"
+                    f"{format_fixed(group['human_share'][index], 2)} ({group['n']})"
                 )
-            else:
-                detail = (
-                    f"{result.get('n_worse', 0)} of {result.get('n_worse', 0) + result.get('n_same', 0) + result.get('n_better', 0) + result.get('n_unscored', 0)} "
-                    f"rated worse after shuffling {_pct(result.get('fraction'))} of words "
-                    f"(rate {rate}, need {_num(result.get('min_lowered'), 2)})"
-                )
-            lines.append(
-                f"  {str(r.get('kind')):<12}{str(r.get('language'))[:5]:<6}{short_metric(str(r.get('metric'))):<5}"
-                f"{detail}  {_outcome(r)}"
-            )
-    for (suite, judge, policy), rows in sorted(uncalibrated.items()):
-        if lines:
-            lines.append("")
+        lines.append((f"  {_group(r):<{width}}{short_metric(r.metric):<5}" + "  ".join(parts), None))
+    return lines
+
+
+def _sanity_line(r: ConsistencyRecord | SensitivityRecord) -> StyledLine:
+    result = r.result
+    rate = format_fixed(result.rate, 2)
+    if isinstance(r, ConsistencyRecord):
+        c = r.result
+        detail = (
+            f"{c.n_consistent}/{c.n_items} items gave the same score "
+            f"{c.repeats} times (rate {rate}, need {format_fixed(c.min_agreement, 2)})"
+        )
+    else:
+        s = r.result
+        detail = (
+            f"{s.n_worse} of {s.n_worse + s.n_same + s.n_better + s.n_unscored} "
+            f"rated worse after shuffling {_pct(s.fraction)} of words "
+            f"(rate {rate}, need {format_fixed(s.min_lowered, 2)})"
+        )
+    outcome = _outcome(r)
+    return _styled(f"  {r.kind:<12}{r.language[:5]:<6}{short_metric(r.metric):<5}{detail}  {outcome}", outcome)
+
+
+def calibration_lines(records: Sequence[ItemRecord]) -> list[StyledLine]:
+    """Per calibration set: the gate table, the best-score share by agreement, sanity checks, uncalibrated items.
+
+    ``(text, style)`` lines (style ``red`` for a failing, erroring or unexpectedly passing
+    row, else None) for the one ``llmjudge summary`` section; records of other kinds are
+    ignored, and a run without calibration records gives no line. The text is not redacted
+    or escaped: the summary writer does that for every line it prints.
+    """
+    gates: dict[tuple[str, str], list[GateRecord]] = defaultdict(list)
+    sanity: dict[str, list[ConsistencyRecord | SensitivityRecord]] = defaultdict(list)
+    uncalibrated: dict[tuple[str, str, str], list[UncalibratedRecord]] = defaultdict(list)
+    for record in records:
+        if isinstance(record, GateRecord):
+            gates[(record.calibration, record.judge)].append(record)
+        elif isinstance(record, (ConsistencyRecord, SensitivityRecord)):
+            sanity[record.calibration].append(record)
+        elif isinstance(record, UncalibratedRecord):
+            uncalibrated[(record.suite, str(record.judge), record.policy)].append(record)
+    blocks: list[list[StyledLine]] = [_gate_table(name, judge, rows) for (name, judge), rows in sorted(gates.items())]
+    for name, checks in sorted(sanity.items()):
+        ordered = sorted(checks, key=lambda r: (r.kind, r.language, r.metric))
+        blocks.append([(f"{name}: judge sanity checks", None), *(_sanity_line(r) for r in ordered)])
+    for (suite, judge, policy), stopped in sorted(uncalibrated.items()):
         by_language: dict[str, int] = defaultdict(int)
-        for r in rows:
-            for language in sorted({str(check.get("language")) for check in r.get("checks") or ()}):
+        for r in stopped:
+            for language in sorted({str(check.get("language")) for check in r.checks}):
                 by_language[language] += 1
         counts = ", ".join(f"{language} {count}" for language, count in sorted(by_language.items()))
-        lines.append(f"{suite}: judge {judge} not calibrated, {len(rows)} judge-scored item(s) {policy}: {counts}")
+        text = f"{suite}: judge {judge} not calibrated, {len(stopped)} judge-scored item(s) {policy}: {counts}"
+        blocks.append([(text, "red" if policy == "failed" else None)])
+    lines: list[StyledLine] = []
+    for block in blocks:
+        if lines:
+            lines.append(("", None))
+        lines.extend(block)
     return lines

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_llmjudge.errors import ItemFailure
-from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem
+from pytest_llmjudge.formatting import format_fixed
+from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem, record
 from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
 from pytest_llmjudge.session.state import has_top_level_key, is_enabled, scoreboard_key
 
@@ -37,25 +38,28 @@ if TYPE_CHECKING:
     from pytest_llmjudge.pairwise.leaderboard import Leaderboard
     from pytest_llmjudge.pairwise.pairwise_judge import BattleResult, PairwiseJudge
     from pytest_llmjudge.pairwise.ranking import Ranking, RankingAssertion
+    from pytest_llmjudge.records import Battle, ItemRecord
 
 _TABLE_ROWS = 12
 MAX_BATTLES_RECORDED = 5000
 """Live battles kept in a leaderboard's record (order shown, verdicts), for reports."""
 
 
-def _battle_dict(result: BattleResult) -> dict[str, Any]:
+def _battle(result: BattleResult) -> Battle:
+    from pytest_llmjudge.records import Battle
+
     b = result.battle
-    return {
-        "case": b.case,
-        "system_1": b.system_1,
-        "system_2": b.system_2,
-        "shown_first": [b.system_2 if p.swapped else b.system_1 for p in result.presentations],
-        "slot_verdicts": [p.slot_verdict for p in result.presentations],
-        "outcome": result.outcome,
-        "inconsistent": result.inconsistent,
-        "error": result.error,
-        "cached": result.cached,
-    }
+    return Battle(
+        case=b.case,
+        system_1=b.system_1,
+        system_2=b.system_2,
+        shown_first=[b.system_2 if p.swapped else b.system_1 for p in result.presentations],
+        slot_verdicts=[p.slot_verdict for p in result.presentations],
+        outcome=result.outcome,
+        inconsistent=result.inconsistent,
+        error=result.error,
+        cached=result.cached,
+    )
 
 
 class RankingRun:
@@ -222,6 +226,10 @@ class _RankingItem(LLMJudgeItem):
         reason = f"pairwise judge {self.run.judge_label} {self.run.judge_problem}"
         skip_or_fail_without_judge(self.config.stash[scoreboard_key].settings, reason)
 
+    def _keep(self, result: ItemRecord) -> None:
+        self.llmjudge_result = result
+        record(self, result.junit_properties())
+
     def reportinfo(self) -> tuple[Path, int | None, str]:
         # Not the bare name: pytest would show a '.' before '[' as '::' (0.5 -> 0::5) in -v lines.
         return self.path, 0, f"{self.name} ({self.ranking.name})"
@@ -231,12 +239,6 @@ class InvalidRankingItem(InvalidFileItem):
     """Stands in for a ranking file that failed to load."""
 
     what = "ranking"
-
-
-def _f(value: Any, digits: int = 3) -> str:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return "-" if value is None else str(value)
-    return f"{value:.{digits}f}"
 
 
 def render_leaderboard(board: Leaderboard, highlight: tuple[str, ...] = ()) -> str:
@@ -261,45 +263,29 @@ class LeaderboardItem(_RankingItem):
     """Fits and reports one source's leaderboard in one language."""
 
     def runtest(self) -> None:
-        from pytest_llmjudge.nodes import json_safe
+        from pytest_llmjudge.records import LeaderboardRecord
 
         board = self.run.evaluator.leaderboard(self.source, self.language)
-        bias = self.run.evaluator.position_bias(self.language).to_dict() if self.source == "judge" else None
-        battles = [_battle_dict(r) for r in self.run.live(self.language)] if self.source == "judge" else []
-        self.llmjudge_result = json_safe(
-            {
-                "kind": "ranking",
-                "suite": self.ranking.name,
-                "metric": f"{self.source} [{self.language}]",
-                "ranking": self.ranking.name,
-                "ranking_path": str(self.ranking.path),
-                "source": self.source,
-                "language": self.language,
-                "judge": self.run.judge_label if self.source == "judge" else None,
-                "order": self.ranking.pairwise.order if self.source == "judge" else None,
-                "order_seed": self.ranking.pairwise.seed if self.source == "judge" else None,
-                "position_bias": bias,
-                "unjudged_examples": list(board.unjudged_examples),
-                "battles": battles[:MAX_BATTLES_RECORDED],
-                "battles_truncated": len(battles) > MAX_BATTLES_RECORDED,
-                "passed": board.error is None and board.n_unjudged == 0,
+        live = self.source == "judge"
+        battles = [_battle(r) for r in self.run.live(self.language)] if live else []
+        self._keep(
+            LeaderboardRecord(
+                suite=self.ranking.name,
+                metric=f"{self.source} [{self.language}]",
+                ranking=self.ranking.name,
+                ranking_path=str(self.ranking.path),
+                source=self.source,
+                language=self.language,
+                judge=self.run.judge_label if live else None,
+                order=self.ranking.pairwise.order if live else None,
+                order_seed=self.ranking.pairwise.seed if live else None,
+                position_bias=self.run.evaluator.position_bias(self.language).to_dict() if live else None,
+                unjudged_examples=list(board.unjudged_examples),
+                battles=battles[:MAX_BATTLES_RECORDED],
+                battles_truncated=len(battles) > MAX_BATTLES_RECORDED,
+                passed=board.error is None and board.n_unjudged == 0,
                 **board.to_dict(),
-            }
-        )
-        top = {
-            f"rank_{s.rank}": f"{s.system} {s.strength:.3f} [{s.ci_low:.3f}, {s.ci_high:.3f}]" for s in board.standings
-        }
-        self._record(
-            ranking=self.ranking.name,
-            source=self.source,
-            language=self.language,
-            n_cases=board.n_cases,
-            n_battles=board.n_battles,
-            n_unjudged=board.n_unjudged or None,
-            resamples=board.resamples or None,
-            position_bias_rate=bias.get("position_bias_rate") if bias else None,
-            first_slot_rate=bias.get("first_slot_rate") if bias else None,
-            **top,
+            )
         )
         if board.error is not None:
             raise RankingFailure(f"ERROR: leaderboard of {self.source} in {self.language}: {board.error}")
@@ -315,28 +301,10 @@ class SurrogateItem(_RankingItem):
         return self.source == "judge"
 
     def runtest(self) -> None:
-        from pytest_llmjudge.nodes import json_safe
+        from pytest_llmjudge.records import SurrogateRecord
 
         result = self.run.evaluator.surrogate(self.language)
-        self.llmjudge_result = json_safe(
-            {
-                "kind": "ranking_surrogate",
-                "ranking": self.ranking.name,
-                "language": self.language,
-                "passed": result.error is None,
-                **result.to_dict(),
-            }
-        )
-        self._record(
-            ranking=self.ranking.name,
-            source=self.source,
-            language=self.language,
-            kendall_tau=result.kendall_tau,
-            kendall_p=result.kendall_p,
-            r2=result.r2,
-            n_systems=result.n_systems,
-            n_holdout_cases=result.n_holdout_cases,
-        )
+        self._keep(SurrogateRecord(ranking=self.ranking.name, passed=result.error is None, **result.to_dict()))
         if result.error is not None:
             raise RankingFailure(f"ERROR: surrogate for {self.source} in {self.language}: {result.error}")
 
@@ -360,38 +328,30 @@ class CheckItem(_RankingItem):
         return self.source == "judge"
 
     def runtest(self) -> None:
-        from pytest_llmjudge.nodes import json_safe
+        from pytest_llmjudge.records import RankingCheckRecord, Threshold
 
         a = self.assertion
         observed, detail, context = self._evaluate()
         passed = observed is not None and a.holds(observed)
         threshold = f"{a.op} {a.value:g}"
-        self.llmjudge_result = json_safe(
-            {
-                "kind": "ranking_check",
-                "ranking": self.ranking.name,
-                "check": a.label,
-                "expr": a.text,
-                "source": self.source if a.kind in ("rank", "win_rate") else None,
-                "language": self.language,
-                "value": observed,
-                "threshold": {"op": a.op, "value": a.value},
-                "passed": passed,
-                **detail,
-            }
-        )
-        self._record(
-            ranking=self.ranking.name,
-            check=a.label,
-            source=self.source if a.kind in ("rank", "win_rate") else None,
-            language=self.language,
-            score=observed,
-            threshold=threshold,
-            **{k: v for k, v in detail.items() if isinstance(v, (int, float, str)) and not isinstance(v, bool)},
+        working = {name: value for name, value in detail.items() if name != "problem"}
+        self._keep(
+            RankingCheckRecord(
+                ranking=self.ranking.name,
+                check=a.label,
+                expr=a.text,
+                source=self.source if a.kind in ("rank", "win_rate") else None,
+                language=self.language,
+                value=observed,
+                threshold=Threshold(op=a.op, value=a.value),
+                passed=passed,
+                problem=detail.get("problem"),
+                detail=working,
+            )
         )
         if passed:
             return
-        shown = detail.get("problem") or (f"{_f(observed)}" if a.kind != "rank" else f"rank {observed:g}")
+        shown = detail.get("problem") or (f"{format_fixed(observed)}" if a.kind != "rank" else f"rank {observed:g}")
         verdict = "ERROR" if observed is None else "FAILED"
         raise RankingFailure(
             f"{verdict}: {a.text} [{self.language}]: {shown}, expected {threshold}\n{context}".rstrip()
@@ -455,9 +415,9 @@ class CheckItem(_RankingItem):
             if result.rate is None:
                 detail["problem"] = f"no battle has verdicts from both {a.a} and {a.b}"
             context = (
-                f"  {result.agree} of {result.n} battles agree (95% Wilson CI [{_f(result.ci_low)}, {_f(result.ci_high)}]); "
+                f"  {result.agree} of {result.n} battles agree (95% Wilson CI [{format_fixed(result.ci_low)}, {format_fixed(result.ci_high)}]); "
                 f"{result.excluded} without both verdicts left out; annotators' own pairwise agreement "
-                f"{_f(result.human_ceiling)}"
+                f"{format_fixed(result.human_ceiling)}"
             )
             return result.rate, detail, context
         if a.kind == "kendall_tau":
@@ -485,12 +445,12 @@ class CheckItem(_RankingItem):
                     else "no decisive verdict to measure position bias on"
                 )
             context = (
-                f"  first-slot share {_f(bias.first_slot_rate)} of {bias.decisive} decisive verdicts "
-                f"(binomial p {_f(bias.binomial_p, 4)})"
+                f"  first-slot share {format_fixed(bias.first_slot_rate)} of {bias.decisive} decisive verdicts "
+                f"(binomial p {format_fixed(bias.binomial_p, 4)})"
                 + (
-                    f"; same slot both times in {bias.battles_both_orders} pairs: {_f(bias.position_bias_rate)} "
-                    f"[95% Wilson {_f(bias.ci_low)}, {_f(bias.ci_high)}]; inconsistent across orders "
-                    f"{_f(bias.inconsistent_rate)}"
+                    f"; same slot both times in {bias.battles_both_orders} pairs: {format_fixed(bias.position_bias_rate)} "
+                    f"[95% Wilson {format_fixed(bias.ci_low)}, {format_fixed(bias.ci_high)}]; inconsistent across orders "
+                    f"{format_fixed(bias.inconsistent_rate)}"
                     if bias.measured
                     else ""
                 )

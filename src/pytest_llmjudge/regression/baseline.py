@@ -52,8 +52,10 @@ Groups
     (:meth:`MetricScores.group`), so a baseline saved before a suite gained ``group_by`` (or
     before grouping existed) is compared per group unchanged.
 
-Degenerate cases: a record without a numeric score and not unscored (a categorical value)
-is skipped; a case seen twice (two thresholds on one metric) keeps its first score, and
+Saving reads the run's typed records (case records, and aggregate records' per-case
+scores); loading reads a file, so it is validated field by field with an error naming the
+file and the field. Degenerate cases: a record without a numeric score and not unscored
+(a categorical value) is skipped; a case seen twice (two thresholds on one metric) keeps its first score, and
 the two must agree; a file of another format or a newer version is a
 :class:`BaselineError`, as is a missing file.
 """
@@ -61,7 +63,6 @@ the two must agree; a file of another format or a newer version is a
 from __future__ import annotations
 
 import json
-import math
 import os
 import platform
 import re
@@ -74,6 +75,8 @@ from typing import Any
 
 from pytest_llmjudge.atomic import write_atomic
 from pytest_llmjudge.errors import LLMJudgeError
+from pytest_llmjudge.formatting import number
+from pytest_llmjudge.records import AggregateRecord, CaseRecord, CaseScore, ItemRecord
 
 FORMAT = "pytest-llmjudge-baseline"
 VERSION = 1
@@ -179,13 +182,6 @@ def resolve_path(name: str, baseline_dir: Path, relative_to: Path) -> Path:
     return baseline_dir / f"{name}.json"
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
 def _git_commit(cwd: Path) -> str | None:
     try:
         completed = subprocess.run(
@@ -208,15 +204,16 @@ def _relative(path: str | None, root: Path) -> str | None:
 
 def build_baseline(
     name: str,
-    records: Iterable[Mapping[str, Any]],
+    records: Iterable[ItemRecord],
     *,
     rootdir: Path,
     run: Mapping[str, Any] | None = None,
 ) -> Baseline:
-    """A baseline from item records (``report.llmjudge`` dicts, see ``nodes.py``).
+    """A baseline from the run's item records (``records.py``).
 
-    Case records give one score each; aggregate records that carry ``case_scores`` give
-    the scores of all their cases. Regression and ranking records are ignored.
+    A :class:`~pytest_llmjudge.records.CaseRecord` gives one score (and the judged output);
+    an :class:`~pytest_llmjudge.records.AggregateRecord` gives the scores of its
+    ``case_scores``. Records of other kinds are ignored.
     """
     baseline = Baseline(
         name=name,
@@ -224,41 +221,27 @@ def build_baseline(
         run=dict(run or {}),
     )
 
-    def add(record: Mapping[str, Any], case: Any, language: Any, score: Any, unscored: bool) -> None:
-        value = _number(score)
+    def add(record: CaseRecord | AggregateRecord, score: CaseRecord | CaseScore, unscored: bool) -> None:
+        value = number(score.score)
         if value is None and not unscored:
             return  # categorical or missing: nothing to compare a mean difference on
-        suite_name, metric_name = record.get("suite"), record.get("metric")
-        if not isinstance(suite_name, str) or not isinstance(metric_name, str):
-            return
-        suite = baseline.suites.setdefault(suite_name, SuiteScores(path=_relative(record.get("suite_path"), rootdir)))
-        metric = suite.metrics.setdefault(metric_name, MetricScores())
-        if record.get("higher_is_better") is False:
+        suite = baseline.suites.setdefault(record.suite, SuiteScores(path=_relative(record.suite_path, rootdir)))
+        metric = suite.metrics.setdefault(record.metric, MetricScores())
+        if score.higher_is_better is False:
             metric.higher_is_better = False
-        if isinstance(record.get("source"), str):
-            metric.sources.add(record["source"])
-        if isinstance(record.get("judge"), str):
-            metric.judges.add(record["judge"])
-        cases = metric.scores.setdefault(str(language), {})
-        cases.setdefault(str(case), value)
-        if isinstance(record.get("output"), str):
-            suite.outputs.setdefault(str(case), record["output"])
+        metric.sources.add(score.source)
+        if score.judge is not None:
+            metric.judges.add(score.judge)
+        metric.scores.setdefault(score.language, {}).setdefault(score.case, value)
+        if isinstance(score, CaseRecord) and score.output is not None:
+            suite.outputs.setdefault(score.case, score.output)
 
     for record in records:
-        kind = record.get("kind")
-        if kind == "case":
-            unscored = record.get("unscored_reason") is not None or record.get("score") is None
-            add(record, record.get("case"), record.get("language"), record.get("score"), unscored)
-        elif kind == "aggregate":
-            for entry in record.get("case_scores") or []:
-                if isinstance(entry, Mapping):
-                    merged = {
-                        **record,
-                        **{k: v for k, v in entry.items() if k in ("source", "judge", "higher_is_better")},
-                    }
-                    add(
-                        merged, entry.get("case"), entry.get("language"), entry.get("score"), entry.get("score") is None
-                    )
+        if isinstance(record, CaseRecord):
+            add(record, record, record.unscored_reason is not None or record.score is None)
+        elif isinstance(record, AggregateRecord):
+            for entry in record.case_scores or ():
+                add(record, entry, entry.score is None)
     return baseline
 
 
@@ -330,10 +313,10 @@ def load_baseline(path: Path) -> Baseline:
                     raise _fail(path, f"{where}, language {language!r}: scores must map case ids to numbers")
                 parsed: dict[str, float | None] = {}
                 for case_id, value in cases.items():
-                    number = _number(value)
-                    if value is not None and number is None:
+                    score = number(value)
+                    if value is not None and score is None:
                         raise _fail(path, f"{where}, case {case_id!r}: score {value!r} is not a finite number")
-                    parsed[str(case_id)] = number
+                    parsed[str(case_id)] = score
                 scores[str(language)] = parsed
             metrics[str(metric_name)] = MetricScores(
                 higher_is_better=bool(metric_raw.get("higher_is_better", True)),

@@ -34,12 +34,14 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_llmjudge.errors import ItemFailure
+from pytest_llmjudge.formatting import format_fixed, format_value
 from pytest_llmjudge.session.collector import results_key
 from pytest_llmjudge.session.items import LLMJudgeItem, record
 from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
 from pytest_llmjudge.session.state import is_enabled, scoreboard_key
 
 if TYPE_CHECKING:
+    from pytest_llmjudge.records import CaseDrop
     from pytest_llmjudge.regression.baseline import Baseline, BaselineError, MetricScores
     from pytest_llmjudge.regression.compare import RegressionResult, RegressionSettings
     from pytest_llmjudge.stats.grouping import Group
@@ -275,14 +277,6 @@ class RegressionSkipItem(LLMJudgeItem):
         raise pytest.skip.Exception(self.message, _use_item_location=True)
 
 
-def _fmt(value: Any, digits: int = 3) -> str:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return "-" if value is None else str(value)
-    if value in (float("inf"), float("-inf")):
-        return "inf" if value > 0 else "-inf"
-    return f"{value:.{digits}f}"
-
-
 def _listing(values: tuple[str, ...]) -> str:
     shown = ", ".join(values[:_EXCERPT])
     return shown + (f", … (+{len(values) - _EXCERPT})" if len(values) > _EXCERPT else "")
@@ -310,7 +304,6 @@ class RegressionItem(LLMJudgeItem):
         self.baseline = baseline
         self.baseline_name = baseline_name
         self.baseline_suite = baseline_suite
-        self.llmjudge_result: dict[str, Any] | None = None
         self.extra_keyword_matches.update({self.language, group.name, metric, "regression"})
 
     @property
@@ -396,7 +389,7 @@ class RegressionItem(LLMJudgeItem):
         return scores, reasons, higher, judges
 
     def runtest(self) -> None:
-        from pytest_llmjudge.nodes import json_safe
+        from pytest_llmjudge.records import CaseDrop, PairedCase, RegressionRecord
         from pytest_llmjudge.regression.compare import RegressionWarning, compare
 
         stored: MetricScores | None = self.baseline.metric(self.baseline_suite, self.metric)
@@ -439,39 +432,37 @@ class RegressionItem(LLMJudgeItem):
             if now is not None and before is not None and (now - before) * sign < 0:
                 drops.append(((now - before) * sign, case_id, before, now))
         largest_drops = [
-            {"case": case_id, "baseline": before, "candidate": now}
+            CaseDrop(case=case_id, baseline=before, candidate=now)
             for _, case_id, before, now in sorted(drops)[:_EXCERPT]
         ]
-        self._record_result(result)
         outputs = entry.outputs if (entry := self.baseline.suites.get(self.baseline_suite)) is not None else {}
         # Per case, baseline and candidate score and the baseline's output: the reports show what changed.
         paired = [
-            {
-                "case": case_id,
-                "baseline": base.get(case_id),
-                "candidate": candidate.get(case_id),
-                "baseline_output": outputs.get(case_id),
-            }
+            PairedCase(
+                case=case_id,
+                baseline=base.get(case_id),
+                candidate=candidate.get(case_id),
+                baseline_output=outputs.get(case_id),
+            )
             for case_id in sorted(set(base) | set(candidate))
         ]
-        self.llmjudge_result = json_safe(
-            {
-                "kind": "regression",
-                "suite": self.suite.name,
-                "suite_path": str(self.suite.path),
-                "metric": self.metric,
-                "language": self.group.name,
-                "group_by": list(self.group.fields),
-                "baseline": self.baseline_name,
-                "baseline_path": str(self.baseline.path) if self.baseline.path else None,
-                "baseline_suite": self.baseline_suite,
-                "baseline_created": self.baseline.created,
-                "passed": result.gate in ("pass", "warn"),
-                "largest_drops": largest_drops,
-                "cases": paired,
-                **result.to_dict(),
-            }
+        kept = RegressionRecord(
+            suite=self.suite.name,
+            suite_path=str(self.suite.path),
+            metric=self.metric,
+            language=self.group.name,
+            group_by=list(self.group.fields),
+            baseline=self.baseline_name,
+            baseline_path=str(self.baseline.path) if self.baseline.path else None,
+            baseline_suite=self.baseline_suite,
+            baseline_created=self.baseline.created,
+            passed=result.gate in ("pass", "warn"),
+            largest_drops=largest_drops,
+            cases=paired,
+            **result.to_dict(),
         )
+        self.llmjudge_result = kept
+        record(self, kept.junit_properties())
         message = self._explain(result, largest_drops)
         missing = result.missing_in_baseline or result.missing_in_candidate or result.baseline_unscored
         if result.gate in ("fail", "error"):
@@ -484,30 +475,6 @@ class RegressionItem(LLMJudgeItem):
     def _warn(self, warning: Warning) -> None:
         # Attributed to the suite file (line 0: no source line is echoed), not to this module.
         warnings.warn_explicit(warning, type(warning), filename=str(self.path), lineno=0, module=__name__)
-
-    def _record_result(self, result: RegressionResult) -> None:
-        properties: dict[str, Any] = {
-            "suite": self.suite.name,
-            "metric": self.metric,
-            "language": self.group.name,
-            "baseline": self.baseline_name,
-            "score": result.mean_difference,
-            "mean_candidate": result.mean_candidate,
-            "mean_baseline": result.mean_baseline,
-            "ci_low": result.ci_low,
-            "ci_high": result.ci_high,
-            "p_value": result.p_value,
-            "n_paired": result.n,
-            "margin": result.settings.margin,
-            "method": result.settings.method,
-            "gate": result.gate,
-            "verdict": result.verdict,
-            "n_missing_in_baseline": len(result.missing_in_baseline),
-            "n_missing_in_candidate": len(result.missing_in_candidate),
-            "n_baseline_unscored": len(result.baseline_unscored),
-            "n_unscored": len(result.candidate_unscored),
-        }
-        record(self, properties.items())
 
     def _missing_text(self, result: RegressionResult) -> str:
         parts = []
@@ -525,7 +492,7 @@ class RegressionItem(LLMJudgeItem):
             )
         return f"{self.suite.name} {self.metric} [{self.group.name}]: cases missing: " + "; ".join(parts)
 
-    def _explain(self, result: RegressionResult, largest_drops: list[dict[str, Any]]) -> str:
+    def _explain(self, result: RegressionResult, largest_drops: list[CaseDrop]) -> str:
         s = result.settings
         head = {"fail": "REGRESSION", "error": "ERROR", "warn": "WARNING", "pass": "OK"}[result.gate]
         direction = "higher is better" if result.higher_is_better else "lower is better"
@@ -534,14 +501,14 @@ class RegressionItem(LLMJudgeItem):
             + (
                 result.problem
                 if result.problem
-                else f"candidate - baseline = {_fmt(result.mean_difference)} "
-                f"({s.confidence:.0%} CI [{_fmt(result.ci_low)}, {_fmt(result.ci_high)}]), "
-                f"p = {_fmt(result.p_value, 4)} for a drop beyond margin {s.margin:g} (alpha {s.alpha:g}): {result.verdict}"
+                else f"candidate - baseline = {format_fixed(result.mean_difference)} "
+                f"({s.confidence:.0%} CI [{format_fixed(result.ci_low)}, {format_fixed(result.ci_high)}]), "
+                f"p = {format_fixed(result.p_value, 4)} for a drop beyond margin {s.margin:g} (alpha {s.alpha:g}): {result.verdict}"
             ),
         ]
         if result.mean_candidate is not None:
             lines.append(
-                f"  means:        candidate {_fmt(result.mean_candidate)}, baseline {_fmt(result.mean_baseline)} "
+                f"  means:        candidate {format_fixed(result.mean_candidate)}, baseline {format_fixed(result.mean_baseline)} "
                 f"over {result.n} paired cases ({direction})"
             )
             lines.append(f"  method:       {result.method_detail}, seed {s.seed}")
@@ -549,7 +516,9 @@ class RegressionItem(LLMJudgeItem):
             f"  baseline:     {self.baseline.path} (created {self.baseline.created or '?'}), suite {self.baseline_suite!r}"
         )
         if largest_drops:
-            shown = ", ".join(f"{d['case']} {d['baseline']:g} -> {d['candidate']:g}" for d in largest_drops)
+            shown = ", ".join(
+                f"{d.case} {format_value(d.baseline)} -> {format_value(d.candidate)}" for d in largest_drops
+            )
             lines.append(f"  largest drops: {shown}")
         if result.candidate_unscored:
             shown = "; ".join(f"{c}: {r}" for c, r in result.candidate_unscored[:_EXCERPT])
@@ -568,7 +537,7 @@ def _redact_outputs(baseline: Baseline, config: pytest.Config) -> None:
     base URL with a password) must not carry it there, as it doesn't into the reports.
     """
     from pytest_llmjudge.redaction import redact
-    from pytest_llmjudge.report.plugin import run_secrets
+    from pytest_llmjudge.session.secrets import run_secrets
 
     secrets = run_secrets(config)
     for suite in baseline.suites.values():
@@ -589,7 +558,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run = run_metadata(
         state.rootdir,
         items=len(records),
-        failed_items=sum(r.get("outcome") == "failed" for r in records),
+        failed_items=sum(r.outcome == "failed" for r in records),
         pytest_version=pytest.__version__,
     )
     baseline = build_baseline(state.save_name or state.save_path.stem, records, rootdir=state.rootdir, run=run)
@@ -611,54 +580,26 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """What the one ``llmjudge summary`` section does not say: cases missing on one side, the saved baseline.
+
+    The comparisons themselves are in that section (``report/terminal.py``), from the same
+    records; these lines are the plugin's own, each starting ``llmjudge:``.
+    """
     state = config.stash.get(state_key, None)
     if state is None or hasattr(config, "workerinput"):
         return
-    lines: list[tuple[str, dict[str, bool]]] = []
-    records = [r for r in config.stash[results_key].records if r.get("kind") == "regression"]
-    if records:
-        gates = [str(r.get("gate")) for r in records]
-        text = (
-            f"regression: {len(records)} comparison(s) with the baseline, {gates.count('fail')} regressed, "
-            f"{gates.count('error')} could not be checked, {gates.count('warn')} drop(s) not significant (warnings)"
-        )
-        lines.append((text, {"red": bool(gates.count("fail") or gates.count("error"))}))
-        severity = {"error": 0, "fail": 1, "warn": 2}
-        ordered = sorted(
-            records,
-            key=lambda r: (
-                severity.get(str(r.get("gate")), 3),
-                str(r.get("suite")),
-                str(r.get("metric")),
-                str(r.get("language")),
-            ),
-        )
-        for record in ordered:
-            if record.get("gate") in severity:
-                lines.append(
-                    (
-                        f"  {str(record.get('gate')).upper():<5} {record.get('suite')} {record.get('metric')} "
-                        f"[{record.get('language')}]: {record.get('problem') or record.get('verdict')}"
-                        + (
-                            f", diff {_fmt(record.get('mean_difference'))}, p {_fmt(record.get('p_value'), 4)}"
-                            if record.get("mean_difference") is not None
-                            else ""
-                        ),
-                        {},
-                    )
-                )
-        missing = sum(
-            len(r.get("missing_in_baseline") or []) + len(r.get("missing_in_candidate") or []) for r in records
-        )
-        if missing:
-            lines.append((f"  {missing} case(s) missing on one side (listed in the warnings)", {}))
-    if state.saved:
-        lines.append((state.saved, {"green": True}))
-    if state.save_problem:
-        lines.append((f"baseline not saved: {state.save_problem}", {"red": True}))
-    if lines:
-        terminalreporter.write_sep("-", "llmjudge baseline")
-        from pytest_llmjudge.escaping import ONE_LINE, escape_controls
+    from pytest_llmjudge.records import RegressionRecord
 
-        for text, markup in lines:
-            terminalreporter.write_line(escape_controls(text, ONE_LINE), **markup)
+    lines: list[tuple[str, dict[str, bool]]] = []
+    records = [r for r in config.stash[results_key].records if isinstance(r, RegressionRecord)]
+    missing = sum(len(r.missing_in_baseline) + len(r.missing_in_candidate) for r in records)
+    if missing:
+        lines.append((f"llmjudge: {missing} case(s) missing on one side of the baseline (listed in the warnings)", {}))
+    if state.saved:
+        lines.append((f"llmjudge: {state.saved}", {"green": True}))
+    if state.save_problem:
+        lines.append((f"llmjudge: baseline not saved: {state.save_problem}", {"red": True}))
+    from pytest_llmjudge.escaping import ONE_LINE, escape_controls
+
+    for text, markup in lines:
+        terminalreporter.write_line(escape_controls(text, ONE_LINE), **markup)

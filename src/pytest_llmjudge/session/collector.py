@@ -1,10 +1,13 @@
 """The results collector: every item's record and the judge accounting, gathered where the summary is written.
 
-Items attach their record to the call report (``report.llmjudge``); the collector, a
+Items keep a typed record (``records.py``), which the core plugin attaches to the call
+report in wire form (``report.llmjudge``, plain JSON types); the collector, a
 plugin object registered by the core plugin under ``--llmjudge``, receives the reports
 (on the controller under pytest-xdist, where the records arrive with them) together with
 the items that could not run for want of a judge. The workers' call accounting and
-per-endpoint tallies travel through ``workeroutput`` and are summed here. The report
+per-endpoint tallies travel through ``workeroutput`` and are summed here. Each record is
+parsed back (:func:`~pytest_llmjudge.records.record_from_wire`) and given its report's
+``nodeid`` and ``outcome``; one that does not parse is a bug and raises. The report
 plugin renders what this holds; the collector itself writes nothing.
 """
 
@@ -20,6 +23,7 @@ from pytest_llmjudge.session.state import scoreboard_key
 
 if TYPE_CHECKING:
     from pytest_llmjudge.execution.runner import RunnerStats
+    from pytest_llmjudge.records import ItemRecord
 
 
 class ResultsCollector:
@@ -27,8 +31,8 @@ class ResultsCollector:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.records: list[dict[str, Any]] = []
-        """Structured item results (``report.llmjudge``) with ``nodeid`` and ``outcome``."""
+        self.records: list[ItemRecord] = []
+        """The items' typed records (parsed back from ``report.llmjudge``) with ``nodeid`` and ``outcome``."""
         self.worker_stats: list[dict[str, int]] = []
         self.worker_endpoints: list[dict[str, Any]] = []
         """Each xdist worker's judge calls per endpoint (``judges/diagnosis.py``), for the headline."""
@@ -36,9 +40,13 @@ class ResultsCollector:
         """Items that did not run because their judge can't be called (skip_or_fail_without_judge)."""
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        record = getattr(report, "llmjudge", None)
-        if isinstance(record, dict):
-            self.records.append({**record, "nodeid": report.nodeid, "outcome": report.outcome})
+        wire = getattr(report, "llmjudge", None)
+        if wire is not None:
+            from pytest_llmjudge.records import record_from_wire  # pydantic: only once a record arrives
+
+            # A record that does not parse is a bug in the item that built it: let it raise.
+            record = record_from_wire(wire)
+            self.records.append(record.model_copy(update={"nodeid": report.nodeid, "outcome": report.outcome}))
         no_judge = getattr(report, "llmjudge_no_judge", None)
         if isinstance(no_judge, dict):
             self.no_judge.append(NoJudge(bool(no_judge["fail"]), str(no_judge["reason"]), str(no_judge["rule"])))

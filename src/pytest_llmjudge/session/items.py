@@ -8,10 +8,11 @@ Suite cases and aggregates (``nodes.py``), calibration gates and sanity checks
   :class:`~pytest_llmjudge.errors.ItemFailure` (or a subclass) whose message is the whole
   failure report: ``repr_failure`` prints it as is, never a traceback into the plugin;
   any other exception is a bug and keeps pytest's traceback;
-* ``_record`` records the item's results for JUnit through the recorder the report plugin
-  installs (:data:`~pytest_llmjudge.session.state.recorder_key`): without the report
-  plugin nothing is recorded, and the item runs the same;
-* ``llmjudge_result`` is the structured result attached to the item's report;
+* ``llmjudge_result`` is the item's typed record (``records.py``), attached to its report
+  in wire form by the core plugin; :func:`record` records the record's
+  ``junit_properties()`` for JUnit through the recorder the report plugin installs
+  (:data:`~pytest_llmjudge.session.state.recorder_key`): without the report plugin
+  nothing is recorded, and the item runs the same;
 * ``reportinfo`` defaults to the file's first line and the item's name.
 
 A file that fails to load yields one :class:`InvalidFileItem` that fails with
@@ -33,6 +34,7 @@ from pytest_llmjudge.session.state import recorder_key
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self is 3.11+
 
+    from pytest_llmjudge.records import ItemRecord
     from pytest_llmjudge.suite.model import Case, Suite
 
 
@@ -53,8 +55,8 @@ def selected_calls(items: Iterable[pytest.Item]) -> Iterator[tuple[Suite, Case, 
 class LLMJudgeItem(pytest.Item):
     """An item of pytest-llmjudge (see the module docstring)."""
 
-    llmjudge_result: dict[str, Any] | None = None
-    """Structured outcome of the item, attached to its report as ``report.llmjudge``."""
+    llmjudge_result: ItemRecord | None = None
+    """What the item found, attached to its report in wire form as ``report.llmjudge``."""
 
     def planned_calls(self) -> Iterable[tuple[Suite, Case, str]]:
         """The judge calls this item will wait for, as scoreboard needs ``(suite, case, metric)``.
@@ -72,9 +74,6 @@ class LLMJudgeItem(pytest.Item):
         # In pytest 8 the string is the id itself, as before.
         kwargs.setdefault("nodeid", f"{parent.nodeid}::{kwargs['name']}")
         return super().from_parent(parent, **kwargs)
-
-    def _record(self, **properties: Any) -> None:
-        record(self, properties.items())
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, ItemFailure):
