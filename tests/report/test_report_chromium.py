@@ -12,11 +12,12 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 import pytest
 
+from pytest_llmjudge.records import CaseRecord, Threshold
+from pytest_llmjudge.report.document import ReportDocument
 from pytest_llmjudge.report.html import write_html
 from pytest_llmjudge.report.model import RunInputs, build_document
 
@@ -44,12 +45,12 @@ def chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture
-def document(synthetic: Callable[[int], RunInputs]) -> dict[str, Any]:
+def document(synthetic: Callable[[int], RunInputs]) -> ReportDocument:
     return build_document(synthetic(1500))
 
 
 @pytest.fixture
-def report(tmp_path: Path, document: dict[str, Any]) -> Path:
+def report(tmp_path: Path, document: ReportDocument) -> Path:
     path = tmp_path / "report.html"
     write_html(document, path)
     return path
@@ -104,17 +105,49 @@ def test_ten_thousand_cases_render_under_10_mb(tmp_path: Path, synthetic: Callab
 
 
 def test_screenshots_of_the_summary_a_failing_case_and_a_regression(
-    tmp_path: Path, report: Path, document: dict[str, Any]
+    tmp_path: Path, report: Path, document: ReportDocument
 ) -> None:
-    failing = next(c for c in document["cases"] if c["outcome"] == "failed" and c.get("justification"))
-    changed = next(c for c in document["cases"] if c["baseline"]["output"] != c["output"])
+    failing = next(c for c in document.cases if c.outcome == "failed" and c.justification)
+    changed = next(c for c in document.cases if c.baseline is not None and c.baseline.output != c.output)
     summary = screenshot(tmp_path, report.as_uri(), "summary", height=2000)
     assert summary.startswith(b"\x89PNG\r\n\x1a\n") and len(summary) > 50_000, "a real picture, not a blank page"
     for name, case in (("failing-case", failing), ("regression-case", changed)):
-        url = report.as_uri() + "#case=" + quote(case["nodeid"], safe="")
+        assert case.nodeid is not None
+        url = report.as_uri() + "#case=" + quote(case.nodeid, safe="")
         dom = dom_of(tmp_path, url)
-        assert 'class="one-case"' in dom and f'data-case="{case["nodeid"]}"' in dom, "the linked case alone, in full"
+        assert 'class="one-case"' in dom and f'data-case="{case.nodeid}"' in dom, "the linked case alone, in full"
         assert '<div id="case-detail">' in dom or '<div id="case-detail" data-case=' in dom, "the detail is shown"
         if name == "regression-case":
             assert "<dt>baseline output</dt>" in dom and "<dt>vs baseline</dt>" in dom
         assert len(screenshot(tmp_path, url, name, height=900)) > 20_000
+
+
+def test_search_and_the_case_view_read_text_the_page_holds_once(tmp_path: Path) -> None:
+    # A judge that repeats itself: half the cases share one justification, which the page embeds once.
+    shared = "La réponse est claire, mais une tournure sonne peu naturelle."
+    records = [
+        CaseRecord(
+            suite="release",
+            suite_path="release.yaml",
+            case=f"fr-{i:02d}",
+            language="fr",
+            metric="linguistic_acceptability",
+            threshold=Threshold(op=">=", value=1),
+            score=1,
+            source="judge",
+            justification=shared if i % 2 else f"Réponse {i} correcte.",
+            input=f"Question {i}",
+            output=f"Réponse {i}",
+            passed=True,
+            nodeid=f"release.yaml::fr-{i:02d}[linguistic_acceptability]",
+            outcome="passed",
+        )
+        for i in range(40)
+    ]
+    path = tmp_path / "shared.html"
+    write_html(ReportDocument(cases=records), path)
+    assert path.read_text(encoding="utf-8").count(shared) == 1
+    dom = dom_of(tmp_path, path.as_uri() + "#q=" + quote("tournure sonne"))
+    assert ">20 of 40 match<" in dom and dom.count(f'<td class="why" dir="auto">{shared}</td>') == 20
+    dom = dom_of(tmp_path, path.as_uri() + "#case=" + quote("release.yaml::fr-07[linguistic_acceptability]", safe=""))
+    assert f'<dt>justification</dt><dd dir="auto" class="full">{shared}</dd>' in dom

@@ -40,9 +40,10 @@ page of about 7 MB that Chromium draws in well under a second (``benchmarks/repo
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from pathlib import Path
@@ -50,20 +51,21 @@ from typing import Any
 
 from pytest_llmjudge.atomic import write_atomic
 from pytest_llmjudge.escaping import MULTILINE, escape_controls
-from pytest_llmjudge.report import charts
-from pytest_llmjudge.report.model import (
-    ALL,
-    NOT_DECIDED,
-    format_number,
-    gate_threshold,
-    interval,
-    is_failure,
-    number,
-    record_group,
-    regression_status,
-    skew_value,
-    threshold_text,
+from pytest_llmjudge.formatting import format_interval, format_number, number
+from pytest_llmjudge.records import (
+    AggregateRecord,
+    CaseRecord,
+    GateRecord,
+    ItemRecord,
+    LeaderboardRecord,
+    RankingCheckRecord,
+    RegressionRecord,
+    Threshold,
+    UncalibratedRecord,
 )
+from pytest_llmjudge.report import charts
+from pytest_llmjudge.report.document import NotRun, ReportDocument, RunInfo, SummaryRow
+from pytest_llmjudge.report.model import ALL, NOT_DECIDED, is_failure
 from pytest_llmjudge.report.terminal import STATUS_TEXT, accounting_line, every_case_unscored, ranking_entries
 
 JUSTIFICATION_CHARS = 400
@@ -118,6 +120,8 @@ th.sortable{cursor:pointer}th[aria-sort=ascending]::after{content:" \\25B2"}th[a
 body.one-case>header,body.one-case>nav,body.one-case>section:not(#cases),body.one-case>footer,
 body.one-case #cases>:not(#case-detail){display:none}
 dd.full{white-space:pre-wrap;word-break:break-word;max-height:24em;overflow:auto}
+.headlines{border:2px solid var(--fail);background:#fdecea;color:var(--fail);font-weight:600;border-radius:6px;
+padding:6px 12px;margin:8px 0}.headlines p{margin:4px 0;white-space:pre-wrap;word-break:break-word}
 """
 
 SCRIPT = """
@@ -126,7 +130,8 @@ SCRIPT = """
   if(data&&table){
     var packed=JSON.parse(data.textContent),T=packed.strings,cases=packed.cases,body=table.tBodies[0],
         PAGE=%(page)d,limit=PAGE;
-    cases.forEach(function(c){['s','l','m','t','input','output','reference','judge','bout'].forEach(function(k){
+    cases.forEach(function(c){['s','l','m','t','input','output','reference','judge','justification','reason','raw','w',
+      'bout'].forEach(function(k){
       if(typeof c[k]==='number'){c[k]=T[c[k]];}});
       if(c.w==null){c.w=c.reason!=null?'unscored: '+c.reason+(c.raw!=null?'; raw reply: '+c.raw:''):c.justification;}});
     var texts=cases.map(function(c){return [c.s,c.c,c.l,c.m,c.st,c.sc,c.w,c.input,c.output,c.reference,c.raw,c.id]
@@ -217,14 +222,16 @@ def _e(value: Any) -> str:
     return escape("" if value is None else str(value))
 
 
-def _num(value: Any, digits: int = 2) -> str:
-    return format_number(value, digits)
+def _threshold(threshold: Threshold | None) -> str:
+    """``>= 1.50``, ``== 'hi'``; empty without a threshold."""
+    return "" if threshold is None else _threshold_text(threshold.op, threshold.value)
 
 
-def _ci(low: Any, high: Any, digits: int = 2) -> str:
-    if number(low) is None or number(high) is None:
-        return "-"
-    return f"[{format_number(low, digits)}, {format_number(high, digits)}]"
+@functools.lru_cache(maxsize=256)
+def _threshold_text(op: str, value: float | str | None) -> str:
+    # Cached: every case of a suite and metric shares its threshold (10,000 cases, a handful of texts).
+    shown = format_number(value) if number(value) is not None else repr(value) if isinstance(value, str) else "-"
+    return f"{op} {shown}"
 
 
 def _table(headers: Sequence[str], rows: Iterable[str], *, attrs: str = "") -> str:
@@ -240,68 +247,79 @@ def _cells(values: Sequence[tuple[str, str]]) -> str:
 # -- header ----------------------------------------------------------------------------------
 
 
-def _header(document: Mapping[str, Any]) -> str:
-    run = document.get("run") or {}
-    totals = document.get("totals") or {}
-    failed = int(totals.get("failed", 0)) + int(totals.get("error", 0))
+def _headlines(run: RunInfo) -> str:
+    """The run-level judge failures (a dead judge, a rejected key), in red above everything else."""
+    if not run.judge_headlines:
+        return ""
+    lines = "".join(f"<p>{_e(line)}</p>" for line in run.judge_headlines)
+    return f'<div class="headlines" role="alert">{lines}</div>'
+
+
+def _header(document: ReportDocument) -> str:
+    run, totals = document.run, document.totals
+    failed = totals.failed + totals.error
     badge = '<span class="badge fail">FAILED</span>' if failed else '<span class="badge pass">PASSED</span>'
-    kinds = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
-    counts = ", ".join(f"{totals.get(k, 0)} {k}" for k in kinds if totals.get(k))
+    counted = (
+        ("passed", totals.passed),
+        ("failed", totals.failed),
+        ("error", totals.error),
+        ("skipped", totals.skipped),
+        ("xfailed", totals.xfailed),
+        ("xpassed", totals.xpassed),
+    )
+    counts = ", ".join(f"{count} {kind}" for kind, count in counted if count)
     meta: list[tuple[str, str]] = [
         ("items", _e(counts or "none")),
-        ("started", _e(run.get("timestamp"))),
-        ("duration", _e(f"{run.get('duration_s')} s") if run.get("duration_s") is not None else "-"),
-        ("live judges", _e(", ".join(run.get("judge_models") or []) or "none")),
-        ("scores judged by", _e(", ".join(run.get("judge_labels") or []) or "-")),
-        ("rubric hash", f"<code>{_e(run.get('rubric_hash') or '-')}</code>"),
-        ("judge seeds", _e(", ".join(str(s) for s in run.get("judge_seeds") or []) or "-")),
+        ("started", _e(run.timestamp)),
+        ("duration", _e(f"{run.duration_s} s") if run.duration_s is not None else "-"),
+        ("live judges", _e(", ".join(run.judge_models) or "none")),
+        ("scores judged by", _e(", ".join(run.judge_labels) or "-")),
+        ("rubric hash", f"<code>{_e(run.rubric_hash or '-')}</code>"),
+        ("judge seeds", _e(", ".join(str(s) for s in run.judge_seeds) or "-")),
         (
             "plugin",
-            _e(
-                f"pytest-llmjudge {run.get('plugin_version')}, pytest {run.get('pytest_version')}, "
-                f"Python {run.get('python_version')}"
-            ),
+            _e(f"pytest-llmjudge {run.plugin_version}, pytest {run.pytest_version}, Python {run.python_version}"),
         ),
-        ("pytest args", f"<code>{_e(' '.join(run.get('pytest_args') or []))}</code>"),
+        ("pytest args", f"<code>{_e(' '.join(run.pytest_args))}</code>"),
     ]
-    line = accounting_line(document.get("accounting"))
+    accounting = document.accounting
+    line = accounting_line(accounting)
     if line:
         meta.append(("judge calls", _e(line.removeprefix("judge calls: "))))
-    accounting = document.get("accounting") or {}
-    if accounting.get("cost_note") and accounting.get("estimated_cost_usd") is None:
-        meta.append(("cost", _e(f"not estimated: {accounting['cost_note']}")))
+    if accounting is not None and accounting.cost_note and accounting.estimated_cost_usd is None:
+        meta.append(("cost", _e(f"not estimated: {accounting.cost_note}")))
     items = "".join(f"<dt>{escape(k)}</dt><dd>{v}</dd>" for k, v in meta)
-    return f'<header><h1>pytest-llmjudge report{badge}</h1><dl class="meta">{items}</dl></header>'
+    return f'<header><h1>pytest-llmjudge report{badge}</h1>{_headlines(run)}<dl class="meta">{items}</dl></header>'
 
 
 # -- summary and score charts ----------------------------------------------------------------
 
 
-def _row_threshold(row: Mapping[str, Any]) -> str:
-    parts = [f"each {threshold_text(t)}" for t in (row.get("case_thresholds") or [])[:2]]
-    parts += [f"{a.get('stat')} {threshold_text(a.get('threshold'))}" for a in row.get("aggregates") or []]
+def _row_threshold(row: SummaryRow) -> str:
+    parts = [f"each {_threshold(t)}" for t in row.case_thresholds[:2]]
+    parts += [f"{a.stat} {_threshold(a.threshold)}" for a in row.aggregates]
     return "; ".join(parts) or "-"
 
 
-def _row_result(row: Mapping[str, Any]) -> str:
-    return STATUS_TEXT.get(str(row.get("status")), "-")
+def _row_result(row: SummaryRow) -> str:
+    return STATUS_TEXT.get(row.status, "-")
 
 
-def _shown_mean(row: Mapping[str, Any]) -> str:
+def _shown_mean(row: SummaryRow) -> str:
     if every_case_unscored(row):
-        return "n/a"
-    if number(row.get("mean")) is None and number(row.get("pass_rate")) is not None:
-        return f"{row['pass_rate']:.0%} pass"
-    return _num(row.get("mean"))
+        return "n/a"  # no mean, and no "0%" that reads like a measured rate
+    if row.mean is None and row.pass_rate is not None:
+        return f"{row.pass_rate:.0%} pass"
+    return format_number(row.mean)
 
 
-def _overview(rows: Sequence[Mapping[str, Any]]) -> str:
+def _overview(rows: Sequence[SummaryRow]) -> str:
     """Metric x language matrix of one suite: the value, coloured by the row's verdict."""
-    languages = sorted({str(r.get("language")) for r in rows if r.get("language") != ALL})
-    if any(r.get("language") == ALL for r in rows):
+    languages = sorted({r.language for r in rows if r.language != ALL})
+    if any(r.language == ALL for r in rows):
         languages.append(ALL)
-    cells: dict[tuple[str, str], Mapping[str, Any]] = {(str(r.get("metric")), str(r.get("language"))): r for r in rows}
-    metrics = sorted({str(r.get("metric")) for r in rows})
+    cells = {(r.metric, r.language): r for r in rows}
+    metrics = sorted({r.metric for r in rows})
     body = []
     for metric in metrics:
         tds = [f"<th>{_e(metric)}</th>"]
@@ -310,11 +328,10 @@ def _overview(rows: Sequence[Mapping[str, Any]]) -> str:
             if row is None:
                 tds.append("<td></td>")
                 continue
-            result = _row_result(row)
-            css = {"pass": "ok", "warn": "warn", "fail": "fail", "error": "fail"}.get(str(row.get("status")), "")
+            css = {"pass": "ok", "warn": "warn", "fail": "fail", "error": "fail"}.get(row.status, "")
             tip = (
-                f"{metric} [{language}] n={row.get('n')}, unscored {row.get('n_unscored')}, "
-                f"95% CI {_ci(row.get('ci_low'), row.get('ci_high'))}, {_row_threshold(row)}: {result}"
+                f"{metric} [{language}] n={row.n}, unscored {row.n_unscored}, "
+                f"95% CI {format_interval(row.ci_low, row.ci_high)}, {_row_threshold(row)}: {_row_result(row)}"
             )
             tds.append(f'<td class="n {css}" title="{_e(tip)}">{_e(_shown_mean(row))}</td>')
         body.append(f"<tr>{''.join(tds)}</tr>")
@@ -322,7 +339,7 @@ def _overview(rows: Sequence[Mapping[str, Any]]) -> str:
     return f'<table class="overview"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
-def _summary(rows_by_suite: Mapping[str, Sequence[Mapping[str, Any]]], with_gates: bool) -> str:
+def _summary(rows_by_suite: Mapping[str, Sequence[SummaryRow]], with_gates: bool) -> str:
     parts = [
         '<section id="summary"><h2>Summary</h2><p class="muted">Mean score (or case pass rate) per metric and '
         "language. Green: every check holds; amber: the aggregate holds but some cases miss their threshold; red: "
@@ -336,26 +353,23 @@ def _summary(rows_by_suite: Mapping[str, Sequence[Mapping[str, Any]]], with_gate
     for suite, rows in rows_by_suite.items():
         body = []
         for row in rows:
-            decided = int(row.get("items_passed", 0)) + int(row.get("items_failed", 0))
-            result = _row_result(row)
+            decided = row.items_passed + row.items_failed
             cells = [
-                ("", _e(row.get("metric"))),
-                ("", _e(row.get("language"))),
-                ("n", _e(row.get("n"))),
-                ("n", _e(row.get("n_unscored"))),
+                ("", _e(row.metric)),
+                ("", _e(row.language)),
+                ("n", _e(row.n)),
+                ("n", _e(row.n_unscored)),
                 ("n", _e(_shown_mean(row))),
-                ("n", _e(_ci(row.get("ci_low"), row.get("ci_high")))),
+                ("n", _e(format_interval(row.ci_low, row.ci_high))),
                 ("", _e(_row_threshold(row))),
-                ("n", _e(f"{row.get('items_passed', 0)}/{decided}" if decided else "-")),
+                ("n", _e(f"{row.items_passed}/{decided}" if decided else "-")),
             ]
             if with_gates:
-                gate = row.get("gate") or {}
-                shown = f"{_num(gate.get('f1'))} / {_num(gate.get('ceiling'))}" if gate else ""
+                gate = row.gate
+                shown = f"{format_number(gate.f1)} / {format_number(gate.ceiling)}" if gate is not None else ""
                 cells.append(("n", _e(shown)))
-            cells.append(("res", _e(result)))
-            css = {"warn": ' class="warn"', "fail": ' class="fail"', "error": ' class="fail"'}.get(
-                str(row.get("status")), ""
-            )
+            cells.append(("res", _e(_row_result(row))))
+            css = {"warn": ' class="warn"', "fail": ' class="fail"', "error": ' class="fail"'}.get(row.status, "")
             body.append(f"<tr{css}>{_cells(cells)}</tr>")
         parts.append(f"<h3>{_e(suite)}</h3>{_overview(rows)}")
         parts.append(f"<details><summary>table: {_e(suite)}</summary>{_table(headers, body)}</details>")
@@ -363,45 +377,38 @@ def _summary(rows_by_suite: Mapping[str, Sequence[Mapping[str, Any]]], with_gate
     return "".join(parts)
 
 
-def _bar_for(row: Mapping[str, Any]) -> charts.Bar:
-    mean = number(row.get("mean"))
-    checks = row.get("aggregates") or []
-    value, low, high = mean, number(row.get("ci_low")), number(row.get("ci_high"))
-    marker: float | None = None
-    kind = "mean"
-    if mean is None:
+def _check_value(row: SummaryRow, stat: str) -> float | None:
+    """The threshold of the row's aggregate check on ``stat`` (``mean``, ``pass_rate``), if it has one."""
+    check = next((a for a in row.aggregates if a.stat == stat), None)
+    return None if check is None or check.threshold is None else number(check.threshold.value)
+
+
+def _bar_for(row: SummaryRow) -> charts.Bar:
+    value, low, high = row.mean, row.ci_low, row.ci_high
+    if value is None:
         kind = "pass rate"
-        value, low, high = number(row.get("pass_rate")), None, None
-        rate_check = next((a for a in checks if a.get("stat") == "pass_rate"), None)
-        if rate_check is not None:
-            marker = number((rate_check.get("threshold") or {}).get("value"))
+        value, low, high = row.pass_rate, None, None
+        marker = _check_value(row, "pass_rate")
     else:
-        mean_check = next((a for a in checks if a.get("stat") == "mean"), None)
-        if mean_check is not None:
-            marker = number((mean_check.get("threshold") or {}).get("value"))
-        else:
-            marker = next(
-                (
-                    number(t.get("value"))
-                    for t in row.get("case_thresholds") or []
-                    if number(t.get("value")) is not None
-                ),
-                None,
-            )
-    scale = row.get("scale")
-    if kind == "mean" and isinstance(scale, list) and low is not None and high is not None:
-        # A t interval near the end of a bounded scale leaves it; nothing beyond the scale can happen.
-        low, high = max(low, float(scale[0])), min(high, float(scale[1]))
-    result = _row_result(row)
+        kind = "mean"
+        has_mean_check = any(a.stat == "mean" for a in row.aggregates)
+        marker = (
+            _check_value(row, "mean")
+            if has_mean_check
+            else next((number(t.value) for t in row.case_thresholds if number(t.value) is not None), None)
+        )
+        if row.scale is not None and low is not None and high is not None:
+            # A t interval near the end of a bounded scale leaves it; nothing beyond the scale can happen.
+            low, high = max(low, row.scale[0]), min(high, row.scale[1])
     note = (
-        f"{row.get('language')}: {kind} {_num(value)} {_ci(low, high)}, n={row.get('n')}, "
-        f"threshold {_row_threshold(row)}, {result}"
+        f"{row.language}: {kind} {format_number(value)} {format_interval(low, high)}, n={row.n}, "
+        f"threshold {_row_threshold(row)}, {_row_result(row)}"
     )
-    css = {"pass": "pass", "warn": "warn", "fail": "fail", "error": "fail"}.get(str(row.get("status")), "neutral")
+    css = {"pass": "pass", "warn": "warn", "fail": "fail", "error": "fail"}.get(row.status, "neutral")
     return charts.Bar(value=value, css=css, low=low, high=high, marker=marker, note=note)
 
 
-def _score_charts(rows_by_suite: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
+def _score_charts(rows_by_suite: Mapping[str, Sequence[SummaryRow]]) -> str:
     parts = [
         '<section id="scores"><h2>Scores by language</h2>',
         '<p class="legend"><span><i style="background:var(--pass)"></i>passes</span>'
@@ -410,21 +417,19 @@ def _score_charts(rows_by_suite: Mapping[str, Sequence[Mapping[str, Any]]]) -> s
         "<span>whisker: 95% CI of the mean</span><span>black tick: threshold (aggregate, else per case)</span></p>",
     ]
     for suite, rows in rows_by_suite.items():
-        by_metric: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+        by_metric: dict[str, list[SummaryRow]] = defaultdict(list)
         for row in rows:
-            by_metric[str(row.get("metric"))].append(row)
+            by_metric[row.metric].append(row)
         figures = []
         for metric, metric_rows in by_metric.items():
-            groups = [charts.BarGroup(str(r.get("language")), (_bar_for(r),)) for r in metric_rows]
-            categorical = all(number(r.get("mean")) is None for r in metric_rows)
-            scale = next((r.get("scale") for r in metric_rows if isinstance(r.get("scale"), list)), None)
-            if categorical:
-                scale = [0.0, 1.0]
+            groups = [charts.BarGroup(r.language, (_bar_for(r),)) for r in metric_rows]
+            categorical = all(r.mean is None for r in metric_rows)
+            scale = [0.0, 1.0] if categorical else next((r.scale for r in metric_rows if r.scale is not None), None)
             svg = charts.bar_chart(
                 groups,
                 title=f"{metric}" + (" (case pass rate)" if categorical else " (mean)"),
-                y_min=None if scale is None else float(scale[0]),
-                y_max=None if scale is None else float(scale[1]),
+                y_min=None if scale is None else scale[0],
+                y_max=None if scale is None else scale[1],
             )
             figures.append(f"<figure>{svg}</figure>")
         parts.append(f'<h3>{_e(suite)}</h3><div class="charts">{"".join(figures)}</div>')
@@ -435,43 +440,44 @@ def _score_charts(rows_by_suite: Mapping[str, Sequence[Mapping[str, Any]]]) -> s
 # -- agreement gate --------------------------------------------------------------------------
 
 
-def _confusion(gate: Mapping[str, Any]) -> tuple[list[list[float]], list[str]] | None:
-    raw = gate.get("confusion", gate.get("confusion_matrix"))
-    labels = gate.get("labels")
-    if isinstance(raw, Mapping):
-        labels = raw.get("labels", labels)
-        raw = raw.get("matrix", raw.get("counts"))
-    if not isinstance(raw, list) or not raw or not all(isinstance(r, list) for r in raw):
+def _skew(gate: GateRecord) -> float | None:
+    return None if gate.skew is None else gate.skew.skew
+
+
+def _confusion(gate: GateRecord) -> tuple[list[list[float]], list[str]] | None:
+    confusion = gate.confusion
+    if confusion is None or not confusion.matrix:
         return None
-    matrix = [[float(number(v) or 0.0) for v in r] for r in raw]
-    names = [str(v) for v in labels] if isinstance(labels, list) else [str(i) for i in range(len(matrix))]
-    return matrix, names
+    matrix = [[float(v) for v in row] for row in confusion.matrix]
+    return matrix, [str(v) for v in confusion.labels]
 
 
-def _distribution_series(gate: Mapping[str, Any]) -> tuple[list[tuple[str, list[float]]], list[str]] | None:
-    raw = gate.get("class_distribution", gate.get("distribution"))
-    entries: list[tuple[str, Mapping[str, Any]]] = []
-    if isinstance(raw, Mapping):
-        entries = [(str(k), v) for k, v in raw.items() if isinstance(v, Mapping)]
-    elif isinstance(raw, list):
-        entries = [(str(v.get("group", v.get("level", i))), v) for i, v in enumerate(raw) if isinstance(v, Mapping)]
+def _distribution_series(gate: GateRecord) -> tuple[list[tuple[str, list[float]]], list[str]] | None:
+    """Per agreement level, the human and the judge label counts (``ClassDistribution.to_dict``)."""
+    raw = gate.distribution or {}
+    entries = [(str(level), entry) for level, entry in raw.items() if isinstance(entry, Mapping)]
     if not entries:
         return None
     entries.sort(key=lambda e: (LEVEL_ORDER.index(e[0]) if e[0] in LEVEL_ORDER else len(LEVEL_ORDER), e[0]))
-    labels = entries[0][1].get("labels") or gate.get("labels") or []
     series: list[tuple[str, list[float]]] = []
     for level, entry in entries:
         n = entry.get("n")
         for side in ("human", "judge"):
-            counts = entry.get(f"{side}_counts") or entry.get(f"{side}_share") or []
-            series.append(
-                (f"{level}{f' (n={n})' if n is not None else ''} {side}", [float(number(c) or 0) for c in counts])
-            )
+            counts = entry.get(f"{side}_counts") or []
+            series.append((f"{level}{f' (n={n})' if n is not None else ''} {side}", [number(c) or 0.0 for c in counts]))
+    labels = entries[0][1].get("labels") or gate.labels
     classes = [str(v) for v in labels] or [str(i) for i in range(max(len(c) for _, c in series))]
     return series, classes
 
 
-def _agreement(gates: Sequence[Mapping[str, Any]]) -> str:
+def _gate_result(gate: GateRecord) -> str:
+    result = "pass" if gate.passed else "FAIL"
+    if not gate.passed and gate.outcome in NOT_DECIDED:
+        result = "xfail"
+    return result + (f" ({gate.problem})" if gate.problem else "")
+
+
+def _agreement(gates: Sequence[GateRecord]) -> str:
     parts = [
         '<section id="agreement"><h2>Judge-human agreement</h2>',
         '<p class="legend"><span><i style="background:var(--pass)"></i>judge F1, gate passes</span>'
@@ -479,32 +485,22 @@ def _agreement(gates: Sequence[Mapping[str, Any]]) -> str:
         '<span><i style="background:var(--ceil)"></i>human ceiling (mean pairwise annotator F1)</span>'
         "<span>black tick: the gate's minimum F1</span></p>",
     ]
-    by_metric: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    by_metric: dict[tuple[str, str], list[GateRecord]] = defaultdict(list)
     for gate in gates:
-        by_metric[(record_group(gate), str(gate.get("metric") or ""))].append(gate)
+        by_metric[(gate.suite, gate.metric)].append(gate)
     figures = []
     for (suite, metric), items in sorted(by_metric.items()):
         groups = []
-        for gate in sorted(items, key=lambda g: str(g.get("language"))):
-            low, high = interval(gate)
-            passed = gate.get("passed")
-            f1 = number(gate.get("f1"))
+        for gate in sorted(items, key=lambda g: g.language):
+            low, high = gate.ci.low, gate.ci.high
+            judge_note = f"{gate.language}: judge F1 {format_number(gate.f1)} {format_interval(low, high)}, n={gate.n}"
             groups.append(
                 charts.BarGroup(
-                    str(gate.get("language")),
+                    gate.language,
                     (
+                        charts.Bar(gate.f1, "pass" if gate.passed else "fail", low, high, gate.threshold, judge_note),
                         charts.Bar(
-                            f1,
-                            "fail" if passed is False else "pass",
-                            low,
-                            high,
-                            gate_threshold(gate),
-                            f"{gate.get('language')}: judge F1 {_num(f1)} {_ci(low, high)}, n={gate.get('n')}",
-                        ),
-                        charts.Bar(
-                            number(gate.get("ceiling")),
-                            "ceil",
-                            note=f"{gate.get('language')}: human ceiling {_num(gate.get('ceiling'))}",
+                            gate.ceiling, "ceil", note=f"{gate.language}: human ceiling {format_number(gate.ceiling)}"
                         ),
                     ),
                 )
@@ -514,27 +510,22 @@ def _agreement(gates: Sequence[Mapping[str, Any]]) -> str:
     parts.append(f'<div class="charts">{"".join(figures)}</div>')
     rows = []
     for gate in gates:
-        low, high = interval(gate)
-        passed = gate.get("passed")
-        result = "pass" if passed else "FAIL" if passed is False else "-"
-        if passed is False and gate.get("outcome") in NOT_DECIDED:
-            result = "xfail"
         cells = [
-            ("", _e(record_group(gate))),
-            ("", _e(gate.get("metric"))),
-            ("", _e(gate.get("language"))),
-            ("n", _e(_num(gate.get("n")))),
-            ("n", _e(_num(gate.get("f1")))),
-            ("n", _e(_ci(low, high))),
-            ("n", _e(_num(gate.get("ceiling")))),
-            ("n", _e(_num(gate.get("pa", gate.get("percentage_agreement"))))),
-            ("n", _e(_num(gate.get("kappa", gate.get("cohen_kappa"))))),
-            ("n", _e(_num(gate.get("fleiss", gate.get("fleiss_kappa"))))),
-            ("n", _e(_num(skew_value(gate)))),
-            ("n", _e(_num(gate_threshold(gate)))),
-            ("res", _e(result + (f" ({gate['problem']})" if gate.get("problem") else ""))),
+            ("", _e(gate.suite)),
+            ("", _e(gate.metric)),
+            ("", _e(gate.language)),
+            ("n", _e(format_number(gate.n))),
+            ("n", _e(format_number(gate.f1))),
+            ("n", _e(format_interval(gate.ci.low, gate.ci.high))),
+            ("n", _e(format_number(gate.ceiling))),
+            ("n", _e(format_number(gate.pa))),
+            ("n", _e(format_number(gate.kappa))),
+            ("n", _e(format_number(gate.fleiss))),
+            ("n", _e(format_number(_skew(gate)))),
+            ("n", _e(format_number(gate.threshold))),
+            ("res", _e(_gate_result(gate))),
         ]
-        css = ' class="fail"' if passed is False else ""
+        css = "" if gate.passed else ' class="fail"'
         rows.append(f"<tr{css}>{_cells(cells)}</tr>")
     headers = [
         "suite",
@@ -556,8 +547,8 @@ def _agreement(gates: Sequence[Mapping[str, Any]]) -> str:
     distributions: dict[str, list[str]] = defaultdict(list)
     for (suite, metric), items in sorted(by_metric.items()):
         heading = f"{metric} ({suite})" if suite else metric
-        for gate in sorted(items, key=lambda g: str(g.get("language"))):
-            name = f"{gate.get('language')} (n={_num(gate.get('n'))})"
+        for gate in sorted(items, key=lambda g: g.language):
+            name = f"{gate.language} (n={format_number(gate.n)})"
             confusion = _confusion(gate)
             if confusion is not None:
                 matrix, labels = confusion
@@ -565,8 +556,8 @@ def _agreement(gates: Sequence[Mapping[str, Any]]) -> str:
             distribution = _distribution_series(gate)
             if distribution is not None:
                 series, classes = distribution
-                skew = skew_value(gate)
-                title = f"{gate.get('language')}" + (f", skew {skew:+.2f}" if skew is not None else "")
+                skew = _skew(gate)
+                title = gate.language + (f", skew {skew:+.2f}" if skew is not None else "")
                 distributions[heading].append(f"<figure>{charts.stacked_shares(series, classes, title=title)}</figure>")
     if matrices:
         parts.append(
@@ -590,11 +581,11 @@ def _agreement(gates: Sequence[Mapping[str, Any]]) -> str:
 # -- regression and ranking ------------------------------------------------------------------
 
 
-def _verdict_css(record: Mapping[str, Any]) -> str:
-    return {"fail": "fail", "warn": "warn", "improved": "pass"}.get(regression_status(record), "neutral")
+def _verdict_css(record: RegressionRecord) -> str:
+    return {"fail": "fail", "warn": "warn", "improved": "pass"}.get(record.status, "neutral")
 
 
-def _regressions(records: Sequence[Mapping[str, Any]]) -> str:
+def _regressions(records: Sequence[RegressionRecord]) -> str:
     parts = [
         '<section id="regression"><h2>Regression against the baseline</h2>',
         '<p class="legend"><span>candidate minus baseline, mean per case, with its CI</span>'
@@ -604,48 +595,39 @@ def _regressions(records: Sequence[Mapping[str, Any]]) -> str:
         '<span><i style="background:var(--warn)"></i>drop, not significant (warn)</span>'
         "<span>dashed: allowed drop (margin)</span></p>",
     ]
-    by_metric: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    by_metric: dict[tuple[str, str], list[RegressionRecord]] = defaultdict(list)
     for record in records:
-        by_metric[(record_group(record), str(record.get("metric") or ""))].append(record)
+        by_metric[(record.suite, record.metric)].append(record)
     figures = []
     for (suite, metric), items in sorted(by_metric.items()):
         rows = []
         margins = set()
-        for record in sorted(items, key=lambda r: str(r.get("language"))):
-            low, high = interval(record)
-            delta = number(record.get("mean_difference", record.get("delta")))
-            margin = number(record.get("margin"))
-            if margin:
-                margins.add(-abs(margin))
-            rows.append(
-                charts.ForestRow(
-                    str(record.get("language") or "-"),
-                    delta,
-                    low,
-                    high,
-                    _verdict_css(record),
-                    f"{record.get('language')}: {_num(delta, 3)} {_ci(low, high, 3)}, p={_num(record.get('p_value'), 3)}"
-                    f", {record.get('verdict') or ''}",
-                )
+        for record in sorted(items, key=lambda r: r.language):
+            low, high, delta = record.ci_low, record.ci_high, record.mean_difference
+            if record.margin:
+                margins.add(-abs(record.margin))
+            note = (
+                f"{record.language}: {format_number(delta, 3)} {format_interval(low, high, 3)}, "
+                f"p={format_number(record.p_value, 3)}, {record.verdict}"
             )
+            rows.append(charts.ForestRow(record.language or "-", delta, low, high, _verdict_css(record), note))
         guide = margins.pop() if len(margins) == 1 else None
         title = f"{suite} · {metric}" if suite else metric
         figures.append(f"<figure>{charts.forest_plot(rows, title=title, guide=guide)}</figure>")
     parts.append(f'<div class="charts">{"".join(figures)}</div>')
     table_rows = []
     for record in records:
-        low, high = interval(record)
         cells = [
-            ("", _e(record.get("suite"))),
-            ("", _e(record.get("metric"))),
-            ("", _e(record.get("language"))),
-            ("n", _e(_num(record.get("n")))),
-            ("n", _e(_num(record.get("mean_baseline"), 3))),
-            ("n", _e(_num(record.get("mean_candidate"), 3))),
-            ("n", _e(_num(record.get("mean_difference", record.get("delta")), 3))),
-            ("n", _e(_ci(low, high, 3))),
-            ("n", _e(_num(record.get("p_value"), 3))),
-            ("res", _e(" · ".join(str(v) for v in (record.get("gate"), record.get("verdict")) if v) or "-")),
+            ("", _e(record.suite)),
+            ("", _e(record.metric)),
+            ("", _e(record.language)),
+            ("n", _e(format_number(record.n))),
+            ("n", _e(format_number(record.mean_baseline, 3))),
+            ("n", _e(format_number(record.mean_candidate, 3))),
+            ("n", _e(format_number(record.mean_difference, 3))),
+            ("n", _e(format_interval(record.ci_low, record.ci_high, 3))),
+            ("n", _e(format_number(record.p_value, 3))),
+            ("res", _e(" · ".join(v for v in (record.gate, record.verdict) if v) or "-")),
         ]
         css = {"fail": ' class="fail"', "warn": ' class="warn"'}.get(_verdict_css(record), "")
         table_rows.append(f"<tr{css}>{_cells(cells)}</tr>")
@@ -655,22 +637,21 @@ def _regressions(records: Sequence[Mapping[str, Any]]) -> str:
     return "".join(parts)
 
 
-def _rankings(records: Sequence[Mapping[str, Any]]) -> str:
+def _rankings(records: Sequence[LeaderboardRecord]) -> str:
     parts = ['<section id="ranking"><h2>Rankings</h2><div class="charts">']
     for record in records:
-        entries = ranking_entries(record)
         rows = [
-            charts.ForestRow(f"{i}. {e['name']}", e["strength"], e["ci_low"], e["ci_high"], "neutral")
-            for i, e in enumerate(entries, 1)
+            charts.ForestRow(f"{i}. {s.name}", s.strength, s.ci_low, s.ci_high, "neutral")
+            for i, s in enumerate(ranking_entries(record), 1)
         ]
-        title = " · ".join(str(v) for v in (record.get("suite"), record.get("metric")) if v) or "ranking"
+        title = " · ".join(v for v in (record.suite, record.metric) if v) or "ranking"
         svg = charts.forest_plot(rows, title=f"{title} (Bradley-Terry strength)", reference=None, value_format="{:.3f}")
         parts.append(f"<figure>{svg}</figure>")
     parts.append("</div></section>")
     return "".join(parts)
 
 
-# -- failed cases, not run, other ------------------------------------------------------------
+# -- cases -----------------------------------------------------------------------------------
 
 
 def _options(select_id: str, label: str, values: Iterable[str]) -> str:
@@ -678,41 +659,21 @@ def _options(select_id: str, label: str, values: Iterable[str]) -> str:
     return f'<label>{escape(label)} <select id="{select_id}"><option value="">all</option>{options}</select></label>'
 
 
-def _why(record: Mapping[str, Any]) -> str:
-    reason = record.get("unscored_reason")
-    detail = record.get("detail")
-    if record.get("kind") == "uncalibrated":
-        messages = [str(c.get("message")) for c in record.get("checks") or [] if isinstance(c, Mapping)]
-        text = "judge not calibrated: " + "; ".join(m for m in messages if m and m != "None")
-    elif reason:
-        raw = record.get("raw_reply")
-        text = f"unscored: {reason}" + (f"; raw reply: {raw}" if raw is not None else "")
-    elif record.get("justification"):
-        text = str(record["justification"])
-    elif isinstance(detail, Mapping) and detail:
-        text = "; ".join(f"{k}: {v}" for k, v in sorted(detail.items()))
-    else:
-        text = ""
-    text = " ".join(text.split())
-    return text if len(text) <= JUSTIFICATION_CHARS else text[:JUSTIFICATION_CHARS] + " …"
-
-
-def _failed_aggregates(aggregates: Sequence[Mapping[str, Any]]) -> str:
+def _failed_aggregates(aggregates: Sequence[AggregateRecord]) -> str:
     rows = []
     for record in aggregates:
-        if not is_failure(record.get("outcome")):
+        if not is_failure(record.outcome):
             continue
-        rows_of: Sequence[Mapping[str, Any]] = record.get("rows") or []
-        row: Mapping[str, Any] = next((r for r in rows_of if r.get("language") == record.get("language")), {})
+        row = record.row()
         cells = [
-            ("", _e(record.get("suite"))),
-            ("", _e(record.get("aggregate"))),
-            ("", _e(record.get("language"))),
-            ("n", _e(f"{row.get('n_scored', '-')} / {row.get('n_unscored', '-')}")),
-            ("n", _e(_num(row.get("value")))),
-            ("n", _e(_ci(row.get("ci_low"), row.get("ci_high")))),
-            ("", _e(threshold_text(row.get("threshold")))),
-            ("why", _e(row.get("problem") or "")),
+            ("", _e(record.suite)),
+            ("", _e(record.aggregate)),
+            ("", _e(record.language)),
+            ("n", _e("- / -" if row is None else f"{row.n_scored} / {row.n_unscored}")),
+            ("n", _e(format_number(None if row is None else row.value))),
+            ("n", _e("-" if row is None else format_interval(row.ci_low, row.ci_high))),
+            ("", _e("" if row is None else _threshold(row.threshold))),
+            ("why", _e("" if row is None else row.problem or "")),
         ]
         rows.append(f'<tr class="fail">{_cells(cells)}</tr>')
     if not rows:
@@ -729,105 +690,135 @@ CASE_STATUS = {
     "xfailed": "xfail",
     "xpassed": "xpass",
 }
-# Text shared by many records (a case's input, output and reference under each of its metrics;
-# suite, language, metric, judge) goes into the page once, in a table the entries index.
-_SHARED_TEXT = (("input", "input"), ("output", "output"), ("reference", "reference"), ("judge", "judge"))
-_OWN_TEXT = (("justification", "justification"), ("unscored_reason", "reason"), ("raw_reply", "raw"), ("nodeid", "id"))
+_SHORT_TEXT = ("s", "l", "m", "t")
+"""Keys always given as string-table indexes (few distinct values, repeated on every case)."""
+_LONG_TEXT = ("input", "output", "reference", "judge", "justification", "reason", "raw", "w", "bout")
+"""Keys given as an index when the text occurs more than once in the page, else inline."""
+PageCase = CaseRecord | UncalibratedRecord
 
 
-def case_status(record: Mapping[str, Any]) -> str:
+def _status(record: PageCase) -> str:
     """``pass``, ``fail``, ``unscored`` (failed without a score), ``error``, ``skip``, ``xfail`` or ``xpass``."""
-    status = CASE_STATUS.get(str(record.get("outcome")), "error")
-    if status == "fail" and (record.get("unscored_reason") is not None or record.get("score") is None):
+    status = CASE_STATUS.get(str(record.outcome), "error")
+    if status == "fail" and (not isinstance(record, CaseRecord) or record.score is None or record.unscored_reason):
         return "unscored"
     return status
 
 
-class _Strings:
-    """A string table: each distinct text once, referred to by its index."""
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-        self._index: dict[str, int] = {}
-
-    def ref(self, text: str) -> int:
-        found = self._index.get(text)
-        if found is None:
-            found = self._index[text] = len(self.texts)
-            self.texts.append(text)
-        return found
-
-
-def _visible(value: Any) -> str:
-    return escape_controls(str(value), MULTILINE)
+def _why(record: PageCase) -> str | None:
+    """What the table's last column says when the page has no reason or justification to show."""
+    if isinstance(record, UncalibratedRecord):
+        messages = [str(c.get("message")) for c in record.checks if isinstance(c, Mapping)]
+        text = "judge not calibrated: " + "; ".join(m for m in messages if m and m != "None")
+    elif record.unscored_reason or record.justification:
+        return None  # the page's script shows the reason (with the raw reply) or the justification itself
+    elif record.detail:
+        text = "; ".join(f"{k}: {v}" for k, v in sorted(record.detail.items()))
+    else:
+        return None
+    text = " ".join(text.split())
+    return text if len(text) <= JUSTIFICATION_CHARS else text[:JUSTIFICATION_CHARS] + " …"
 
 
-def _case_entry(record: Mapping[str, Any], strings: _Strings) -> dict[str, Any]:
-    """One case for the page's case browser: short keys, shared text as string-table indexes,
-    control characters made visible (the JSON carries none raw)."""
-    score = record.get("score")
-    entry: dict[str, Any] = {
-        "s": strings.ref(str(record.get("suite") or "")),
-        "c": str(record.get("case") or ""),
-        "l": strings.ref(str(record.get("language") or "")),
-        "m": strings.ref(str(record.get("metric") or "")),
-        "st": case_status(record),
-        "v": number(score),
-        "sc": _num(score) if number(score) is not None else ("-" if score is None else _visible(score)),
-        "t": strings.ref(threshold_text(record.get("threshold"))),
-    }
-    for name, key in _SHARED_TEXT:
-        if record.get(name) is not None:
-            entry[key] = strings.ref(_visible(record[name]))
-    for name, key in _OWN_TEXT:
-        if record.get(name) is not None:
-            entry[key] = _visible(record[name])
-    if record.get("kind") == "uncalibrated" or not (record.get("unscored_reason") or record.get("justification")):
-        # The page shows the reason or the justification itself; anything else is said here.
-        why = _why(record)
-        if why:
-            entry["w"] = _visible(why)
-    baseline = record.get("baseline")
-    if isinstance(baseline, Mapping):
-        entry["bsc"] = _num(baseline.get("score")) if number(baseline.get("score")) is not None else "-"
-        changed = ["score"] if entry["bsc"] != entry["sc"] else []
-        if baseline.get("output") is not None:
-            entry["bout"] = strings.ref(_visible(baseline["output"]))
-            if baseline["output"] != record.get("output"):
+def _score_text(score: Any) -> str:
+    """A number as a table cell; a category (a detected language) as text from the data, made visible."""
+    return format_number(score) if number(score) is not None else "-" if score is None else _visible(str(score))
+
+
+def _case_entry(record: PageCase) -> tuple[dict[str, Any], tuple[str, str, str, str], dict[str, str]]:
+    """One case for the page's case browser: its own fields, then its suite, language, metric and
+    threshold, then its longer text by key (the last two placed by :func:`_case_data`)."""
+    score = record.score if isinstance(record, CaseRecord) else None
+    shown = _score_text(score)
+    entry: dict[str, Any] = {"c": record.case or "", "st": _status(record), "v": number(score), "sc": shown}
+    if record.nodeid is not None:
+        entry["id"] = record.nodeid
+    texts: dict[str, str] = {}
+    if record.judge is not None:
+        texts["judge"] = record.judge
+    why = _why(record)
+    if why:
+        texts["w"] = why
+    if not isinstance(record, CaseRecord):
+        return entry, (record.suite, record.language, record.metric, ""), texts
+    for key, value in (
+        ("input", record.input),
+        ("output", record.output),
+        ("reference", record.reference),
+        ("justification", record.justification),
+        ("reason", record.unscored_reason),
+        ("raw", record.raw_reply),
+    ):
+        if value is not None:
+            texts[key] = value
+    baseline = record.baseline
+    if baseline is not None:
+        entry["bsc"] = before = format_number(baseline.score)
+        changed = ["score"] if before != shown else []
+        if baseline.output is not None:
+            texts["bout"] = baseline.output
+            if baseline.output != record.output:
                 changed.append("output")
         entry["ch"] = " and ".join(changed) or "unchanged"
-    return entry
+    return entry, (record.suite, record.language, record.metric, _threshold(record.threshold)), texts
+
+
+def _case_data(records: Sequence[PageCase]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The case browser's entries and string table.
+
+    Short keys; suite, language, metric and threshold always as string-table indexes; a
+    longer text (input, output, reference, justification, unscored reason, raw reply, ...) as an
+    index when the page holds it more than once (a case's input under each of its metrics, a
+    dead judge's one reason on every case), else inline. Every text has its control
+    characters made visible (the JSON carries none raw), each distinct text once.
+    """
+    built = [_case_entry(record) for record in records]
+    seen = Counter(text for _, _, texts in built for text in texts.values())
+    table: dict[str, int] = {}
+    for entry, short, texts in built:
+        for key, text in zip(_SHORT_TEXT, short, strict=True):
+            entry[key] = table.setdefault(text, len(table))
+        for key, text in texts.items():
+            entry[key] = table.setdefault(text, len(table)) if seen[text] > 1 else _visible(text)
+    return [entry for entry, _, _ in built], [_visible(text) for text in table]
+
+
+def _visible(text: str) -> str:
+    return escape_controls(text, MULTILINE)
+
+
+_UNSAFE_IN_SCRIPT = re.compile(r"[<>&\x7f-\x9f\u2028\u2029]")
 
 
 def _json_for_script(value: Any) -> str:
     """JSON safe inside ``<script>``: no ``<``, ``>``, ``&`` (no ``</script>``, no ``<!--``) and no raw
     C1 control or line separator (``escape_controls`` later would break a JSON string)."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return re.sub(r"[<>&\x7f-\x9f\u2028\u2029]", lambda m: f"\\u{ord(m.group()):04x}", text)
+    return _UNSAFE_IN_SCRIPT.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def _cases(cases: Sequence[Mapping[str, Any]], aggregates: Sequence[Mapping[str, Any]] = ()) -> str:
+def _cases(records: Sequence[PageCase], aggregates: Sequence[AggregateRecord]) -> tuple[str, str, str]:
     """Every case (passing ones too) in a browser the page's script draws from embedded JSON:
-    search, filters, sortable columns, one case read in full."""
-    strings = _Strings()
-    entries = [_case_entry(c, strings) for c in cases[:MAX_CASE_ROWS]]
+    search, filters, sortable columns, one case read in full. Returned as the section's HTML
+    before the embedded JSON, the JSON itself (already safe: it is not swept again), and the rest."""
+    entries, strings = _case_data(records[:MAX_CASE_ROWS])
     failed = sum(1 for e in entries if e["st"] not in ("pass", "skip", "xfail"))
     parts = ['<section id="cases"><h2>Cases</h2>', _failed_aggregates(aggregates)]
-    parts.append(f'<h3>Every case <span class="muted">({len(cases):,}, {failed:,} failed or unscored)</span></h3>')
-    if not cases:
+    parts.append(f'<h3>Every case <span class="muted">({len(records):,}, {failed:,} failed or unscored)</span></h3>')
+    if not records:
         parts.append('<p class="muted">No case ran.</p></section>')
-        return "".join(parts)
-    if len(cases) > len(entries):
+        return "".join(parts), "", ""
+    if len(records) > len(entries):
         parts.append(
-            f'<p class="muted">Showing the first {len(entries):,} of {len(cases):,} cases; '
+            f'<p class="muted">Showing the first {len(entries):,} of {len(records):,} cases; '
             "the JSON report (--llmjudge-report=json:PATH) has all of them.</p>"
         )
     parts.append(
         '<div class="filters"><input id="f-q" type="search" placeholder="search: case, input, output, reason..." '
         'aria-label="search cases">'
-        + _options("f-suite", "suite", (strings.texts[e["s"]] for e in entries))
-        + _options("f-lang", "language", (strings.texts[e["l"]] for e in entries))
-        + _options("f-metric", "metric", (strings.texts[e["m"]] for e in entries))
+        + _options("f-suite", "suite", (strings[e["s"]] for e in entries))
+        + _options("f-lang", "language", (strings[e["l"]] for e in entries))
+        + _options("f-metric", "metric", (strings[e["m"]] for e in entries))
         + _options("f-status", "status", (e["st"] for e in entries))
         + (
             _options("f-change", "vs baseline", (e.get("ch", "no baseline") for e in entries))
@@ -842,16 +833,17 @@ def _cases(cases: Sequence[Mapping[str, Any]], aggregates: Sequence[Mapping[str,
     parts.append(
         f'<table id="case-table"><thead><tr>{head}</tr></thead><tbody></tbody></table>'
         '<p><button id="case-more" type="button" hidden>show more</button></p>'
-        '<div id="case-detail" hidden></div>'
-        f'<script type="application/json" id="case-data">{_json_for_script({"strings": strings.texts, "cases": entries})}</script></section>'
+        '<div id="case-detail" hidden></div><script type="application/json" id="case-data">'
     )
-    return "".join(parts)
+    return "".join(parts), _json_for_script({"strings": strings, "cases": entries}), "</script></section>"
 
 
-def _not_run(items: Sequence[Mapping[str, Any]]) -> str:
+# -- not run, other --------------------------------------------------------------------------
+
+
+def _not_run(items: Sequence[NotRun]) -> str:
     rows = [
-        f"<tr><td><code>{_e(i.get('nodeid'))}</code></td><td>{_e(i.get('outcome'))}</td>"
-        f'<td class="why">{_e(i.get("reason"))}</td></tr>'
+        f'<tr><td><code>{_e(i.nodeid)}</code></td><td>{_e(i.outcome)}</td><td class="why">{_e(i.reason)}</td></tr>'
         for i in items
     ]
     table = _table(["item", "outcome", "reason"], rows)
@@ -865,33 +857,37 @@ def _not_run(items: Sequence[Mapping[str, Any]]) -> str:
 _SHOWN_APART = ("kind", "nodeid", "outcome", "passed", "language", "value", "threshold")
 
 
-def _other(records: Sequence[Mapping[str, Any]]) -> str:
-    """Records of unknown kinds: one folded table per kind, failures first."""
-    by_kind: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+def _other(records: Sequence[ItemRecord]) -> str:
+    """Results the report draws no chart for (sanity checks, surrogate rankings, ranking assertions,
+    uncalibrated guards): one folded table per kind, failures first, other fields as JSON."""
+    by_kind: dict[str, list[ItemRecord]] = defaultdict(list)
     for record in records:
-        by_kind[str(record.get("kind"))].append(record)
+        by_kind[record.kind].append(record)
     parts = [
         '<section id="other"><h2>Other results</h2><p class="muted">Result kinds this report version does not '
         "draw, as recorded by their items; the JSON report has them whole.</p>"
     ]
     for kind, items in sorted(by_kind.items()):
-        items = sorted(items, key=lambda r: (not is_failure(r.get("outcome")), str(r.get("nodeid"))))
-        failed = sum(1 for r in items if is_failure(r.get("outcome")))
+        items = sorted(items, key=lambda r: (not is_failure(r.outcome), str(r.nodeid)))
+        failed = sum(1 for r in items if is_failure(r.outcome))
         rows = []
         for record in items[:MAX_OTHER_ROWS]:
-            rest = {k: v for k, v in record.items() if k not in _SHOWN_APART}
+            wire = record.to_wire()
+            rest = {k: v for k, v in wire.items() if k not in _SHOWN_APART}
             text = json.dumps(rest, sort_keys=True, ensure_ascii=False)
             text = text if len(text) <= 300 else text[:300] + " …"
-            value = record.get("value")
+            value, threshold = (
+                (record.value, record.threshold) if isinstance(record, RankingCheckRecord) else (None, None)
+            )
             cells = [
-                ("", f"<code>{_e(record.get('nodeid'))}</code>"),
-                ("res", _e(record.get("outcome"))),
-                ("", _e(record.get("language"))),
-                ("n", _e(_num(value) if number(value) is not None else value if value is not None else "")),
-                ("", _e(threshold_text(record.get("threshold")))),
+                ("", f"<code>{_e(record.nodeid)}</code>"),
+                ("res", _e(record.outcome)),
+                ("", _e(wire.get("language"))),
+                ("n", _e("" if value is None else format_number(value))),
+                ("", _e(_threshold(threshold))),
                 ("why", f"<code>{_e(text)}</code>"),
             ]
-            css = ' class="fail"' if is_failure(record.get("outcome")) else ""
+            css = ' class="fail"' if is_failure(record.outcome) else ""
             rows.append(f"<tr{css}>{_cells(cells)}</tr>")
         more = f", first {MAX_OTHER_ROWS} shown" if len(items) > MAX_OTHER_ROWS else ""
         summary = f"{_e(kind)}: {len(items)} result(s), {failed} failed{more}"
@@ -904,52 +900,55 @@ def _other(records: Sequence[Mapping[str, Any]]) -> str:
 # -- the page --------------------------------------------------------------------------------
 
 
-def render_html(document: Mapping[str, Any]) -> str:
+def render_html(document: ReportDocument) -> str:
     """The whole page as text (see the module docstring), with no raw control character in it."""
-    rows_by_suite: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for row in document.get("summary") or []:
-        rows_by_suite[str(row.get("suite"))].append(row)
+    rows_by_suite: dict[str, list[SummaryRow]] = defaultdict(list)
+    for row in document.summary:
+        rows_by_suite[row.suite].append(row)
     rows_by_suite = dict(sorted(rows_by_suite.items()))
-    gates = document.get("gates") or []
-    regressions = document.get("regressions") or []
-    rankings = document.get("rankings") or []
-    other = document.get("other") or []
-    not_run = document.get("not_run") or []
     sections: list[tuple[str, str, str]] = []
     if rows_by_suite:
-        sections.append(("summary", "Summary", _summary(rows_by_suite, bool(gates))))
+        sections.append(("summary", "Summary", _summary(rows_by_suite, bool(document.gates))))
         sections.append(("scores", "Scores", _score_charts(rows_by_suite)))
-    if gates:
-        sections.append(("agreement", "Agreement", _agreement(gates)))
-    if regressions:
-        sections.append(("regression", "Regression", _regressions(regressions)))
-    if rankings:
-        sections.append(("ranking", "Rankings", _rankings(rankings)))
-    blocked = [r for r in other if r.get("kind") == "uncalibrated" and r.get("case")]
-    cases = _cases([*(document.get("cases") or []), *blocked], document.get("aggregates") or [])
-    sections.append(("cases", "Cases", cases))
-    if not_run:
-        sections.append(("not-run", "Not run", _not_run(not_run)))
-    if other:
-        sections.append(("other", "Other", _other(other)))
+    if document.gates:
+        sections.append(("agreement", "Agreement", _agreement(document.gates)))
+    if document.regressions:
+        sections.append(("regression", "Regression", _regressions(document.regressions)))
+    if document.rankings:
+        sections.append(("ranking", "Rankings", _rankings(document.rankings)))
+    blocked = [r for r in document.other if isinstance(r, UncalibratedRecord) and r.case]
+    cases_head, case_data, cases_tail = _cases([*document.cases, *blocked], document.aggregates)
+    sections.append(("cases", "Cases", cases_head))
+    after = [cases_tail]
+    if document.not_run:
+        after.append(_not_run(document.not_run))
+    if document.other:
+        after.append(_other(document.other))
     nav = "".join(f'<a href="#{anchor}">{escape(title)}</a>' for anchor, title, _ in sections)
-    run = document.get("run") or {}
-    title = f"pytest-llmjudge report {run.get('timestamp') or ''}".strip()
-    body = "".join(html for _, _, html in sections)
-    # Text is HTML-escaped where it is placed; control characters (an ESC from a model's
-    # output, a C1 \x9b) pass html.escape untouched, so the finished page is swept once.
-    page = (
+    if document.not_run:
+        nav += '<a href="#not-run">Not run</a>'
+    if document.other:
+        nav += '<a href="#other">Other</a>'
+    run = document.run
+    title = f"pytest-llmjudge report {run.timestamp or ''}".strip()
+    before = (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f'<meta name="generator" content="pytest-llmjudge {_e(run.get("plugin_version"))}">'
+        f'<meta name="generator" content="pytest-llmjudge {_e(run.plugin_version)}">'
         f"<title>{_e(title)}</title><style>{CSS}</style></head>\n<body>"
-        f"{_header(document)}<nav>{nav}</nav>\n{body}\n"
-        f'<footer class="muted"><p>Report format {_e(document.get("format_version"))}; '
+        f"{_header(document)}<nav>{nav}</nav>\n{''.join(html for _, _, html in sections)}"
+    )
+    rest = (
+        f"{''.join(after)}\n"
+        f'<footer class="muted"><p>Report format {_e(document.format_version)}; '
         "self-contained: no network needed to view it.</p></footer>"
         f"<script>{_script()}</script></body></html>\n"
     )
-    return escape_controls(page, MULTILINE)
+    # Text is HTML-escaped where it is placed; control characters (an ESC from a model's
+    # output, a C1 \x9b) pass html.escape untouched, so the page around the case data is
+    # swept once. The case data (most of a large page) already has none: no second pass.
+    return escape_controls(before, MULTILINE) + case_data + escape_controls(rest, MULTILINE)
 
 
-def write_html(document: Mapping[str, Any], path: Path) -> None:
+def write_html(document: ReportDocument, path: Path) -> None:
     write_atomic(path, render_html(document), fsync=False, private=False)  # as the JSON report
