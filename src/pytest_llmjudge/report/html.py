@@ -1,12 +1,15 @@
 """``--llmjudge-report=html:PATH``: one self-contained HTML file that people read.
 
-Rendered from the report document (``report/model.py``); no network is needed to view it:
+Rendered from the typed report document (:class:`~pytest_llmjudge.report.document.ReportDocument`,
+read by attribute; numbers through ``formatting.py``); no network is needed to view it:
 the stylesheet and the one small script are inline, every chart is inline SVG drawn in
 Python (``report/charts.py``), nothing is fetched. Sections, each only when the run has
 data for it:
 
-1. header: verdict, totals, run metadata (judge models, rubric hash, plugin version,
-   seeds, pytest arguments) and the judge-call accounting with the estimated cost;
+1. header: verdict, the run's judge headlines in red when a judge endpoint failed (a dead
+   judge, a rejected key: ``run.judge_headlines``), totals, run metadata (judge models,
+   rubric hash, plugin version, seeds, pytest arguments) and the judge-call accounting with
+   the estimated cost;
 2. summary: the terminal table per suite (language x metric rows, failing rows marked);
 3. scores by language: per suite and metric a bar per language (mean with its 95% CI, or
    the case pass rate for categorical metrics) against its threshold tick;
@@ -24,18 +27,23 @@ data for it:
    output, reference, justification, reason, raw reply, baseline score and output). The
    URL fragment sets the same: ``report.html#q=word&lang=ja&metric=...&suite=...&status=fail&sort=-v``,
    and ``#case=<node id>`` shows one case alone;
-8. items that did not run (skips, invalid suites) and results of kinds this version does
-   not know (a generic table).
+8. items that did not run (skips, invalid suites) and the results drawn as a generic
+   table (sanity checks, surrogate rankings, ranking assertions, uncalibrated guards).
 
-Size: text shared by several records (a case's input, output and reference under each of
-its metrics; suite, language, metric names) is stored once in a string table; the table
-draws :data:`PAGE_ROWS` rows at a time and cuts justifications to
-:data:`JUSTIFICATION_CHARS` characters (the case view shows them whole); at most
-:data:`MAX_CASE_ROWS` cases are embedded (the page says when it cut; the JSON report keeps
-everything). The embedded JSON holds no raw ``<``, ``>``, ``&`` or control character:
-text is control-escaped (``\\x1b``) before encoding. 10,000 cases with their texts make a
-page of about 7 MB that Chromium draws in well under a second (``benchmarks/report_speed.py
---browser``, numbers in docs/reports.md).
+Size: a case costs the page its own text and a few short fields, failing or not. Suite,
+language, metric and threshold are string-table indexes; any longer text held by more than one case (a case's
+input, output and reference under each of its metrics, an unchanged baseline output, a
+dead judge's one unscored reason on every case, a reply or a justification a judge
+repeats) is stored once in the string table, and a text held once stays inline (see
+:func:`_case_data`). The table draws :data:`PAGE_ROWS` rows at a time and cuts
+justifications to :data:`JUSTIFICATION_CHARS` characters (the case view shows them whole);
+at most :data:`MAX_CASE_ROWS` cases are embedded (the page says when it cut; the JSON
+report keeps everything). The embedded JSON holds no raw ``<``, ``>``, ``&`` or control
+character: text is control-escaped (``\\x1b``) before encoding, so the page is swept for
+control characters around it, not through it. Degenerate cases: no case gives a page that
+says so; text unique to every case (a judge that never repeats itself) is as large as it
+is: 10,000 cases with ~1 kB justifications are a page of about 12.7 MB
+(``benchmarks/html_size.py --all-failing --unique``; numbers in docs/reports.md).
 """
 
 from __future__ import annotations
