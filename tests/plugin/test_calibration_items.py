@@ -137,9 +137,12 @@ def test_gate_passes_and_fails_per_language_with_full_diagnostics(pytester: pyte
             "  correction      most_likely (2->2): held-out F1 *",
         ]
     )
+    # The gate table is printed once, inside the one llmjudge summary section.
+    assert "llmjudge calibration" not in result.stdout.str()
+    assert result.stdout.str().count("tiny: judge scripted-v1 vs human aggregate") == 1
     result.stdout.fnmatch_lines(
         [
-            "*= llmjudge calibration =*",
+            "*= llmjudge summary =*",
             "tiny: judge scripted-v1 vs human aggregate (weighted F1, 95% CI)",
             "lang  metric    n     F1 CI *",
             "bn    LA       40  0.333 *0.70 * +0.70 1.00/0.50 *FAIL",
@@ -219,7 +222,7 @@ def test_xdist_gives_the_same_verdicts(pytester: pytest.Pytester) -> None:
     assert {name: (p["outcome"], p["f1"], p["ci_low"], p["ceiling"]) for name, p in one.items()} == {
         name: (p["outcome"], p["f1"], p["ci_low"], p["ceiling"]) for name, p in two.items()
     }
-    distributed.stdout.fnmatch_lines(["*= llmjudge calibration =*", "hi    LA       40 *xfail"])
+    distributed.stdout.fnmatch_lines(["*= llmjudge summary =*", "hi    LA       40 *xfail"])
 
 
 def test_invalid_calibration_file_is_one_located_failure(pytester: pytest.Pytester) -> None:

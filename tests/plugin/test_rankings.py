@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_llmjudge.records import RankingCheckRecord, record_from_wire
 from pytest_llmjudge.testing import LoopbackServer, ScriptedPairwiseJudge
 
 QUALITY = {"poor": 0, "okay": 1, "good": 2}
@@ -157,16 +158,19 @@ def test_arena_position_bias_equals_an_independent_count_of_the_shipped_reversed
         "--llmjudge", str(EXAMPLES / "pariksha_arena.yaml"), "-k", "position_bias", "-p", "no:randomly"
     )
     reports = [r for r in recorder.getreports("pytest_runtest_logreport") if r.when == "call"]
-    measured = {(r.llmjudge["expr"], r.llmjudge["language"]): r.llmjudge for r in reports}  # type: ignore[attr-defined]
+    records = [record_from_wire(r.llmjudge) for r in reports]  # type: ignore[attr-defined]
+    assert all(isinstance(r, RankingCheckRecord) for r in records)
+    measured = {(r.expr, r.language): r for r in records if isinstance(r, RankingCheckRecord)}
     assert len(measured) == 16
     for source in ("gpt4", "human"):
         for language, (same, n) in _same_slot_rates(source).items():
             result = measured[(f"position_bias({source}) <= 0.15", language)]
-            assert result["battles_both_orders"] == n and n >= 40
-            assert result["value"] == pytest.approx(same / n)
-            assert result["ci_low"] <= result["value"] < result["ci_high"]
+            assert result.detail["battles_both_orders"] == n and n >= 40
+            assert result.value == pytest.approx(same / n)
+            assert result.detail["ci_low"] <= result.value < result.detail["ci_high"]
     hi = measured[("position_bias(gpt4) <= 0.15", "hi")]
-    assert (round(hi["value"], 3), hi["battles_both_orders"]) == (0.204, 108)  # the xfail reason's numbers
+    assert hi.value is not None
+    assert (round(hi.value, 3), hi.detail["battles_both_orders"]) == (0.204, 108)  # the xfail reason's numbers
 
 
 def test_a_reversed_pair_needs_both_presentations(pytester: pytest.Pytester) -> None:

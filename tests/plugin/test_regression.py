@@ -63,11 +63,15 @@ def test_drop_fails_when_significant_warns_when_not_and_improvement_passes(pytes
         ]
     )
     result.stdout.fnmatch_lines(["*RegressionWarning: WARNING: release task_quality [[]fr[]]*drop not significant*"])
+    # The comparisons are printed once, in the llmjudge summary (no llmjudge baseline section of their own).
+    assert "llmjudge baseline" not in result.stdout.str()
     result.stdout.fnmatch_lines(
         [
-            "*regression: 3 comparison(s) with the baseline, 1 regressed, 0 could not be checked, 1 drop(s) not significant*",
-            "*FAIL  release task_quality [[]hi[]]: regressed*",
-            "*WARN  release task_quality [[]fr[]]: drop not significant*",
+            "*= llmjudge summary =*",
+            "regression against the baseline: 3 comparison(s), 1 fail, 1 warn, 1 improved",
+            "  suite * gate",
+            "  release * task_quality * fr * 12 * warn",
+            "  release * task_quality * hi * 12 * -1.333 * fail",
         ]
     )
     cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
@@ -188,7 +192,7 @@ def test_save_and_compare_under_xdist(pytester: pytest.Pytester) -> None:
     )
     result.assert_outcomes(passed=38, failed=1)
     result.stdout.fnmatch_lines(
-        ["*regression: 3 comparison(s) with the baseline, 1 regressed*", "*baseline 'next' saved*"]
+        ["regression against the baseline: 3 comparison(s), 1 fail*", "llmjudge: baseline 'next' saved to *"]
     )
     data = json.loads((pytester.path / "llmjudge_baselines" / "next.json").read_text(encoding="utf-8"))
     scores = data["suites"]["release"]["metrics"]["task_quality"]["scores"]

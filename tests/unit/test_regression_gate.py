@@ -5,9 +5,18 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pytest_llmjudge.records import (
+    AggregateRecord,
+    CaseRecord,
+    CaseScore,
+    ItemRecord,
+    RegressionRecord,
+    Threshold,
+)
 from pytest_llmjudge.regression.baseline import (
     Baseline,
     BaselineError,
@@ -22,45 +31,59 @@ from pytest_llmjudge.regression.compare import RegressionSettings, compare
 from pytest_llmjudge.stats.paired import paired_bootstrap
 
 
-def _case(case: str, language: str, score: object, **extra: object) -> dict[str, object]:
-    return {
-        "kind": "case",
+def _case(case: str, language: str, score: float | str | None, **extra: Any) -> CaseRecord:
+    fields: dict[str, Any] = {
         "suite": "s",
         "suite_path": "/repo/suites/s.yaml",
         "metric": "task_quality",
         "case": case,
         "language": language,
+        "threshold": Threshold(op=">=", value=0),
         "score": score,
         "source": "recorded",
         "judge": "recorded",
         "higher_is_better": True,
+        "passed": score is not None,
         **extra,
     }
+    return CaseRecord(**fields)
 
 
 def test_build_save_load_round_trip(tmp_path: Path) -> None:
-    records = [
+    records: list[ItemRecord] = [
         _case("a", "hi", 2.0),
         _case("a", "hi", 2.0),  # the same case under a second threshold
         _case("b", "hi", None, unscored_reason="provider failed"),
         _case("c", "fr", 1.0),
         _case("d", "fr", "fr", metric="language"),  # categorical: not saved
-        {
-            "kind": "aggregate",
-            "suite": "s",
-            "metric": "hallucinations",
-            "case_scores": [
-                {
-                    "case": "a",
-                    "language": "hi",
-                    "score": 0.0,
-                    "source": "judge",
-                    "judge": "openai:m",
-                    "higher_is_better": False,
-                }
+        AggregateRecord(
+            suite="s",
+            suite_path="/repo/suites/s.yaml",
+            aggregate="mean(hallucinations)",
+            metric="hallucinations",
+            language="all",
+            passed=True,
+            case_scores=[
+                CaseScore(case="a", language="hi", score=0.0, source="judge", judge="openai:m", higher_is_better=False)
             ],
-        },
-        {"kind": "regression", "suite": "s", "metric": "task_quality", "score": -1.0},
+            rows=[],
+        ),
+        RegressionRecord(
+            suite="s",
+            suite_path="/repo/suites/s.yaml",
+            metric="task_quality",
+            language="hi",
+            group_by=["language"],
+            baseline="old",
+            baseline_suite="s",
+            gate="fail",
+            verdict="regressed",
+            n=1,
+            higher_is_better=True,
+            mean_difference=-1.0,
+            method="bootstrap",
+            passed=False,
+        ),
     ]
     baseline = build_baseline("prod", records, rootdir=Path("/repo"), run={"items": 7})
     path = tmp_path / "b" / "prod.json"
@@ -203,16 +226,9 @@ def test_group_scores_are_recomputed_from_the_suite_and_unplaced_cases_kept_in_e
 
 
 def test_a_saved_baseline_keeps_each_case_output_and_an_old_one_loads_without(tmp_path: Path) -> None:
-    record = {
-        "kind": "case",
-        "suite": "s",
-        "case": "c1",
-        "language": "de",
-        "metric": "m",
-        "score": 2,
-        "output": "Guten Tag",
-    }
-    baseline = build_baseline("b", [record, {**record, "metric": "n", "output": "other"}], rootdir=tmp_path)
+    record = _case("c1", "de", 2, suite_path=str(tmp_path / "s.yaml"), metric="m", output="Guten Tag")
+    second = record.model_copy(update={"metric": "n", "output": "other"})
+    baseline = build_baseline("b", [record, second], rootdir=tmp_path)
     save_baseline(baseline, tmp_path / "b.json")
     saved = json.loads((tmp_path / "b.json").read_text(encoding="utf-8"))
     assert saved["suites"]["s"]["outputs"] == {"c1": "Guten Tag"}, "one output per case, the first seen"

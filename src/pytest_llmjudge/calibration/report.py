@@ -193,11 +193,16 @@ def _group(record: GateRecord) -> str:
 
 
 def _outcome(record: GateRecord | ConsistencyRecord | SensitivityRecord) -> str:
+    """The result column: pytest's outcome, with expected failures and gate errors told apart.
+
+    The outcome is pytest's (``skipped`` for an expected failure, as the collector sets it)
+    or the report's (``xfailed``, ``xpassed``), whichever the records carry.
+    """
     outcome = record.outcome or ""
     xfail = isinstance(record, GateRecord) and bool(record.xfail)
-    if outcome == "skipped" and xfail:
+    if outcome == "xfailed" or (outcome == "skipped" and xfail):
         return "xfail"
-    if outcome in ("passed", "failed") and xfail and record.passed:
+    if outcome == "xpassed" or (outcome in ("passed", "failed") and xfail and record.passed):
         return "XPASS"
     if outcome == "failed" and isinstance(record, GateRecord) and record.problem:
         return "ERROR"

@@ -1,0 +1,90 @@
+"""The items' typed records reach the results collector intact, also across pytest-xdist workers.
+
+Each worker writes its items' own records (``item.llmjudge_result``) from a conftest; the
+controller's collector parses what the reports carried (``record_from_wire``). The two must
+be the same typed records, with the collector adding only ``nodeid`` and ``outcome``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from pytest_llmjudge.records import (
+    AggregateRecord,
+    CaseRecord,
+    ItemRecord,
+    RegressionRecord,
+    record_from_wire,
+)
+from pytest_llmjudge.session.collector import results_key
+
+WORKER_CONFTEST = """
+import json, os
+from pathlib import Path
+
+def pytest_runtest_teardown(item):
+    record = getattr(item, "llmjudge_result", None)
+    if record is not None:
+        name = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        with (Path(__file__).parent / f"items-{name}.jsonl").open("a", encoding="utf-8") as out:
+            out.write(json.dumps({"nodeid": item.nodeid, "type": type(record).__name__, "wire": record.to_wire()}) + "\\n")
+"""
+
+BASELINE = {
+    "format": "pytest-llmjudge-baseline",
+    "version": 1,
+    "name": "prod",
+    "created": "2026-11-01T00:00:00Z",
+    "suites": {
+        "release": {
+            "metrics": {
+                "task_quality": {"higher_is_better": True, "scores": {"hi": {f"hi-{i}": 2.0 for i in range(6)}}}
+            }
+        }
+    },
+}
+
+
+class Keep:
+    """Keeps the controller's collector records at the end of the session."""
+
+    records: list[ItemRecord]
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.records = list(session.config.stash[results_key].records)
+
+
+def test_the_collectors_records_are_the_items_typed_records_under_xdist(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    cases = "".join(
+        f"  - {{id: hi-{i}, language: hi, output: x, recorded: {{task_quality: {i % 3}}}}}\n" for i in range(6)
+    )
+    pytester.makefile(
+        ".yaml",
+        suite="suite: release\nregression: {baseline: prod.json}\n"
+        f"cases:\n{cases}assert:\n  - task_quality >= 1\naggregate:\n  - mean(task_quality) >= 1.5\n",
+    )
+    pytester.makefile(".json", prod=json.dumps(BASELINE))
+    pytester.makeconftest(WORKER_CONFTEST)
+    keep = Keep()
+    result = pytester.inline_run("--llmjudge", "-p", "xdist", "-n", "2", "-p", "no:randomly", plugins=[keep])
+    # Cases scored 1 or 2 pass, those scored 0 fail; the mean (1.0) fails for hi and all; it dropped from 2.0.
+    result.assertoutcome(passed=4, failed=2 + 2 + 1)
+    items: dict[str, tuple[str, dict[str, Any]]] = {}
+    for path in pytester.path.glob("items-gw*.jsonl"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            entry = json.loads(line)
+            items[entry["nodeid"]] = (entry["type"], entry["wire"])
+    assert len(list(pytester.path.glob("items-gw*.jsonl"))) == 2, "both workers ran items"
+    collected = {str(record.nodeid): record for record in keep.records}
+    assert set(collected) == set(items) and len(collected) == 6 + 2 + 1
+    kinds = {type(record) for record in keep.records}
+    assert kinds == {CaseRecord, AggregateRecord, RegressionRecord}
+    for nodeid, record in collected.items():
+        kind, wire = items[nodeid]
+        assert type(record).__name__ == kind
+        assert record.model_copy(update={"nodeid": None, "outcome": None}) == record_from_wire(wire)
+        assert record.outcome == ("passed" if record.passed else "failed")
