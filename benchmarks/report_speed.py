@@ -1,7 +1,7 @@
 """How long the reports take for a large run, and how big the HTML report is.
 
-Synthetic results of 10,000 case items, built the way the plugin's items record them
-(``report.llmjudge``): 10 languages; a live-judge suite with three METAL rubrics
+Synthetic results of 10,000 case items, as the typed records the plugin's items emit
+(``pytest_llmjudge.records``): 10 languages; a live-judge suite with three METAL rubrics
 (linguistic acceptability and task quality on 0/1/2, hallucinations 0/1) and a
 reference-metric suite (chrF++ 0-100); one justification of 150-400 characters per judged
 case in the case's script; about 12% of the items failing; per-language mean and pass-rate
@@ -34,10 +34,26 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from pytest_llmjudge.execution.runner import RunnerStats
+from pytest_llmjudge.records import (
+    AggregateRecord,
+    AggregateRow,
+    CaseRecord,
+    Confusion,
+    GateRecord,
+    Interval,
+    ItemRecord,
+    LeaderboardRecord,
+    PairedCase,
+    RegressionRecord,
+    Skew,
+    Standing,
+    Threshold,
+)
+from pytest_llmjudge.report.document import JudgeInfo, RunInfo, SuiteInfo
 from pytest_llmjudge.report.html import write_html
 from pytest_llmjudge.report.json_report import write_json
 from pytest_llmjudge.report.model import RunInputs, build_document
@@ -61,21 +77,22 @@ RUBRICS = {"linguistic_acceptability": (0, 1, 2), "task_quality": (0, 1, 2), "ha
 JUDGE = "openai:gpt-4o-mini"
 
 
-def _threshold(metric: str) -> dict[str, Any]:
+def _threshold(metric: str) -> Threshold:
     if metric == "hallucinations":
-        return {"op": "<=", "value": 0}
+        return Threshold(op="<=", value=0)
     if metric == "chrf++":
-        return {"op": ">=", "value": 50}
-    return {"op": ">=", "value": 1}
+        return Threshold(op=">=", value=50)
+    return Threshold(op=">=", value=1)
 
 
 def _holds(metric: str, score: float) -> bool:
     threshold = _threshold(metric)
-    return bool(score <= threshold["value"] if threshold["op"] == "<=" else score >= threshold["value"])
+    assert isinstance(threshold.value, (int, float))
+    return bool(score <= threshold.value if threshold.op == "<=" else score >= threshold.value)
 
 
-def _cases(n_cases: int, rng: np.random.Generator) -> list[dict[str, Any]]:
-    records: list[dict[str, Any]] = []
+def _cases(n_cases: int, rng: np.random.Generator) -> list[CaseRecord]:
+    records: list[CaseRecord] = []
     metrics = (*RUBRICS, "chrf++")
     for index in range(n_cases):
         metric = metrics[index % len(metrics)]
@@ -99,89 +116,87 @@ def _cases(n_cases: int, rng: np.random.Generator) -> list[dict[str, Any]]:
             repeat = 1 + int(rng.integers(1, 5))
             justification = f"{metric}: " + " ".join([words] * repeat)
         records.append(
-            {
-                "kind": "case",
-                "suite": suite,
-                "suite_path": f"suites/{suite}.yaml",
-                "case": case_id,
-                "language": language,
-                "metric": metric,
-                "threshold": _threshold(metric),
-                "score": None if unscored else score,
-                "samples": [],
-                "spread": None,
-                "source": "metric" if metric == "chrf++" else "judge",
-                "judge": None if metric == "chrf++" else JUDGE,
-                "cached": None if metric == "chrf++" else bool(rng.random() < 0.5),
-                "justification": justification,
-                "unscored_reason": "judge reply could not be parsed after 2 re-asks" if unscored else None,
-                "detail": {},
-                "higher_is_better": metric != "hallucinations",
-                "passed": passed,
-                "input": question,
-                "output": answer,
-                "reference": " ".join([words] * 3),
-                "nodeid": f"suites/{suite}.yaml::{case_id}[{metric}]",
-                "outcome": "passed" if passed else "failed",
-            }
+            CaseRecord(
+                suite=suite,
+                suite_path=f"suites/{suite}.yaml",
+                case=case_id,
+                language=language,
+                metric=metric,
+                threshold=_threshold(metric),
+                score=None if unscored else score,
+                source="reference" if metric == "chrf++" else "judge",
+                judge=None if metric == "chrf++" else JUDGE,
+                cached=None if metric == "chrf++" else bool(rng.random() < 0.5),
+                justification=justification,
+                unscored_reason="judge reply could not be parsed after 2 re-asks" if unscored else None,
+                higher_is_better=metric != "hallucinations",
+                passed=passed,
+                input=question,
+                output=answer,
+                reference=" ".join([words] * 3),
+                nodeid=f"suites/{suite}.yaml::{case_id}[{metric}]",
+                outcome="passed" if passed else "failed",
+            )
         )
     return records
 
 
-def _aggregates(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _aggregates(cases: list[CaseRecord]) -> list[AggregateRecord]:
     from pytest_llmjudge.aggregate import mean_ci
 
     records = []
-    by_key: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    by_key: dict[tuple[str, str], list[CaseRecord]] = {}
     for case in cases:
-        by_key.setdefault((case["suite"], case["metric"]), []).append(case)
+        by_key.setdefault((case.suite, case.metric), []).append(case)
     for (suite, metric), items in sorted(by_key.items()):
         floor = {"chrf++": 65.0, "hallucinations": 0.9}.get(metric, 1.7)
         label = "pass_rate(hallucinations <= 0)" if metric == "hallucinations" else f"mean({metric})"
         rows = []
         for language in (*LANGUAGES, "all"):
-            chosen = [c for c in items if language in ("all", c["language"])]
-            scored = [float(c["score"]) for c in chosen if c["score"] is not None]
+            chosen = [c for c in items if language in ("all", c.language)]
+            scored = [float(c.score) for c in chosen if isinstance(c.score, (int, float))]
+            low: float | None
+            high: float | None
             if metric == "hallucinations":
-                value = sum(c["passed"] for c in chosen) / len(chosen)
+                value = sum(c.passed for c in chosen) / len(chosen)
                 low = high = None
             else:
                 value = float(np.mean(scored))
-                low, high = mean_ci(scored)
+                interval = mean_ci(scored)
+                low, high = interval if interval is not None else (None, None)
             n_unscored = len(chosen) - len(scored)
             problem = f"{n_unscored} of {len(chosen)} case(s) unscored in {language}" if n_unscored > 3 else None
             rows.append(
-                {
-                    "language": language,
-                    "n_scored": len(scored),
-                    "n_unscored": n_unscored,
-                    "value": value,
-                    "ci_low": low,
-                    "ci_high": high,
-                    "threshold": {"op": ">=", "value": floor},
-                    "passed": problem is None and value >= floor,
-                    "problem": problem,
-                }
+                AggregateRow(
+                    language=language,
+                    n_scored=len(scored),
+                    n_unscored=n_unscored,
+                    value=value,
+                    ci_low=low,
+                    ci_high=high,
+                    threshold=Threshold(op=">=", value=floor),
+                    passed=problem is None and value >= floor,
+                    problem=problem,
+                )
             )
         for row in rows:
             records.append(
-                {
-                    "kind": "aggregate",
-                    "suite": suite,
-                    "suite_path": f"suites/{suite}.yaml",
-                    "aggregate": label,
-                    "metric": metric,
-                    "language": row["language"],
-                    "passed": row["passed"],
-                    "rows": rows,
-                    "nodeid": f"suites/{suite}.yaml::{label}[{row['language']}]",
-                    "outcome": "passed" if row["passed"] else "failed",
-                }
+                AggregateRecord(
+                    suite=suite,
+                    suite_path=f"suites/{suite}.yaml",
+                    aggregate=label,
+                    metric=metric,
+                    language=row.language,
+                    passed=row.passed,
+                    rows=rows,
+                    nodeid=f"suites/{suite}.yaml::{label}[{row.language}]",
+                    outcome="passed" if row.passed else "failed",
+                )
             )
     return records
 
 
-def _gates(rng: np.random.Generator) -> list[dict[str, Any]]:
+def _gates(rng: np.random.Generator) -> list[GateRecord]:
     records = []
     for position, language in enumerate(LANGUAGES):
         for metric, scale in RUBRICS.items():
@@ -198,63 +213,58 @@ def _gates(rng: np.random.Generator) -> list[dict[str, Any]]:
             ceiling = float(np.clip(0.9 - 0.1 * rng.random(), 0, 1))
             threshold = 0.85
             records.append(
-                {
-                    "kind": "gate",
-                    "calibration": "calibration",
-                    "calibration_path": "calibration/metal.yaml",
-                    "judge": JUDGE,
-                    "language": language,
-                    "metric": metric,
-                    "labels": list(scale),
-                    "higher_is_better": metric != "hallucinations",
-                    "f1": f1,
-                    "macro_f1": report.macro_f1,
-                    "ci": {"low": max(f1 - 0.05, 0.0), "high": min(f1 + 0.05, 1.0), "confidence": 0.95},
-                    "threshold": threshold,
-                    "compared": "f1",
-                    "n": n,
-                    "n_items": n,
-                    "n_unscored": 0,
-                    "ceiling": ceiling,
-                    "pa": report.percentage_agreement,
-                    "kappa": None if np.isnan(report.cohen_kappa) else report.cohen_kappa,
-                    "fleiss": 0.7,
-                    "confusion": {
-                        "labels": list(scale),
-                        "rows": "human",
-                        "columns": "judge",
-                        "matrix": report.confusion.tolist(),
-                    },
-                    "distribution": distribution.to_dict(),
-                    "skew": {
-                        "judge_mean": distribution.overall.judge_mean,
-                        "human_mean": distribution.overall.human_mean,
-                        "skew": distribution.overall.skew,
-                    },
-                    "problem": None,
-                    "passed": f1 >= threshold,
-                    "nodeid": f"calibration/metal.yaml::gate[{metric}][{language}]",
-                    "outcome": "passed" if f1 >= threshold else "failed",
-                }
+                GateRecord(
+                    suite="calibration",
+                    calibration="calibration",
+                    calibration_path="calibration/metal.yaml",
+                    judge=JUDGE,
+                    language=language,
+                    group=language,
+                    metric=metric,
+                    labels=list(scale),
+                    higher_is_better=metric != "hallucinations",
+                    f1=f1,
+                    macro_f1=report.macro_f1,
+                    ci=Interval(low=max(f1 - 0.05, 0.0), high=min(f1 + 0.05, 1.0), confidence=0.95),
+                    threshold=threshold,
+                    compared="f1",
+                    n=n,
+                    n_items=n,
+                    n_unscored=0,
+                    ceiling=ceiling,
+                    pa=report.percentage_agreement,
+                    kappa=report.cohen_kappa,
+                    fleiss=0.7,
+                    confusion=Confusion(labels=list(scale), matrix=report.confusion.tolist()),
+                    distribution=distribution.to_dict(),
+                    skew=Skew(
+                        judge_mean=distribution.overall.judge_mean,
+                        human_mean=distribution.overall.human_mean,
+                        skew=distribution.overall.skew,
+                    ),
+                    passed=f1 >= threshold,
+                    nodeid=f"calibration/metal.yaml::gate[{metric}][{language}]",
+                    outcome="passed" if f1 >= threshold else "failed",
+                )
             )
     return records
 
 
-def _paired(cases: list[dict[str, Any]], suite: str, metric: str, language: str) -> list[dict[str, Any]]:
+def _paired(cases: list[CaseRecord], suite: str, metric: str, language: str) -> list[PairedCase]:
     """A regression record's per-case pairs: every fifth case answered differently in the baseline."""
     paired = []
-    for index, case in enumerate(
-        c for c in cases if (c["suite"], c["metric"], c["language"]) == (suite, metric, language)
-    ):
+    for index, case in enumerate(c for c in cases if (c.suite, c.metric, c.language) == (suite, metric, language)):
         changed = index % 5 == 0
-        score = case["score"]
-        before = score if not changed or score is None else (score - 1 if score >= 1 else score + 1)
-        output = f"(baseline) {case['output']}" if changed else case["output"]
-        paired.append({"case": case["case"], "baseline": before, "candidate": case["score"], "baseline_output": output})
+        score = case.score
+        before = score
+        if changed and isinstance(score, (int, float)):
+            before = score - 1 if score >= 1 else score + 1
+        output = f"(baseline) {case.output}" if changed else case.output
+        paired.append(PairedCase(case=case.case, baseline=before, candidate=case.score, baseline_output=output))
     return paired
 
 
-def _regressions(rng: np.random.Generator, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _regressions(rng: np.random.Generator, cases: list[CaseRecord]) -> list[RegressionRecord]:
     records = []
     for suite, metrics in (("release-gate", tuple(RUBRICS)), ("qa-metrics", ("chrf++",))):
         for metric in metrics:
@@ -273,124 +283,149 @@ def _regressions(rng: np.random.Generator, cases: list[dict[str, Any]]) -> list[
                 else:
                     gate, verdict = "pass", "no significant change"
                 records.append(
-                    {
-                        "kind": "regression",
-                        "suite": suite,
-                        "metric": metric,
-                        "language": language,
-                        "baseline": "baseline.json",
-                        "n": 100,
-                        "mean_baseline": 1.8,
-                        "mean_candidate": 1.8 + delta,
-                        "mean_difference": delta,
-                        "ci_low": low,
-                        "ci_high": high,
-                        "confidence": 0.95,
-                        "p_value": float(rng.random()),
-                        "margin": margin,
-                        "gate": gate,
-                        "verdict": verdict,
-                        "nodeid": f"suites/{suite}.yaml::regression({metric})[{language}]",
-                        "outcome": "failed" if gate == "fail" else "passed",
-                        "cases": _paired(cases, suite, metric, language),
-                    }
+                    RegressionRecord(
+                        suite=suite,
+                        suite_path=f"suites/{suite}.yaml",
+                        metric=metric,
+                        language=language,
+                        group_by=["language"],
+                        baseline="baseline.json",
+                        baseline_suite=suite,
+                        n=100,
+                        higher_is_better=metric != "hallucinations",
+                        mean_baseline=1.8,
+                        mean_candidate=1.8 + delta,
+                        mean_difference=delta,
+                        ci_low=low,
+                        ci_high=high,
+                        confidence=0.95,
+                        p_value=float(rng.random()),
+                        method="paired bootstrap",
+                        margin=margin,
+                        gate=gate,
+                        verdict=verdict,
+                        passed=gate != "fail",
+                        nodeid=f"suites/{suite}.yaml::regression({metric})[{language}]",
+                        outcome="failed" if gate == "fail" else "passed",
+                        cases=_paired(cases, suite, metric, language),
+                    )
                 )
     return records
 
 
-def _ranking(rng: np.random.Generator) -> dict[str, Any]:
-    systems = ["candidate", "baseline", "gpt-4o", "llama-3-70b", "aya-23", "mistral-large"]
-    items = []
-    for name in systems:
-        strength = float(rng.normal(0, 0.6))
-        items.append({"name": name, "strength": strength, "ci_low": strength - 0.2, "ci_high": strength + 0.2})
-    return {
-        "kind": "ranking",
-        "suite": "arena",
-        "metric": "preference",
-        "items": items,
-        "nodeid": "arena.yaml::ranking",
-        "outcome": "passed",
-        "passed": True,
-    }
+def _ranking(rng: np.random.Generator) -> LeaderboardRecord:
+    names = ["candidate", "baseline", "gpt-4o", "llama-3-70b", "aya-23", "mistral-large"]
+    strengths = {name: float(rng.normal(0, 0.6)) for name in names}
+    order = sorted(names, key=lambda name: -strengths[name])
+    systems = [
+        Standing(
+            name=name,
+            rank=order.index(name) + 1,
+            strength=strengths[name],
+            ci_low=strengths[name] - 0.2,
+            ci_high=strengths[name] + 0.2,
+            rank_ci=[max(order.index(name), 1), min(order.index(name) + 2, len(names))],
+            wins=40.0,
+            losses=40.0,
+            ties=20.0,
+            games=100,
+        )
+        for name in names
+    ]
+    return LeaderboardRecord(
+        suite="arena",
+        metric="judge [all]",
+        ranking="arena",
+        ranking_path="arena.yaml",
+        source="judge",
+        language="all",
+        judge=JUDGE,
+        systems=systems,
+        n_cases=100,
+        n_battles=1500,
+        n_unjudged=0,
+        passed=True,
+        nodeid="arena.yaml::ranking[judge][all]",
+        outcome="passed",
+    )
 
 
 def synthetic_inputs(n_cases: int = 10_000, seed: int = 0) -> RunInputs:
     """A run of ``n_cases`` case items plus aggregates, gates, regressions and a ranking."""
     rng = np.random.default_rng(seed)
     cases = _cases(n_cases, rng)
-    records = [*cases, *_aggregates(cases), *_gates(rng), *_regressions(rng, cases), _ranking(rng)]
-    judged = sum(1 for c in cases if c["source"] == "judge" and not c["cached"])
-    suite_judge = {
-        "provider": "openai",
-        "model": "gpt-4o-mini",
-        "label": JUDGE,
-        "base_url": None,
-        "temperature": 0.0,
-        "seed": 7,
-        "mode": "single",
-        "instructions": "detailed",
-        "repeats": 1,
-    }
+    records: list[ItemRecord] = [*cases, *_aggregates(cases), *_gates(rng), *_regressions(rng, cases), _ranking(rng)]
+    judged = sum(1 for c in cases if c.source == "judge" and not c.cached)
+    suite_judge = JudgeInfo(
+        provider="openai",
+        model="gpt-4o-mini",
+        label=JUDGE,
+        temperature=0.0,
+        seed=7,
+        mode="single",
+        instructions="detailed",
+        repeats=1,
+    )
     suites = [
-        {
-            "name": "release-gate",
-            "path": "suites/release-gate.yaml",
-            "languages": list(LANGUAGES),
-            "n_cases": n_cases * 3 // 4,
-            "live_judge": True,
-            "judge": suite_judge,
-            "metrics": {name: "rubric" for name in RUBRICS},
-            "rubrics": {name: hashlib.sha256(name.encode()).hexdigest()[:12] for name in sorted(RUBRICS)},
-            "scales": {name: [min(scale), max(scale)] for name, scale in RUBRICS.items()},
-            "recorded_judges": [],
-        },
-        {
-            "name": "qa-metrics",
-            "path": "suites/qa-metrics.yaml",
-            "languages": list(LANGUAGES),
-            "n_cases": n_cases // 4,
-            "live_judge": False,
-            "judge": {**suite_judge, "seed": None},
-            "metrics": {"chrf++": "metric"},
-            "rubrics": {},
-            "recorded_judges": [],
-        },
+        SuiteInfo(
+            name="release-gate",
+            path="suites/release-gate.yaml",
+            languages=list(LANGUAGES),
+            n_cases=n_cases * 3 // 4,
+            live_judge=True,
+            judge=suite_judge,
+            metrics={name: "rubric" for name in RUBRICS},
+            rubrics={name: hashlib.sha256(name.encode()).hexdigest()[:12] for name in sorted(RUBRICS)},
+            scales={name: [min(scale), max(scale)] for name, scale in RUBRICS.items()},
+        ),
+        SuiteInfo(
+            name="qa-metrics",
+            path="suites/qa-metrics.yaml",
+            languages=list(LANGUAGES),
+            n_cases=n_cases // 4,
+            live_judge=False,
+            judge=suite_judge.model_copy(update={"seed": None}),
+            metrics={"chrf++": "reference"},
+        ),
     ]
-    stats = {
-        "submitted": judged,
-        "finished": judged,
-        "cache_hits": n_cases * 3 // 4 - judged,
-        "shared_hits": 0,
-        "provider_calls": judged + 12,
-        "retries": 12,
-        "failed_calls": 0,
-        "unscored": 30,
-        "input_tokens": judged * 410,
-        "output_tokens": judged * 60,
-    }
-    run = {
-        "timestamp": "2025-01-01T00:00:00+00:00",
-        "duration_s": 123.4,
-        "plugin_version": "synthetic",
-        "pytest_version": "-",
-        "python_version": "-",
-        "pytest_args": ["--llmjudge", "suites", "--llmjudge-report=html:report.html"],
-        "exit_status": 1,
-        "xdist_workers": 0,
-        "pytest_randomly_seed": None,
-        "cache_mode": "use",
-        "overrides": None,
-    }
+    stats = RunnerStats(
+        submitted=judged,
+        finished=judged,
+        cache_hits=n_cases * 3 // 4 - judged,
+        provider_calls=judged + 12,
+        retries=12,
+        unscored=30,
+        input_tokens=judged * 410,
+        output_tokens=judged * 60,
+    )
+    run = RunInfo(
+        timestamp="2025-01-01T00:00:00+00:00",
+        duration_s=123.4,
+        plugin_version="synthetic",
+        pytest_version="-",
+        python_version="-",
+        pytest_args=["--llmjudge", "suites", "--llmjudge-report=html:report.html"],
+        exit_status=1,
+        cache_mode="use",
+    )
     return RunInputs(records=records, suites=suites, stats=stats, run=run)
 
 
-def make_all_fail(inputs: RunInputs) -> None:
+def make_all_fail(inputs: RunInputs) -> RunInputs:
     """The worst case for the HTML size: every case fails, justifications three times as long."""
-    for record in inputs.records:
-        if isinstance(record, dict) and record.get("kind") == "case":
-            record["outcome"], record["passed"] = "failed", False
-            record["justification"] = (record["justification"] or "no justification") * 3
+    records = [
+        record.model_copy(
+            update={
+                "outcome": "failed",
+                "passed": False,
+                "justification": (record.justification or "no justification") * 3,
+            }
+        )
+        if isinstance(record, CaseRecord)
+        else record
+        for record in inputs.records
+    ]
+    return RunInputs(records=records, suites=inputs.suites, stats=inputs.stats, run=inputs.run)
 
 
 def _browser_render_ms(page: Path, scratch: Path) -> int | None:
@@ -412,7 +447,7 @@ def main(argv: list[str]) -> int:
     n_cases = int(numbers[0]) if numbers else 10_000
     inputs = synthetic_inputs(n_cases)
     if all_failing:
-        make_all_fail(inputs)
+        inputs = make_all_fail(inputs)
     with tempfile.TemporaryDirectory() as directory:
         json_path, html_path = Path(directory) / "report.json", Path(directory) / "report.html"
         start = time.perf_counter()

@@ -1,19 +1,45 @@
-"""The report document: summary rows, ordering, cost, redaction, unknown kinds."""
+"""The report document: summary rows, sections by record type, ordering, cost, redaction, the schema."""
 
 from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from pytest_llmjudge.aggregate import mean_ci
+from pytest_llmjudge.execution.runner import RunnerStats
+from pytest_llmjudge.records import (
+    AggregateRecord,
+    AggregateRow,
+    BaselineCase,
+    CaseRecord,
+    CaseScore,
+    GateRecord,
+    Interval,
+    ItemRecord,
+    LeaderboardRecord,
+    PairedCase,
+    RegressionRecord,
+    Threshold,
+)
 from pytest_llmjudge.redaction import redact_value, secrets_from_environment
+from pytest_llmjudge.report.document import (
+    FORMAT_VERSION,
+    JudgeInfo,
+    ReportDocument,
+    RunInfo,
+    SuiteInfo,
+    SummaryRow,
+    json_schema,
+    schema_text,
+)
 from pytest_llmjudge.report.json_report import dumps
 from pytest_llmjudge.report.model import (
     DEFAULT_PRICES,
-    FORMAT_VERSION,
     PriceError,
     RunInputs,
     build_document,
@@ -21,82 +47,109 @@ from pytest_llmjudge.report.model import (
     estimate_cost,
     parse_prices,
     price_for,
-    regression_status,
     rubric_hash,
 )
+
+SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "report.schema.json"
 
 
 def case(
     case_id: str,
     language: str,
-    score: Any,
+    score: float | str | None,
     *,
     metric: str = "linguistic_acceptability",
     suite: str = "s",
     op: str = ">=",
-    value: Any = 1,
+    value: float | str = 1,
     outcome: str | None = None,
     **extra: Any,
-) -> dict[str, Any]:
-    passed = outcome == "passed" if outcome else (score is not None and score >= value)
-    return {
-        "kind": "case",
+) -> CaseRecord:
+    if outcome is None:
+        holds = isinstance(score, (int, float)) and isinstance(value, (int, float)) and score >= value
+        outcome = "passed" if holds else "failed"
+    fields: dict[str, Any] = {
         "suite": suite,
+        "suite_path": f"{suite}.yaml",
         "case": case_id,
         "language": language,
         "metric": metric,
-        "threshold": {"op": op, "value": value},
+        "threshold": Threshold(op=op, value=value),
         "score": score,
         "source": "judge",
         "judge": "openai:gpt-4o-mini",
         "cached": False,
         "justification": f"why {case_id}",
         "unscored_reason": None if score is not None else "no verdict",
-        "passed": passed,
+        "passed": outcome == "passed",
         "nodeid": f"{suite}.yaml::{case_id}[{metric}]",
-        "outcome": outcome or ("passed" if passed else "failed"),
-        **extra,
+        "outcome": outcome,
     }
+    return CaseRecord(**{**fields, **extra})
+
+
+def row(language: str, value: float, passed: bool, n: int = 2) -> AggregateRow:
+    return AggregateRow(
+        language=language,
+        n_scored=n,
+        n_unscored=0,
+        value=value,
+        ci_low=value - 0.5,
+        ci_high=value + 0.5,
+        threshold=Threshold(op=">=", value=1.5),
+        passed=passed,
+    )
 
 
 def aggregate(
-    language: str, rows: list[dict[str, Any]], *, label: str = "mean(linguistic_acceptability)"
-) -> dict[str, Any]:
-    row = next(r for r in rows if r["language"] == language)
-    return {
-        "kind": "aggregate",
-        "suite": "s",
-        "aggregate": label,
-        "metric": "linguistic_acceptability",
-        "language": language,
-        "passed": row["passed"],
-        "rows": rows,
-        "nodeid": f"s.yaml::{label}[{language}]",
-        "outcome": "passed" if row["passed"] else "failed",
-    }
+    language: str, rows: list[AggregateRow], *, label: str = "mean(linguistic_acceptability)", **extra: Any
+) -> AggregateRecord:
+    own = next(r for r in rows if r.language == language)
+    return AggregateRecord(
+        suite="s",
+        suite_path="s.yaml",
+        aggregate=label,
+        metric="linguistic_acceptability",
+        language=language,
+        passed=own.passed,
+        rows=rows,
+        nodeid=f"s.yaml::{label}[{language}]",
+        outcome="passed" if own.passed else "failed",
+        **extra,
+    )
 
 
-def row(language: str, value: float, passed: bool, n: int = 2) -> dict[str, Any]:
-    return {
-        "language": language,
-        "n_scored": n,
-        "n_unscored": 0,
-        "value": value,
-        "ci_low": value - 0.5,
-        "ci_high": value + 0.5,
-        "threshold": {"op": ">=", "value": 1.5},
-        "passed": passed,
-        "problem": None,
-    }
+def gate(judge: str, nodeid: str) -> GateRecord:
+    return GateRecord(
+        suite="metal",
+        calibration="metal",
+        calibration_path="/elsewhere/metal.yaml",
+        judge=judge,
+        language="hi",
+        group="hi",
+        metric="linguistic_acceptability",
+        labels=[0, 1, 2],
+        f1=0.71,
+        ci=Interval(low=0.65, high=0.77, confidence=0.95),
+        threshold=0.6,
+        ceiling=0.8,
+        compared="f1",
+        n=40,
+        n_items=40,
+        n_unscored=0,
+        passed=True,
+        nodeid=nodeid,
+        outcome="passed",
+    )
 
 
-def summary_row(document: dict[str, Any], metric: str, language: str, suite: str = "s") -> dict[str, Any]:
-    (found,) = [r for r in document["summary"] if (r["suite"], r["metric"], r["language"]) == (suite, metric, language)]
-    return dict(found)
+def summary_row(document: ReportDocument, metric: str, language: str, suite: str = "s") -> SummaryRow:
+    (found,) = [r for r in document.summary if (r.suite, r.metric, r.language) == (suite, metric, language)]
+    return found
 
 
 def test_summary_counts_cases_once_and_gives_mean_ci_per_language_and_all() -> None:
-    records = [
+    records: list[ItemRecord] = [
         case("hi-1", "hi", 2),
         case("hi-1", "hi", 2, op=">", value=0, nodeid="s.yaml::hi-1[la > 0]"),
         case("hi-2", "hi", 1),
@@ -107,20 +160,19 @@ def test_summary_counts_cases_once_and_gives_mean_ci_per_language_and_all() -> N
     records += [aggregate(lang, rows) for lang in ("hi", "ta", "all")]
     document = build_document(RunInputs(records=records))
     hi = summary_row(document, "linguistic_acceptability", "hi")
-    assert hi["n"] == 3 and hi["n_unscored"] == 1
-    assert hi["mean"] == pytest.approx(1.5)
-    assert hi["ci_low"] < 1.5 < hi["ci_high"]
-    assert hi["items_passed"] == 3 and hi["items_failed"] == 1
-    assert not hi["passed"], "an unscored case fails its row"
-    assert [a["label"] for a in hi["aggregates"]] == ["mean(linguistic_acceptability)"]
-    assert {"op": ">", "value": 0} in hi["case_thresholds"]
+    assert hi.n == 3 and hi.n_unscored == 1
+    assert hi.mean == pytest.approx(1.5)
+    assert hi.ci_low is not None and hi.ci_high is not None and hi.ci_low < 1.5 < hi.ci_high
+    assert hi.items_passed == 3 and hi.items_failed == 1
+    assert not hi.passed, "an unscored case fails its row"
+    assert [a.label for a in hi.aggregates] == ["mean(linguistic_acceptability)"]
+    assert Threshold(op=">", value=0) in hi.case_thresholds
     ta = summary_row(document, "linguistic_acceptability", "ta")
     single = mean_ci([0.0])  # one case: the aggregates' interval of a single value, if any
-    assert ta["mean"] == 0 and ta["ci_low"] == (None if single is None else single[0]) and not ta["passed"]
+    assert ta.mean == 0 and ta.ci_low == (None if single is None else single[0]) and not ta.passed
     everything = summary_row(document, "linguistic_acceptability", "all")
-    assert everything["n"] == 4
-    languages = [r["language"] for r in document["summary"]]
-    assert languages == ["hi", "ta", "all"], "languages sorted, 'all' last"
+    assert everything.n == 4
+    assert [r.language for r in document.summary] == ["hi", "ta", "all"], "languages sorted, 'all' last"
 
 
 def test_categorical_metric_has_pass_rate_not_mean() -> None:
@@ -128,21 +180,30 @@ def test_categorical_metric_has_pass_rate_not_mean() -> None:
         case("hi-1", "hi", "hi", metric="language", op="==", value="hi", outcome="passed"),
         case("hi-2", "hi", "mr", metric="language", op="==", value="hi", outcome="failed"),
     ]
-    document = build_document(RunInputs(records=records))
-    hi = summary_row(document, "language", "hi")
-    assert hi["mean"] is None and hi["ci_low"] is None
-    assert hi["pass_rate"] == 0.5
+    hi = summary_row(build_document(RunInputs(records=records)), "language", "hi")
+    assert hi.mean is None and hi.ci_low is None
+    assert hi.pass_rate == 0.5
 
 
 def test_aggregate_only_metric_takes_n_and_mean_from_the_aggregate_row() -> None:
     rows = [row("hi", 1.8, True, 50), row("all", 1.8, True, 50)]
     document = build_document(RunInputs(records=[aggregate("hi", rows), aggregate("all", rows)]))
     hi = summary_row(document, "linguistic_acceptability", "hi")
-    assert hi["n"] == 50 and hi["mean"] == 1.8 and hi["ci_low"] == 1.3 and hi["passed"]
+    assert hi.n == 50 and hi.mean == 1.8 and hi.ci_low == 1.3 and hi.passed
+
+
+def test_an_expected_failure_of_an_aggregate_is_not_a_failing_check() -> None:
+    rows = [row("hi", 1.0, False), row("all", 1.0, False)]
+    records = [aggregate("hi", rows).model_copy(update={"outcome": "xfailed"})]
+    (brief,) = summary_row(build_document(RunInputs(records=records)), "linguistic_acceptability", "hi").aggregates
+    assert not brief.passed, "the item's own verdict stays a fail"
+    records = [aggregate("hi", rows).model_copy(update={"outcome": "xpassed"})]
+    (brief,) = summary_row(build_document(RunInputs(records=records)), "linguistic_acceptability", "hi").aggregates
+    assert brief.passed, "pytest's outcome decides once the collector set it"
 
 
 def test_order_is_stable_whatever_the_arrival_order() -> None:
-    records = [case(f"{lang}-{i}", lang, i % 3) for lang in ("hi", "ta", "bn") for i in range(5)]
+    records: list[ItemRecord] = [case(f"{lang}-{i}", lang, i % 3) for lang in ("hi", "ta", "bn") for i in range(5)]
     rows = [row("hi", 1.0, False), row("all", 1.0, False)]
     records += [aggregate("hi", rows), aggregate("all", rows)]
     first = dumps(build_document(RunInputs(records=records)))
@@ -154,40 +215,90 @@ def test_order_is_stable_whatever_the_arrival_order() -> None:
     assert [c["case"] for c in document["cases"]] == sorted(c["case"] for c in document["cases"])
 
 
-def test_unknown_kinds_are_kept_whole_and_counted() -> None:
-    strange = {"kind": "novelty", "nodeid": "x.yaml::n", "outcome": "passed", "payload": {"a": [1, 2]}}
-    document = build_document(RunInputs(records=[strange]))
-    assert document["other"] == [strange]
-    assert document["totals"]["passed"] == 1 and document["totals"]["items"] == 1
+def test_a_real_runs_records_land_in_the_section_of_their_type(real_document: ReportDocument) -> None:
+    document = real_document
+    sections: dict[str, list[Any]] = {
+        "cases": document.cases,
+        "aggregates": document.aggregates,
+        "gates": document.gates,
+        "regressions": document.regressions,
+        "rankings": document.rankings,
+    }
+    types = {"cases": CaseRecord, "aggregates": AggregateRecord, "gates": GateRecord}
+    types |= {"regressions": RegressionRecord, "rankings": LeaderboardRecord}
+    for name, records in sections.items():
+        assert records, f"the example suites produce {name}"
+        assert all(type(r) is types[name] for r in records), name
+    assert {r.kind for r in document.other} == {"ranking_check", "ranking_surrogate"}
+    assert document.not_run and all(r.outcome == "skipped" for r in document.not_run), "the keyless Anthropic suite"
+    every = [*document.cases, *document.aggregates, *document.gates, *document.regressions, *document.rankings]
+    outcomes = [r.outcome for r in [*every, *document.other]] + [r.outcome for r in document.not_run]
+    totals = document.totals
+    assert totals.items == len(outcomes) and totals.cases == len(document.cases)
+    assert (totals.passed, totals.xfailed, totals.skipped) == tuple(
+        outcomes.count(o) for o in ("passed", "xfailed", "skipped")
+    )
+    assert totals.xfailed > 0, "the calibration set's known failures count as xfailed, not skipped"
+    assert [(r.suite, r.case, r.metric) for r in document.cases] == sorted(
+        (r.suite, r.case, r.metric) for r in document.cases
+    )
+    assert all(not r.suite_path.startswith("/") for r in document.cases), "paths relative to the rootdir"
+    judged = [r for r in document.cases if r.source == "judge"]
+    assert judged and all(r.justification == f"scripted verdict ({r.metric})" for r in judged), "the loopback judge"
+    assert document.accounting is not None and document.accounting.provider_calls > 0
 
 
-def test_non_finite_numbers_become_null() -> None:
-    document = build_document(RunInputs(records=[case("a", "hi", 1, spread=float("nan"))]))
-    assert document["cases"][0]["spread"] is None
-    dumps(document)  # allow_nan=False would raise
+def test_repeated_case_scores_are_kept_once_on_the_all_item() -> None:
+    rows = [row("hi", 1.5, True), row("all", 1.5, True)]
+    scores = [CaseScore(case="hi-1", language="hi", score=2, source="judge")]
+    with_scores = [aggregate(lang, rows, case_scores=scores) for lang in ("hi", "all")]
+    document = build_document(RunInputs(records=with_scores))
+    kept = {r.language: r.case_scores is not None for r in document.aggregates}
+    assert kept == {"hi": False, "all": True}
+    assert with_scores[0].case_scores == scores, "the collector's records are not changed"
+
+
+def test_a_case_gets_its_baseline_score_and_output_once() -> None:
+    regression = RegressionRecord(
+        suite="s",
+        suite_path="s.yaml",
+        metric="linguistic_acceptability",
+        language="hi",
+        group_by=["language"],
+        baseline="prod",
+        baseline_suite="s",
+        gate="fail",
+        verdict="regressed",
+        n=2,
+        higher_is_better=True,
+        method="paired bootstrap",
+        passed=False,
+        cases=[
+            PairedCase(case="c1", baseline=2, candidate=0, baseline_output="alt"),
+            PairedCase(case="c2", baseline=2, candidate=2, baseline_output="gleich"),
+        ],
+        nodeid="s.yaml::regression[la-hi]",
+        outcome="failed",
+    )
+    records = [case("c1", "hi", 0), case("c2", "hi", 2), case("c3", "hi", 2), regression]
+    document = build_document(RunInputs(records=records))
+    assert [c.baseline for c in document.cases] == [
+        BaselineCase(score=2, output="alt"),
+        BaselineCase(score=2, output="gleich"),
+        None,
+    ]
+    assert [p.baseline_output for p in document.regressions[0].cases] == [None, None], "each output once"
+    assert regression.cases[0].baseline_output == "alt", "the collector's record is not changed"
 
 
 def test_gate_records_feed_the_agreement_column() -> None:
-    gate = {
-        "kind": "gate",
-        "calibration": "metal",
-        "language": "hi",
-        "metric": "linguistic_acceptability",
-        "f1": 0.71,
-        "ci": {"low": 0.65, "high": 0.77},
-        "threshold": 0.6,
-        "ceiling": 0.8,
-        "passed": True,
-        "nodeid": "cal.yaml::gate[hi]",
-        "outcome": "passed",
-    }
-    other_judge = {**gate, "judge": "anthropic:claude-haiku-4-5", "nodeid": "cal.yaml::other"}
+    other_judge = gate("anthropic:claude-haiku-4-5", "cal.yaml::other")
     document = build_document(RunInputs(records=[case("hi-1", "hi", 2), other_judge]))
-    assert summary_row(document, "linguistic_acceptability", "hi")["gate"] is None, "another judge's gate"
-    gate["judge"] = "openai:gpt-4o-mini"
-    document = build_document(RunInputs(records=[case("hi-1", "hi", 2), gate, other_judge]))
-    brief = summary_row(document, "linguistic_acceptability", "hi")["gate"]
-    assert brief == {
+    assert summary_row(document, "linguistic_acceptability", "hi").gate is None, "another judge's gate"
+    same_judge = gate("openai:gpt-4o-mini", "cal.yaml::gate[hi]")
+    document = build_document(RunInputs(records=[case("hi-1", "hi", 2), same_judge, other_judge]))
+    brief = summary_row(document, "linguistic_acceptability", "hi").gate
+    assert brief is not None and brief.to_wire() == {
         "f1": 0.71,
         "ci_low": 0.65,
         "ci_high": 0.77,
@@ -197,23 +308,6 @@ def test_gate_records_feed_the_agreement_column() -> None:
         "source": "metal",
         "nodeid": "cal.yaml::gate[hi]",
     }
-
-
-def test_regression_status_reads_gate_and_verdict() -> None:
-    assert regression_status({"gate": "fail", "verdict": "regressed"}) == "fail"
-    assert regression_status({"gate": "warn"}) == "warn"
-    assert regression_status({"gate": "pass", "verdict": "improved"}) == "improved"
-    assert regression_status({"gate": "pass", "verdict": "no significant change"}) == "pass"
-    assert regression_status({"verdict": "regressed"}) == "fail"
-    assert regression_status({"passed": False}) == "fail"
-
-
-def test_repeated_case_scores_are_kept_once_on_the_all_item() -> None:
-    rows = [row("hi", 1.5, True), row("all", 1.5, True)]
-    with_scores = [dict(aggregate(lang, rows), case_scores=[{"case": "hi-1", "score": 2}]) for lang in ("hi", "all")]
-    document = build_document(RunInputs(records=with_scores))
-    kept = {r["language"]: "case_scores" in r for r in document["aggregates"]}
-    assert kept == {"hi": False, "all": True}
 
 
 # -- cost ---------------------------------------------------------------------------------------
@@ -237,18 +331,24 @@ def test_price_lookup_by_provider_label_and_dated_snapshot_only() -> None:
 
 
 def test_cost_needs_usage_one_model_and_a_price() -> None:
-    stats = {"input_tokens": 1_000_000, "output_tokens": 500_000}
+    stats = RunnerStats(input_tokens=1_000_000, output_tokens=500_000)
     cost = estimate_cost(stats, ["openai:gpt-4o-mini"], DEFAULT_PRICES)
     assert cost["estimated_cost_usd"] == pytest.approx(0.15 + 0.30)
     assert cost["cost_model"] == "gpt-4o-mini" and cost["prices_per_1m"] == {"input": 0.15, "output": 0.6}
-    assert (
-        estimate_cost({"input_tokens": 0, "output_tokens": 0}, ["openai:gpt-4o"], DEFAULT_PRICES)["cost_note"]
-        == "no token usage reported"
-    )
+    assert estimate_cost(RunnerStats(), ["openai:gpt-4o"], DEFAULT_PRICES)["cost_note"] == "no token usage reported"
     unknown = estimate_cost(stats, ["openai:unknown-model"], DEFAULT_PRICES)
     assert unknown["estimated_cost_usd"] is None and "no price for openai:unknown-model" in unknown["cost_note"]
     several = estimate_cost(stats, ["openai:gpt-4o", "openai:gpt-4o-mini"], DEFAULT_PRICES)
     assert several["estimated_cost_usd"] is None and "2 judge models" in several["cost_note"]
+
+
+def test_the_accounting_prices_the_live_judge_of_the_suites() -> None:
+    suite = SuiteInfo(name="s", path="s.yaml", live_judge=True, judge=JudgeInfo(label="openai:gpt-4o-mini", seed=7))
+    stats = RunnerStats(provider_calls=3, input_tokens=1_000_000, output_tokens=0)
+    document = build_document(RunInputs(suites=[suite], stats=stats))
+    assert document.accounting is not None and document.accounting.provider_calls == 3
+    assert document.accounting.estimated_cost_usd == pytest.approx(0.15)
+    assert document.run.judge_models == ["openai:gpt-4o-mini"] and document.run.judge_seeds == [7]
 
 
 # -- metadata and secrets -----------------------------------------------------------------------
@@ -278,17 +378,28 @@ def test_secrets_are_found_and_redacted_everywhere() -> None:
     assert set(secrets) == {"sk-secret-123456", "tok-abcdefgh", "custom-key-value"}
     cleaned = redact_value({"a": ["x sk-secret-123456 y"], "tok-abcdefgh": 1, "n": 3}, secrets)
     assert cleaned == {"a": ["x *** y"], "***": 1, "n": 3}
-    document = build_document(
-        RunInputs(records=[case("a", "hi", 1, justification="key sk-secret-123456")], secrets=secrets)
+    leaky = case(
+        "a",
+        "hi",
+        1,
+        suite="suite-tok-abcdefgh",
+        justification="key sk-secret-123456",
+        detail={"custom-key-value": ["sk-secret-123456"]},
     )
-    assert "sk-secret-123456" not in dumps(document)
+    run = RunInfo(judge_headlines=["judge http://x/v1: 401 for key sk-secret-123456"], pytest_args=["tok-abcdefgh"])
+    document = build_document(RunInputs(records=[leaky], run=run, secrets=secrets))
+    text = dumps(document)
+    assert not [s for s in secrets if s in text]
+    assert document.run.judge_headlines == ["judge http://x/v1: 401 for key ***"]
+    assert document.cases[0].detail == {"***": ["***"]} and document.summary[0].suite == "suite-***"
+    assert leaky.justification == "key sk-secret-123456", "the collector's record is not changed"
 
 
 def test_urls_with_credentials_are_redacted_in_the_document_without_known_secrets() -> None:
     document = build_document(
         RunInputs(
             records=[case("a", "hi", 1, justification="see https://bob:hunter22@proxy.example/v1?api_key=k-123")],
-            run={"pytest_args": ["--llmjudge-base-url=http://user:pass@127.0.0.1:9/v1"]},
+            run=RunInfo(pytest_args=["--llmjudge-base-url=http://user:pass@127.0.0.1:9/v1"]),
         )
     )
     text = dumps(document)
@@ -298,23 +409,37 @@ def test_urls_with_credentials_are_redacted_in_the_document_without_known_secret
 
 
 def test_paths_under_the_rootdir_become_relative() -> None:
-    record = case("a", "hi", 2, suite_path="/repo/suites/x.yaml", other_path="/elsewhere/y.yaml")
-    (found,) = build_document(RunInputs(records=[record], root="/repo"))["cases"]
-    assert found["suite_path"] == "suites/x.yaml" and found["other_path"] == "/elsewhere/y.yaml"
+    records = [case("a", "hi", 2, suite_path="/repo/suites/x.yaml"), gate("j", "cal.yaml::g")]
+    document = build_document(RunInputs(records=records, root="/repo"))
+    assert document.cases[0].suite_path == "suites/x.yaml"
+    assert document.gates[0].calibration_path == "/elsewhere/metal.yaml", "outside the rootdir: kept"
 
 
-def test_schema_lists_the_document_fields(synthetic_document: dict[str, Any]) -> None:
-    """Without jsonschema installed, at least the schema's field lists must match the document."""
-    from pathlib import Path
+def test_an_empty_run_is_a_valid_document() -> None:
+    document = build_document(RunInputs())
+    assert document.summary == [] and document.totals.items == 0 and document.accounting is None
+    assert ReportDocument.model_validate_json(dumps(document)) == document
 
-    schema = json.loads((Path(__file__).resolve().parents[2] / "docs" / "report.schema.json").read_text("utf-8"))
-    assert set(schema["required"]) == set(synthetic_document) == set(schema["properties"])
+
+# -- the JSON schema ----------------------------------------------------------------------------
+
+
+def test_the_checked_in_schema_is_the_generated_one() -> None:
+    """Regenerate with ``python -m pytest_llmjudge.report.document`` when this fails."""
+    assert SCHEMA.read_text(encoding="utf-8") == schema_text()
+    schema = json_schema()
     assert schema["properties"]["format_version"]["const"] == FORMAT_VERSION
-    definitions = schema["$defs"]
-    for row in synthetic_document["summary"]:
-        assert set(definitions["summaryRow"]["required"]) <= set(row)
-    assert set(definitions["run"]["required"]) <= set(synthetic_document["run"])
-    assert set(definitions["accounting"]["required"]) <= set(synthetic_document["accounting"])
-    for section, definition in (("cases", "caseRecord"), ("aggregates", "aggregateRecord"), ("gates", "gateRecord")):
-        for record in synthetic_document[section]:
-            assert set(definitions[definition]["required"]) <= set(record), section
+    assert "ignore fields" in schema["description"]
+
+
+def test_a_real_runs_json_report_validates_against_the_schema_and_parses_back(real_run: Any) -> None:
+    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    wire = json.loads(real_run.json_text)
+    errors = [
+        f"{list(e.absolute_path)}: {e.message}" for e in jsonschema.Draft202012Validator(schema).iter_errors(wire)
+    ]
+    assert not errors, errors[:5]
+    assert dumps(real_run.document) == real_run.json_text, "the file is the document's wire form"
+    newer = {**wire, "added_later": {"x": 1}}
+    assert not list(jsonschema.Draft202012Validator(schema).iter_errors(newer)), "readers ignore unknown fields"

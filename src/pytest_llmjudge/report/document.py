@@ -222,20 +222,33 @@ class ReportDocument(Record):
 
 
 SCHEMA_ID = "urn:pytest-llmjudge:report.schema.json"
+SCHEMA_DESCRIPTION = (
+    "The JSON report of a pytest-llmjudge run (--llmjudge-report=json:PATH), generated from "
+    "pytest_llmjudge.report.document.ReportDocument by `python -m pytest_llmjudge.report.document`. "
+    "The terminal summary and the HTML report render the same document. Readers must ignore fields "
+    "they do not know: new optional fields can appear within a format_version; a new required field "
+    "or a changed meaning raises format_version. Numbers are finite or null."
+)
 
 
 def json_schema() -> dict[str, Any]:
     """The JSON schema of the report (draft 2020-12), generated from :class:`ReportDocument`."""
     schema = ReportDocument.model_json_schema(mode="serialization")
+    # The models forbid unknown fields (a typo in the plugin fails loudly); the schema does
+    # not, since a reader must accept a report with fields added after it was written.
+    for definition in [schema, *schema.get("$defs", {}).values()]:
+        definition.pop("additionalProperties", None)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SCHEMA_ID,
+        **{key: value for key, value in schema.items() if key not in ("title", "description")},
         "title": f"pytest-llmjudge report, format version {FORMAT_VERSION}",
-        **{key: value for key, value in schema.items() if key != "title"},
+        "description": SCHEMA_DESCRIPTION,
     }
 
 
 def schema_text() -> str:
+    """The schema as ``docs/report.schema.json`` holds it (sorted keys, two-space indentation)."""
     return json.dumps(json_schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 

@@ -1,8 +1,9 @@
 """``--llmjudge-report=json:PATH``: the report document as one JSON file, stable to diff.
 
-The document is built by :func:`pytest_llmjudge.report.model.build_document`; its format
-(``"format": "pytest-llmjudge-report"``, ``"format_version"``) is described field by field
-in ``docs/report.schema.json`` and ``docs/reports.md``. Written with sorted keys, two-space
+The document is built by :func:`pytest_llmjudge.report.model.build_document` and written
+in its wire form (:meth:`~pytest_llmjudge.report.document.ReportDocument.to_wire`); its
+format (``"format": "pytest-llmjudge-report"``, ``"format_version"``) is described field by
+field in ``docs/report.schema.json`` (generated from ``report/document.py``) and ``docs/reports.md``. Written with sorted keys, two-space
 indentation, UTF-8 (non-ASCII text as is, not ``\\u`` escapes) and a final newline, so
 two runs' files diff line by line. Control characters are always ``\\u`` escapes: JSON
 escapes C0 itself, and DEL and C1 (``\\u009b``, a one-byte terminal escape) are escaped
@@ -15,19 +16,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from pytest_llmjudge.atomic import write_atomic
+from pytest_llmjudge.report.document import ReportDocument
 
 _RAW_CONTROL = re.compile("[\x7f-\x9f]")
 
 
-def dumps(document: Mapping[str, Any]) -> str:
-    text = json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+def dumps(document: ReportDocument) -> str:
+    """The document as the JSON report's text."""
+    text = json.dumps(document.to_wire(), sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     return _RAW_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def write_json(document: Mapping[str, Any], path: Path) -> None:
+def write_json(document: ReportDocument, path: Path) -> None:
     write_atomic(path, dumps(document), fsync=False, private=False)  # rewritten by the next run; shared

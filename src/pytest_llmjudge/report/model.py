@@ -1,23 +1,29 @@
-"""The report document: one plain, JSON-ready dict that every report renderer reads.
+"""The report document: what a run found, as one typed :class:`ReportDocument` every report renders.
 
-:func:`build_document` turns what a run produced into the versioned document described in
-``docs/report.schema.json`` (``format_version`` :data:`FORMAT_VERSION`); the terminal
-summary, ``--llmjudge-report=json:PATH`` and ``--llmjudge-report=html:PATH`` all render
-that same dict, so they never disagree. Its inputs:
+:func:`build_document` turns what a run produced into the versioned document of
+``report/document.py`` (``format_version`` :data:`FORMAT_VERSION`, schema generated into
+``docs/report.schema.json``); the terminal summary, ``--llmjudge-report=json:PATH`` and
+``--llmjudge-report=html:PATH`` all render that same document, so they never disagree. Its
+inputs (:class:`RunInputs`), all typed:
 
-* the structured item records (``report.llmjudge`` plus ``nodeid`` and ``outcome``), of
-  the kinds ``case`` and ``aggregate`` (``nodes.py``), ``gate``, ``regression`` and
-  ``ranking``; records of any other kind are kept whole under ``other``;
+* the item records (``records.py``) with ``nodeid`` and ``outcome`` set by the results
+  collector; each goes to the section of its type (:class:`CaseRecord` to ``cases``,
+  :class:`AggregateRecord` to ``aggregates``, :class:`GateRecord` to ``gates``,
+  :class:`RegressionRecord` to ``regressions``, :class:`LeaderboardRecord` to ``rankings``,
+  the rest to ``other``); expected failures arrive with the outcome ``xfailed`` (or
+  ``xpassed``) rather than pytest's ``skipped`` (``passed``);
 * the suite items that ended without a record (skipped for want of a judge, invalid
-  suites, setup errors), with their reason; expected failures arrive with the outcome
-  ``xfailed`` (or ``xpassed``) rather than pytest's ``skipped`` (``passed``);
-* what collection knew of each suite (judge, rubric versions), the judge-call accounting
-  (:class:`~pytest_llmjudge.execution.runner.RunnerStats` as a dict), prices, run metadata.
+  suites, setup errors), with their reason (:class:`NotRun`);
+* what collection knew of each suite (:class:`SuiteInfo`), the judge-call accounting
+  (:class:`~pytest_llmjudge.execution.runner.RunnerStats`), prices, and the run
+  (:class:`RunInfo`, with the judge endpoints' failure headlines).
 
 Every case record keeps the judged text (``input``, ``output``, ``reference``); with a
 baseline, a case record also gets ``baseline: {score, output}`` from the regression records
-of its suite and metric (their per-case ``cases`` pairs), each output kept once. Summary
-rows carry the metric's ``scale`` (:func:`metric_scale`) for the charts.
+of its suite and metric (their per-case ``cases`` pairs, whose ``baseline_output`` is then
+dropped), each output kept once. An aggregate's per-case scores (``case_scores``) are kept
+once, on its ``all`` item. Summary rows carry the metric's ``scale`` (:func:`metric_scale`)
+for the charts. Fields named ``*_path`` under pytest's rootdir are made relative to it.
 
 Ordering is stable (records sorted by their identifying fields, never by arrival, which
 differs under xdist), so two runs' documents diff cleanly; only ``run.timestamp`` and
@@ -31,11 +37,12 @@ items use) are over the scored numeric cases.
 Degenerate cases: no records gives an empty but valid document; categorical scores (a
 detected language) have no mean, the row shows the case pass rate instead; a metric only
 aggregated (no per-case threshold) takes n, mean and interval from its aggregate row; a
-record missing a field shows ``null``; no usage or an unpriced model gives no cost
+record without an outcome counts as failed; no usage or an unpriced model gives no cost
 (``estimated_cost_usd: null`` with the reason in ``cost_note``); several judge models in
 one run give no cost either (the accounting sums tokens over models). Secrets (API keys
 from the environment, keys the runner sent, base-URL passwords) and credentials in any URL
-are replaced by ``***`` everywhere in the document (:func:`~pytest_llmjudge.redaction.redact_value`).
+are replaced by ``***`` in every string of the document, keys included
+(:func:`~pytest_llmjudge.redaction.redact_value` over its wire form).
 """
 
 from __future__ import annotations
@@ -46,33 +53,52 @@ import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
+from pytest_llmjudge.execution.runner import RunnerStats
+from pytest_llmjudge.formatting import format_number, format_value, number
+from pytest_llmjudge.records import (
+    AggregateRecord,
+    BaselineCase,
+    CaseRecord,
+    ConsistencyRecord,
+    GateRecord,
+    ItemRecord,
+    LeaderboardRecord,
+    PairedCase,
+    RankingCheckRecord,
+    RegressionRecord,
+    SensitivityRecord,
+    SurrogateRecord,
+    Threshold,
+    UncalibratedRecord,
+)
 from pytest_llmjudge.redaction import redact_value
+from pytest_llmjudge.report.document import (
+    Accounting,
+    AggregateBrief,
+    GateBrief,
+    NotRun,
+    ReportDocument,
+    RubricUse,
+    RunInfo,
+    SuiteInfo,
+    SummaryRow,
+    Totals,
+)
 
-FORMAT_NAME = "pytest-llmjudge-report"
-FORMAT_VERSION = 1
 ALL = "all"
-KNOWN_KINDS = ("case", "aggregate", "gate", "regression", "ranking")
 PASSING = ("passed", "xpassed")
 NOT_DECIDED = ("skipped", "xfailed")
 """Item outcomes: pytest's, with expected failures told apart (``xfailed``, ``xpassed``)."""
 
 
-def is_failure(outcome: Any) -> bool:
-    """True for ``failed``, ``error`` and anything unknown; False for passes, skips, xfails."""
+def is_failure(outcome: str | None) -> bool:
+    """True for ``failed``, ``error`` and a missing outcome; False for passes, skips, xfails."""
     return outcome not in PASSING and outcome not in NOT_DECIDED
 
-
-SECTION_OF_KIND = {
-    "case": "cases",
-    "aggregate": "aggregates",
-    "gate": "gates",
-    "regression": "regressions",
-    "ranking": "rankings",
-}
 
 # USD per 1M tokens (input, output): providers' list prices when this table was written
 # (2025). Not kept current; override or extend with the ini option ``llmjudge_prices``.
@@ -148,101 +174,24 @@ REFERENCE_SCALES: dict[str, tuple[float, float]] = {
 }
 
 
-def metric_scale(metric: str, suite: Mapping[str, Any] | None) -> tuple[float, float] | None:
+def metric_scale(metric: str, suite: SuiteInfo | None) -> tuple[float, float] | None:
     """The range a metric's scores lie in: the suite's rubric scale, a built-in reference
     metric's range (``lrm2qas_*`` components share ``lrm2qas``'s), or None when unknown."""
-    scale = ((suite or {}).get("scales") or {}).get(metric)
-    if isinstance(scale, (list, tuple)) and len(scale) == 2 and all(number(v) is not None for v in scale):
+    scale = None if suite is None else suite.scales.get(metric)
+    if scale is not None and len(scale) == 2 and all(number(v) is not None for v in scale):
         return float(scale[0]), float(scale[1])
     return REFERENCE_SCALES.get(metric) or REFERENCE_SCALES.get(
         metric.split("_", 1)[0] if metric.startswith("lrm2qas_") else ""
     )
 
 
-# -- small readers tolerant of missing or odd fields ---------------------------------------
-
-
-def number(value: Any) -> float | None:
-    """``value`` as a finite float, or None (bools, text, NaN and missing are not numbers)."""
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        result = float(value)
-        return result if math.isfinite(result) else None
-    return None
-
-
-def interval(record: Mapping[str, Any], prefix: str = "ci") -> tuple[float | None, float | None]:
-    """A confidence interval stored as ``ci_low``/``ci_high``, ``ci: [lo, hi]`` or ``ci: {low, high}``."""
-    low, high = record.get(f"{prefix}_low"), record.get(f"{prefix}_high")
-    if low is None and high is None:
-        packed = record.get(prefix)
-        if isinstance(packed, (list, tuple)) and len(packed) == 2:
-            low, high = packed
-        elif isinstance(packed, Mapping):
-            low, high = packed.get("low"), packed.get("high")
-    return number(low), number(high)
-
-
-def threshold_text(threshold: Any) -> str:
-    """``{op, value}`` (or a number, or text) as ``>= 1.5``."""
-    if isinstance(threshold, Mapping):
-        op, value = threshold.get("op", ""), threshold.get("value")
-        shown = format_number(value) if number(value) is not None else repr(value) if isinstance(value, str) else "-"
-        return f"{op} {shown}".strip()
-    if number(threshold) is not None:
-        return f">= {format_number(threshold)}"
-    return "" if threshold is None else str(threshold)
-
-
-def record_group(record: Mapping[str, Any]) -> str:
-    """The suite a record belongs to; gate records name their calibration set instead."""
-    return _text(record.get("suite") or record.get("calibration"))
-
-
-def skew_value(record: Mapping[str, Any]) -> float | None:
-    """A gate's skew (judge mean minus human mean), stored as a number or ``{"skew": x, ...}``."""
-    skew = record.get("skew")
-    if isinstance(skew, Mapping):
-        skew = skew.get("skew")
-    return number(skew)
-
-
-def gate_threshold(record: Mapping[str, Any]) -> float | None:
-    threshold = record.get("threshold")
-    if isinstance(threshold, Mapping):
-        threshold = threshold.get("value")
-    return number(threshold)
-
-
-def regression_status(record: Mapping[str, Any]) -> str:
-    """``fail``, ``warn``, ``improved`` or ``pass`` for a regression record."""
-    gate = _text(record.get("gate")).lower()
-    verdict = _text(record.get("verdict")).lower()
-    if gate in ("fail", "error") or record.get("passed") is False or record.get("outcome") == "failed":
-        return "fail"
-    if gate == "warn":
-        return "warn"
-    if "regress" in verdict:
-        return "fail"
-    if "improv" in verdict:
-        return "improved"
-    return "pass"
-
-
-def format_number(value: Any, digits: int = 2) -> str:
-    x = number(value)
-    if x is None:
-        return "-"
-    if x.is_integer() and abs(x) < 1e6:
-        return str(int(x))
-    if abs(x) >= 1000:
-        return f"{x:.4g}"
-    return f"{x:.{digits}f}"
-
-
-def _text(value: Any) -> str:
-    return "" if value is None else str(value)
+def threshold_text(threshold: Threshold | None) -> str:
+    """``>= 1.5``, ``== 'hi'`` (a category); empty without a threshold."""
+    if threshold is None:
+        return ""
+    value = threshold.value
+    shown = format_value(value) if isinstance(value, str) else format_number(value)
+    return f"{threshold.op} {shown}".strip()
 
 
 # -- summary rows --------------------------------------------------------------------------
@@ -250,16 +199,16 @@ def _text(value: Any) -> str:
 
 @dataclass
 class _Group:
-    scores: dict[str, Any] = field(default_factory=dict)
+    scores: dict[str, float | str | None] = field(default_factory=dict)
     """case id -> score (first seen; a case under two thresholds is one case)."""
     unscored: set[str] = field(default_factory=set)
-    thresholds: list[dict[str, Any]] = field(default_factory=list)
+    thresholds: list[Threshold] = field(default_factory=list)
     items_passed: int = 0
     items_failed: int = 0
     items_skipped: int = 0
     judged: set[str] = field(default_factory=set)
     cached: set[str] = field(default_factory=set)
-    aggregates: list[dict[str, Any]] = field(default_factory=list)
+    aggregates: list[AggregateBrief] = field(default_factory=list)
 
 
 def _mean_ci(values: Sequence[float]) -> tuple[float | None, float | None, float | None]:
@@ -274,29 +223,63 @@ def _mean_ci(values: Sequence[float]) -> tuple[float | None, float | None, float
     return statistics.fmean(values), low, high
 
 
-def _aggregate_row(record: Mapping[str, Any]) -> dict[str, Any] | None:
-    language = record.get("language")
-    for row in record.get("rows") or ():
-        if isinstance(row, Mapping) and row.get("language") == language:
-            return dict(row)
-    return None
-
-
 def _stat_of(label: str) -> str:
     return label.split("(", 1)[0] if "(" in label else label
 
 
+def _aggregate_brief(record: AggregateRecord) -> AggregateBrief:
+    row = record.row()
+    # The item's verdict as pytest saw it (an expected failure is not a pass); before the
+    # collector set an outcome, the item's own.
+    passed = record.outcome in PASSING if record.outcome is not None else record.passed
+    return AggregateBrief(
+        label=record.aggregate,
+        stat=_stat_of(record.aggregate),
+        value=None if row is None else row.value,
+        ci_low=None if row is None else row.ci_low,
+        ci_high=None if row is None else row.ci_high,
+        n_scored=None if row is None else row.n_scored,
+        n_unscored=None if row is None else row.n_unscored,
+        threshold=None if row is None else row.threshold,
+        passed=passed,
+        problem=None if row is None else row.problem,
+        nodeid=record.nodeid,
+    )
+
+
+def _gate_brief(gate: GateRecord) -> GateBrief:
+    return GateBrief(
+        f1=gate.f1,
+        ci_low=gate.ci.low,
+        ci_high=gate.ci.high,
+        ceiling=gate.ceiling,
+        threshold=gate.threshold,
+        passed=gate.passed,
+        source=gate.suite,
+        nodeid=gate.nodeid,
+    )
+
+
+def _count_outcome(group: _Group, outcome: str | None) -> None:
+    if outcome in PASSING:
+        group.items_passed += 1
+    elif outcome in NOT_DECIDED:
+        group.items_skipped += 1
+    else:
+        group.items_failed += 1
+
+
 def build_summary(
-    cases: Sequence[Mapping[str, Any]],
-    aggregates: Sequence[Mapping[str, Any]],
-    gates: Sequence[Mapping[str, Any]],
-    blocked: Sequence[Mapping[str, Any]] = (),
+    cases: Sequence[CaseRecord],
+    aggregates: Sequence[AggregateRecord],
+    gates: Sequence[GateRecord],
+    blocked: Sequence[UncalibratedRecord] = (),
     judges_of: Mapping[str, Iterable[str]] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[SummaryRow]:
     """Rows per suite x metric x language (``all`` last), sorted.
 
-    ``blocked``: suite items stopped before scoring with a record saying why (kind
-    ``uncalibrated``); they count as failed or skipped items of their row, without a score.
+    ``blocked``: suite items stopped before scoring because their judge is not calibrated;
+    they count as failed or skipped items of their row, without a score.
 
     A row shows the agreement gate of its metric and language run for the same suite, or
     else for a judge the suite's scores came from (``judges_of``: suite -> judge labels,
@@ -304,141 +287,115 @@ def build_summary(
     """
     judges: dict[str, set[str]] = {name: set(labels) for name, labels in (judges_of or {}).items()}
     for record in cases:
-        if record.get("judge"):
-            judges.setdefault(_text(record.get("suite")), set()).add(_text(record.get("judge")))
+        if record.judge:
+            judges.setdefault(record.suite, set()).add(record.judge)
     groups: dict[tuple[str, str, str], _Group] = defaultdict(_Group)
     languages_of: dict[str, set[str]] = defaultdict(set)
-    for record in blocked:
-        suite, metric, language = _text(record.get("suite")), _text(record.get("metric")), _text(record.get("language"))
-        if not (suite and metric and language):
-            continue
+    for blocked_record in blocked:
+        suite, metric, language = blocked_record.suite, blocked_record.metric, blocked_record.language
         for key in ((suite, metric, language), (suite, metric, ALL)) if language != ALL else ((suite, metric, ALL),):
-            if record.get("outcome") in NOT_DECIDED:
+            if blocked_record.outcome in NOT_DECIDED:
                 groups[key].items_skipped += 1
             else:
                 groups[key].items_failed += 1
     for record in cases:
-        suite, metric, language = _text(record.get("suite")), _text(record.get("metric")), _text(record.get("language"))
-        case_id = _text(record.get("case")) or _text(record.get("nodeid"))
+        suite, metric, language = record.suite, record.metric, record.language
+        case_id = record.case or record.nodeid or ""
         languages_of[suite].add(language)
         for key in ((suite, metric, language), (suite, metric, ALL)):
             group = groups[key]
             if case_id not in group.scores:
-                group.scores[case_id] = record.get("score")
-                if record.get("unscored_reason") is not None or record.get("score") is None:
+                group.scores[case_id] = record.score
+                if record.unscored_reason is not None or record.score is None:
                     group.unscored.add(case_id)
-                if record.get("source") == "judge":
+                if record.source == "judge":
                     group.judged.add(case_id)
-                    if record.get("cached") is True:
+                    if record.cached is True:
                         group.cached.add(case_id)
-            threshold = record.get("threshold")
-            if isinstance(threshold, Mapping) and dict(threshold) not in group.thresholds:
-                group.thresholds.append(dict(threshold))
-            outcome = record.get("outcome")
-            if outcome in PASSING:
-                group.items_passed += 1
-            elif outcome in NOT_DECIDED:
-                group.items_skipped += 1
-            else:
-                group.items_failed += 1
-    for record in aggregates:
-        row = _aggregate_row(record)
-        suite, metric = _text(record.get("suite")), _text(record.get("metric"))
-        language = _text(record.get("language"))
-        if language != ALL:
-            languages_of[suite].add(language)
-        label = _text(record.get("aggregate"))
-        passed = record.get("outcome") in PASSING if "outcome" in record else bool(record.get("passed"))
-        groups[(suite, metric, language)].aggregates.append(
-            {
-                "label": label,
-                "stat": _stat_of(label),
-                "value": None if row is None else row.get("value"),
-                "ci_low": None if row is None else row.get("ci_low"),
-                "ci_high": None if row is None else row.get("ci_high"),
-                "n_scored": None if row is None else row.get("n_scored"),
-                "n_unscored": None if row is None else row.get("n_unscored"),
-                "threshold": None if row is None else row.get("threshold"),
-                "passed": passed,
-                "problem": None if row is None else row.get("problem"),
-                "nodeid": record.get("nodeid"),
-            }
-        )
-    gate_index: dict[tuple[str, str, str], Mapping[str, Any]] = {}
-    by_judge: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+            if record.threshold not in group.thresholds:
+                group.thresholds.append(record.threshold)
+            _count_outcome(group, record.outcome)
+    for aggregate_record in aggregates:
+        if aggregate_record.language != ALL:
+            languages_of[aggregate_record.suite].add(aggregate_record.language)
+        key = (aggregate_record.suite, aggregate_record.metric, aggregate_record.language)
+        groups[key].aggregates.append(_aggregate_brief(aggregate_record))
+    gate_index: dict[tuple[str, str, str], GateRecord] = {}
+    by_judge: dict[tuple[str, str, str], GateRecord] = {}
     for gate_record in gates:
-        metric, language = _text(gate_record.get("metric")), _text(gate_record.get("language"))
-        gate_index.setdefault((record_group(gate_record), metric, language), gate_record)
-        if gate_record.get("judge"):
-            by_judge.setdefault((_text(gate_record.get("judge")), metric, language), gate_record)
+        metric, language = gate_record.metric, gate_record.language
+        gate_index.setdefault((gate_record.suite, metric, language), gate_record)
+        if gate_record.judge:
+            by_judge.setdefault((gate_record.judge, metric, language), gate_record)
 
-    rows: list[dict[str, Any]] = []
+    rows: list[SummaryRow] = []
     for (suite, metric, language), group in groups.items():
         if language == ALL and len(languages_of[suite]) < 2 and not group.aggregates:
             continue
         numeric = [
-            float(v) for case_id, v in group.scores.items() if case_id not in group.unscored and number(v) is not None
+            float(v)
+            for case_id, v in group.scores.items()
+            if case_id not in group.unscored and isinstance(v, (int, float))
         ]
         categorical = len(group.scores) - len(group.unscored) - len(numeric) > 0
         mean, ci_low, ci_high = (None, None, None) if categorical else _mean_ci(numeric)
         n, n_unscored = len(group.scores), len(group.unscored)
-        mean_check = next((a for a in group.aggregates if a["stat"] == "mean"), None)
+        mean_check = next((a for a in group.aggregates if a.stat == "mean"), None)
         if not group.scores and group.aggregates:
             first = mean_check or group.aggregates[0]
-            n = int(number(first.get("n_scored")) or 0) + int(number(first.get("n_unscored")) or 0)
-            n_unscored = int(number(first.get("n_unscored")) or 0)
+            n = (first.n_scored or 0) + (first.n_unscored or 0)
+            n_unscored = first.n_unscored or 0
             if mean_check is not None:
-                mean, ci_low, ci_high = (
-                    number(mean_check["value"]),
-                    number(mean_check["ci_low"]),
-                    number(mean_check["ci_high"]),
-                )
+                mean, ci_low, ci_high = mean_check.value, mean_check.ci_low, mean_check.ci_high
         decided = group.items_passed + group.items_failed
         pass_rate = group.items_passed / decided if decided else None
-        rate_check = next((a for a in group.aggregates if a["stat"] == "pass_rate"), None)
+        rate_check = next((a for a in group.aggregates if a.stat == "pass_rate"), None)
         rate_ci: tuple[float | None, float | None] = (None, None)
         if pass_rate is None and rate_check is not None:
-            pass_rate = number(rate_check["value"])
-            rate_ci = (number(rate_check.get("ci_low")), number(rate_check.get("ci_high")))  # Wilson
-        gate: Mapping[str, Any] | None = gate_index.get((suite, metric, language))
+            pass_rate = rate_check.value
+            rate_ci = (rate_check.ci_low, rate_check.ci_high)  # Wilson
+        gate = gate_index.get((suite, metric, language))
         for judge in sorted(judges.get(suite, ())):
             if gate is None:
                 gate = by_judge.get((judge, metric, language))
-        failed_checks = [a for a in group.aggregates if not a["passed"]]
+        failed_checks = [a for a in group.aggregates if not a.passed]
         rows.append(
-            {
-                "suite": suite,
-                "metric": metric,
-                "language": language,
-                "n": n,
-                "n_unscored": n_unscored,
-                "mean": mean,
-                "ci_low": ci_low,
-                "ci_high": ci_high,
-                "pass_rate": pass_rate,
-                "pass_rate_ci_low": rate_ci[0],
-                "pass_rate_ci_high": rate_ci[1],
-                "case_thresholds": group.thresholds,
-                "items_passed": group.items_passed,
-                "items_failed": group.items_failed,
-                "items_skipped": group.items_skipped,
-                "judged": len(group.judged),
-                "cached": len(group.cached),
-                "aggregates": sorted(group.aggregates, key=lambda a: (a["label"], _text(a["nodeid"]))),
-                "gate": None if gate is None else _gate_brief(gate),
-                "passed": group.items_failed == 0 and not failed_checks,
-                "status": _row_status(group, failed_checks),
-            }
+            SummaryRow(
+                suite=suite,
+                metric=metric,
+                language=language,
+                n=n,
+                n_unscored=n_unscored,
+                mean=mean,
+                ci_low=ci_low,
+                ci_high=ci_high,
+                pass_rate=pass_rate,
+                pass_rate_ci_low=rate_ci[0],
+                pass_rate_ci_high=rate_ci[1],
+                case_thresholds=group.thresholds,
+                items_passed=group.items_passed,
+                items_failed=group.items_failed,
+                items_skipped=group.items_skipped,
+                judged=len(group.judged),
+                cached=len(group.cached),
+                aggregates=sorted(group.aggregates, key=lambda a: (a.label, a.nodeid or "")),
+                gate=None if gate is None else _gate_brief(gate),
+                passed=group.items_failed == 0 and not failed_checks,
+                status=_row_status(group, failed_checks),
+            )
         )
-    rows.sort(key=lambda r: (r["suite"], r["metric"], r["language"] == ALL, r["language"]))
+    rows.sort(key=lambda r: (r.suite, r.metric, r.language == ALL, r.language))
     return rows
 
 
-def _row_status(group: _Group, failed_checks: Sequence[Mapping[str, Any]]) -> str:
+RowStatus = Literal["pass", "warn", "fail", "error", "skip", "none"]
+
+
+def _row_status(group: _Group, failed_checks: Sequence[AggregateBrief]) -> RowStatus:
     """``error`` (an aggregate could not be decided), ``fail`` (an aggregate fails, or a metric
     without aggregates has failing cases), ``warn`` (the aggregates hold but some cases fail),
     ``pass``, ``skip`` (only skipped items) or ``none`` (nothing decided)."""
-    if any(check.get("problem") for check in failed_checks):
+    if any(check.problem for check in failed_checks):
         return "error"
     if failed_checks or (group.items_failed and not group.aggregates):
         return "fail"
@@ -449,60 +406,31 @@ def _row_status(group: _Group, failed_checks: Sequence[Mapping[str, Any]]) -> st
     return "skip" if group.items_skipped else "none"
 
 
-def _gate_brief(gate: Mapping[str, Any]) -> dict[str, Any]:
-    low, high = interval(gate)
-    return {
-        "f1": number(gate.get("f1")),
-        "ci_low": low,
-        "ci_high": high,
-        "ceiling": number(gate.get("ceiling")),
-        "threshold": gate_threshold(gate),
-        "passed": gate.get("passed"),
-        "source": record_group(gate),
-        "nodeid": gate.get("nodeid"),
-    }
-
-
 # -- the document --------------------------------------------------------------------------
 
 
 @dataclass
 class RunInputs:
-    """Everything :func:`build_document` needs; plain data (it also comes from xdist workers)."""
+    """Everything :func:`build_document` needs."""
 
-    records: Sequence[Mapping[str, Any]] = ()
-    not_run: Sequence[Mapping[str, Any]] = ()
-    suites: Sequence[Mapping[str, Any]] = ()
-    stats: Mapping[str, int] | None = None
+    records: Sequence[ItemRecord] = ()
+    not_run: Sequence[NotRun] = ()
+    suites: Sequence[SuiteInfo] = ()
+    stats: RunnerStats | None = None
     prices: Mapping[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
-    run: Mapping[str, Any] = field(default_factory=dict)
+    run: RunInfo = field(default_factory=RunInfo)
+    """The run as the plugin knows it; :func:`build_document` adds the judges and rubrics."""
     secrets: Sequence[str] = ()
     root: str | None = None
     """pytest's rootdir: record fields named ``*_path`` under it are made relative to it."""
 
 
-def _sort_key(record: Mapping[str, Any], *names: str) -> tuple[str, ...]:
-    return (*(_text(record.get(name)) for name in names), _text(record.get("nodeid")))
-
-
-_SORT_FIELDS: dict[str, tuple[str, ...]] = {
-    "cases": ("suite", "case", "metric"),
-    "aggregates": ("suite", "aggregate", "language"),
-    "gates": ("suite", "calibration", "metric", "language"),
-    "regressions": ("suite", "metric", "language"),
-    "rankings": ("suite", "metric"),
-    "other": ("kind", "suite", "calibration", "metric", "language"),
-}
-
-
 def estimate_cost(
-    stats: Mapping[str, int] | None, judge_models: Sequence[str], prices: Mapping[str, tuple[float, float]]
+    stats: RunnerStats | None, judge_models: Sequence[str], prices: Mapping[str, tuple[float, float]]
 ) -> dict[str, Any]:
     """``estimated_cost_usd`` (or None), the priced model, the prices used and a note why not."""
     result: dict[str, Any] = {"estimated_cost_usd": None, "cost_model": None, "prices_per_1m": None, "cost_note": None}
-    tokens_in = int((stats or {}).get("input_tokens", 0))
-    tokens_out = int((stats or {}).get("output_tokens", 0))
-    if stats is None or (tokens_in == 0 and tokens_out == 0):
+    if stats is None or (stats.input_tokens == 0 and stats.output_tokens == 0):
         result["cost_note"] = "no token usage reported"
         return result
     models = sorted(set(judge_models))
@@ -516,7 +444,7 @@ def estimate_cost(
         result["cost_note"] = f"no price for {models[0]} (set llmjudge_prices)"
         return result
     name, (price_in, price_out) = found
-    result["estimated_cost_usd"] = round((tokens_in * price_in + tokens_out * price_out) / 1e6, 6)
+    result["estimated_cost_usd"] = round((stats.input_tokens * price_in + stats.output_tokens * price_out) / 1e6, 6)
     result["cost_model"] = name
     result["prices_per_1m"] = {"input": price_in, "output": price_out}
     return result
@@ -544,155 +472,198 @@ def clean_url(url: str | None) -> str | None:
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
-def _json_ready(value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, Mapping):
-        return {str(k): _json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        items = [_json_ready(v) for v in value]
-        return sorted(items, key=str) if isinstance(value, (set, frozenset)) else items
-    return str(value)
-
-
-def _relative_paths(record: dict[str, Any], root: str | None) -> dict[str, Any]:
+def _relative_paths(record: ItemRecord, root: str | None) -> ItemRecord:
     """``record`` with absolute ``*_path`` values under ``root`` made relative (POSIX), so that
     reports of one checkout made in two places diff cleanly."""
     if not root:
         return record
-    prefix = root.rstrip("/\\") + "/"
-    for key, value in record.items():
-        if key.endswith("_path") and isinstance(value, str):
-            posix = value.replace("\\", "/")
-            if posix.startswith(prefix.replace("\\", "/")):
-                record[key] = posix[len(prefix) :]
-    return record
+    prefix = root.replace("\\", "/").rstrip("/") + "/"
+    updates: dict[str, str] = {}
+    for name in type(record).model_fields:
+        if name.endswith("_path"):
+            value = getattr(record, name)
+            if isinstance(value, str) and value.replace("\\", "/").startswith(prefix):
+                updates[name] = value.replace("\\", "/")[len(prefix) :]
+    return record.model_copy(update=updates) if updates else record
 
 
-def _drop_repeated_case_scores(aggregates: list[dict[str, Any]]) -> None:
+def _drop_repeated_case_scores(aggregates: list[AggregateRecord]) -> list[AggregateRecord]:
     """Keep an aggregate's per-case scores (``case_scores``) once, on its ``all`` item.
 
     Each per-language item of an aggregate carries the scores of its language, which the
     ``all`` item of the same aggregate carries too; when that item ran, the copies go.
     """
-    complete = {
-        (r.get("suite"), r.get("aggregate"))
+    complete = {(r.suite, r.aggregate) for r in aggregates if r.language == ALL and r.case_scores is not None}
+    return [
+        r.model_copy(update={"case_scores": None})
+        if r.language != ALL and r.case_scores is not None and (r.suite, r.aggregate) in complete
+        else r
         for r in aggregates
-        if r.get("language") == ALL and isinstance(r.get("case_scores"), list)
-    }
-    for record in aggregates:
-        if record.get("language") != ALL and (record.get("suite"), record.get("aggregate")) in complete:
-            record.pop("case_scores", None)
+    ]
 
 
-def _attach_baselines(cases: list[dict[str, Any]], regressions: list[dict[str, Any]]) -> None:
+def _attach_baselines(
+    cases: list[CaseRecord], regressions: list[RegressionRecord]
+) -> tuple[list[CaseRecord], list[RegressionRecord]]:
     """Give each case record its baseline score and output (``baseline: {score, output}``) from
     the regression records of its suite and metric; the regression records keep the scores
     and drop the output copies, so the document holds each output once."""
-    paired: dict[tuple[str, str, str], dict[str, Any]] = {}
+    paired: dict[tuple[str, str, str], BaselineCase] = {}
+    moved: list[RegressionRecord] = []
     for record in regressions:
-        for entry in record.get("cases") or []:
-            if isinstance(entry, dict):
-                output = entry.pop("baseline_output", None)
-                key = (_text(record.get("suite")), _text(record.get("metric")), _text(entry.get("case")))
-                paired.setdefault(key, {"score": entry.get("baseline"), "output": output})
+        if not any(entry.baseline_output is not None for entry in record.cases):
+            moved.append(record)
+            continue
+        kept: list[PairedCase] = []
+        for entry in record.cases:
+            key = (record.suite, record.metric, entry.case)
+            paired.setdefault(key, BaselineCase(score=entry.baseline, output=entry.baseline_output))
+            kept.append(entry.model_copy(update={"baseline_output": None}))
+        moved.append(record.model_copy(update={"cases": kept}))
     if not paired:
-        return
-    for record in cases:
-        found = paired.get((_text(record.get("suite")), _text(record.get("metric")), _text(record.get("case"))))
-        if found is not None:
-            record["baseline"] = found
+        return cases, moved
+    joined = []
+    for case in cases:
+        found = paired.get((case.suite, case.metric, case.case))
+        joined.append(case if found is None else case.model_copy(update={"baseline": found}))
+    return joined, moved
 
 
-def _suite_judges(suite: Mapping[str, Any]) -> list[str]:
+def _suite_judges(suite: SuiteInfo) -> list[str]:
     """Judge labels a suite's scores come from: its live judge and its recorded judges."""
-    labels = [_text(label) for label in suite.get("recorded_judges") or []]
-    live = (suite.get("judge") or {}).get("label")
-    if suite.get("live_judge") and live:
-        labels.append(_text(live))
+    labels = list(suite.recorded_judges)
+    if suite.live_judge and suite.judge is not None and suite.judge.label:
+        labels.append(suite.judge.label)
     return labels
 
 
-def build_document(inputs: RunInputs) -> dict[str, Any]:
+def _nodeid(record: ItemRecord | NotRun) -> str:
+    return record.nodeid or ""
+
+
+def _other_key(record: ItemRecord) -> tuple[str, ...]:
+    """Kind, then the file's name (suite, calibration set or ranking), metric, language, node id."""
+    if isinstance(record, UncalibratedRecord):
+        return (record.kind, record.suite, record.metric, record.language, _nodeid(record))
+    if isinstance(record, (ConsistencyRecord, SensitivityRecord)):
+        return (record.kind, record.calibration, record.metric, record.language, _nodeid(record))
+    if isinstance(record, (SurrogateRecord, RankingCheckRecord)):
+        return (record.kind, record.ranking, record.source or "", record.language, _nodeid(record))
+    return (record.kind, _nodeid(record))
+
+
+def build_document(inputs: RunInputs) -> ReportDocument:
     """The report document (see the module docstring and ``docs/report.schema.json``)."""
-    sections: dict[str, list[dict[str, Any]]] = {name: [] for name in (*SECTION_OF_KIND.values(), "other")}
-    for record in inputs.records:
-        kind = _text(record.get("kind"))
-        sections[SECTION_OF_KIND.get(kind, "other")].append(_relative_paths(_json_ready(dict(record)), inputs.root))
-    _drop_repeated_case_scores(sections["aggregates"])
-    _attach_baselines(sections["cases"], sections["regressions"])
-    for name, items in sections.items():
-        fields = _SORT_FIELDS[name]
-        items.sort(key=lambda r, f=fields: _sort_key(r, *f))  # type: ignore[misc]
-    not_run = sorted((_json_ready(dict(r)) for r in inputs.not_run), key=lambda r: _text(r.get("nodeid")))
+    cases: list[CaseRecord] = []
+    aggregates: list[AggregateRecord] = []
+    gates: list[GateRecord] = []
+    regressions: list[RegressionRecord] = []
+    rankings: list[LeaderboardRecord] = []
+    other: list[ItemRecord] = []
+    for raw in inputs.records:
+        record = _relative_paths(raw, inputs.root)
+        if isinstance(record, CaseRecord):
+            cases.append(record)
+        elif isinstance(record, AggregateRecord):
+            aggregates.append(record)
+        elif isinstance(record, GateRecord):
+            gates.append(record)
+        elif isinstance(record, RegressionRecord):
+            regressions.append(record)
+        elif isinstance(record, LeaderboardRecord):
+            rankings.append(record)
+        else:
+            other.append(record)
+    aggregates = _drop_repeated_case_scores(aggregates)
+    cases, regressions = _attach_baselines(cases, regressions)
+    cases.sort(key=lambda r: (r.suite, r.case, r.metric, _nodeid(r)))
+    aggregates.sort(key=lambda r: (r.suite, r.aggregate, r.language, _nodeid(r)))
+    gates.sort(key=lambda r: (r.suite, r.calibration, r.metric, r.language, _nodeid(r)))
+    regressions.sort(key=lambda r: (r.suite, r.metric, r.language, _nodeid(r)))
+    rankings.sort(key=lambda r: (r.suite, r.metric, _nodeid(r)))
+    other.sort(key=_other_key)
+    not_run = sorted(inputs.not_run, key=_nodeid)
+    suites = sorted(inputs.suites, key=lambda s: (s.name, s.path))
 
-    suites = sorted(
-        (_json_ready(dict(s)) for s in inputs.suites), key=lambda s: (_text(s.get("name")), _text(s.get("path")))
-    )
-    rubric_pairs = [
-        (name, _text(version)) for suite in suites for name, version in sorted((suite.get("rubrics") or {}).items())
-    ]
+    rubric_pairs = [(name, version) for suite in suites for name, version in sorted(suite.rubrics.items())]
     live_models = sorted(
-        {
-            _text((suite.get("judge") or {}).get("label"))
-            for suite in suites
-            if suite.get("live_judge") and (suite.get("judge") or {}).get("label")
-        }
+        {suite.judge.label for suite in suites if suite.live_judge and suite.judge is not None and suite.judge.label}
     )
-    judge_labels = sorted({_text(r.get("judge")) for r in sections["cases"] if r.get("judge")})
+    accounting = None
+    if inputs.stats is not None:
+        accounting = Accounting(**asdict(inputs.stats), **estimate_cost(inputs.stats, live_models, inputs.prices))
 
-    stats = None if inputs.stats is None else {k: int(v) for k, v in sorted(inputs.stats.items())}
-    accounting: dict[str, Any] | None = None
-    if stats is not None:
-        accounting = {**stats, **estimate_cost(stats, live_models, inputs.prices)}
+    totals = Totals()
+    outcomes = [r.outcome for r in (*cases, *aggregates, *gates, *regressions, *rankings, *other)]
+    for outcome in [*outcomes, *(r.outcome for r in not_run)]:
+        name = outcome or "failed"
+        setattr(totals, name, getattr(totals, name) + 1)
+    totals.items = len(outcomes) + len(not_run)
+    totals.cases = len(cases)
 
-    outcomes: dict[str, int] = {"passed": 0, "failed": 0, "skipped": 0}
-    for items in sections.values():
-        for record in items:
-            outcome = _text(record.get("outcome")) or "failed"
-            outcomes[outcome] = outcomes.get(outcome, 0) + 1
-    for record in not_run:
-        outcome = _text(record.get("outcome")) or "failed"
-        outcomes[outcome] = outcomes.get(outcome, 0) + 1
-
-    run = _json_ready(dict(inputs.run))
-    run["judge_models"] = live_models
-    run["judge_labels"] = judge_labels
-    run["rubric_hash"] = rubric_hash(rubric_pairs)
-    run["rubrics"] = [
-        {
-            "name": name,
-            "version": version,
-            "suites": sorted({s["name"] for s in suites if (s.get("rubrics") or {}).get(name) == version}),
+    run = inputs.run.model_copy(
+        update={
+            "judge_models": live_models,
+            "judge_labels": sorted({r.judge for r in cases if r.judge}),
+            "rubric_hash": rubric_hash(rubric_pairs),
+            "rubrics": [
+                RubricUse(
+                    name=name,
+                    version=version,
+                    suites=sorted({s.name for s in suites if s.rubrics.get(name) == version}),
+                )
+                for name, version in sorted(set(rubric_pairs))
+            ],
+            "judge_seeds": sorted({s.judge.seed for s in suites if s.judge is not None and s.judge.seed is not None}),
         }
-        for name, version in sorted(set(rubric_pairs))
-    ]
-    run["judge_seeds"] = sorted(
-        {int(seed) for s in suites if isinstance(seed := (s.get("judge") or {}).get("seed"), int)}
     )
 
     summary = build_summary(
-        sections["cases"],
-        sections["aggregates"],
-        sections["gates"],
-        [r for r in sections["other"] if r.get("kind") == "uncalibrated"],
-        {_text(suite.get("name")): _suite_judges(suite) for suite in suites},
+        cases,
+        aggregates,
+        gates,
+        [r for r in other if isinstance(r, UncalibratedRecord)],
+        {suite.name: _suite_judges(suite) for suite in suites},
     )
-    suite_of = {_text(suite.get("name")): suite for suite in suites}
+    suite_of = {suite.name: suite for suite in suites}
     for row in summary:
-        scale = metric_scale(row["metric"], suite_of.get(row["suite"]))
-        row["scale"] = None if scale is None else list(scale)
-    document: dict[str, Any] = {
-        "format": FORMAT_NAME,
-        "format_version": FORMAT_VERSION,
-        "run": run,
-        "accounting": accounting,
-        "totals": {**outcomes, "items": sum(outcomes.values()), "cases": len(sections["cases"])},
-        "suites": suites,
-        "summary": _json_ready(summary),
-        **sections,
-        "not_run": not_run,
-    }
-    return redact_value(document, inputs.secrets)  # type: ignore[no-any-return]
+        scale = metric_scale(row.metric, suite_of.get(row.suite))
+        row.scale = None if scale is None else list(scale)
+    document = ReportDocument(
+        run=run,
+        accounting=accounting,
+        totals=totals,
+        suites=suites,
+        summary=summary,
+        cases=cases,
+        aggregates=aggregates,
+        gates=gates,
+        regressions=regressions,
+        rankings=rankings,
+        other=other,
+        not_run=not_run,
+    )
+    return _redacted(document, inputs.secrets)
+
+
+def _redacted(document: ReportDocument, secrets: Sequence[str]) -> ReportDocument:
+    """``document`` with every string (keys included) redacted, whatever field it sits in.
+
+    Redaction runs over the wire form; only the parts it changed are parsed back (parsing
+    all of a 10,000-case document again would take most of a second, and usually nothing
+    holds a secret).
+    """
+    wire = document.to_wire()
+    clean = redact_value(wire, secrets)
+    updates: dict[str, Any] = {}
+    for name, value in document:
+        if wire[name] == clean[name]:
+            continue
+        if isinstance(value, list):
+            updates[name] = [
+                item if before == after else type(item).model_validate(after)
+                for item, before, after in zip(value, wire[name], clean[name], strict=True)
+            ]
+        else:
+            updates[name] = type(value).model_validate(clean[name])
+    return document.model_copy(update=updates) if updates else document

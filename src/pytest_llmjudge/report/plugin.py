@@ -27,24 +27,24 @@ run exit non-zero (a CI job that asked for a report must not pass without it).
 
 from __future__ import annotations
 
-import os
 import platform
 import time
 from collections.abc import Generator, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_llmjudge.escaping import MULTILINE, ONE_LINE, escape_controls
-from pytest_llmjudge.redaction import redact
+from pytest_llmjudge.escaping import ONE_LINE, escape_controls
+from pytest_llmjudge.report.document import JudgeInfo, NotRun, ReportDocument, RunInfo, SuiteInfo
 from pytest_llmjudge.session.collector import results_key
+from pytest_llmjudge.session.secrets import clean_text, note_judge, run_secrets
 from pytest_llmjudge.session.state import is_enabled, recorder_key, scoreboard_key
 
 if TYPE_CHECKING:
-    from pytest_llmjudge.execution.runner import RunnerStats
+    from pytest_llmjudge.records import ItemRecord
     from pytest_llmjudge.session.collector import ResultsCollector
     from pytest_llmjudge.suite.model import Suite
 
@@ -59,19 +59,14 @@ class ReportState:
     targets: list[tuple[str, Path]]
     prices: dict[str, tuple[float, float]]
     started: float = field(default_factory=time.time)
-    suites: dict[str, dict[str, Any]] = field(default_factory=dict)
-    not_run: dict[str, dict[str, Any]] = field(default_factory=dict)
+    suites: dict[str, SuiteInfo] = field(default_factory=dict)
+    not_run: dict[str, NotRun] = field(default_factory=dict)
     xfail: dict[str, str] = field(default_factory=dict)
     """nodeid -> ``xfailed`` or ``xpassed`` (pytest reports those as skipped or passed)."""
     workers: int = 0
-    document: dict[str, Any] | None = None
+    document: ReportDocument | None = None
     written: list[tuple[str, Path]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    url_secrets: set[str] = field(default_factory=set)
-    """User names and passwords in the judges' base URLs (kept out of everything written)."""
-    env_secrets: dict[tuple[str, ...], list[str]] = field(default_factory=dict)
-    """The environment's credentials by the variable names asked for: read once per run, not
-    per item (reading ``os.environ`` costs about 0.2 ms, which 10,000 items would feel)."""
 
 
 state_key = pytest.StashKey[ReportState]()
@@ -152,7 +147,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state = ReportState(targets=targets, prices=prices)
     config.stash[state_key] = state
     config.stash[recorder_key] = record_properties
-    config.pluginmanager.register(ReportRecorder(state), "llmjudge-report-recorder")
+    config.pluginmanager.register(ReportRecorder(state, config), "llmjudge-report-recorder")
     config.pluginmanager.register(JUnitSystemOut(config), "llmjudge-junit-system-out")
     config.pluginmanager.register(SummaryWriter(config), "llmjudge-summary-writer")
 
@@ -163,7 +158,7 @@ def _terminal_width(terminalreporter: Any) -> int:
     return width if isinstance(width, int) and width > 0 else 100
 
 
-def _suite_info(config: pytest.Config, suite: Suite) -> dict[str, Any]:
+def _suite_info(config: pytest.Config, suite: Suite) -> SuiteInfo:
     from pytest_llmjudge.report.model import clean_url
 
     board = config.stash.get(scoreboard_key, None)
@@ -177,36 +172,36 @@ def _suite_info(config: pytest.Config, suite: Suite) -> dict[str, Any]:
         path = Path(suite.path).resolve().relative_to(Path(config.rootpath).resolve()).as_posix()
     except ValueError:
         path = Path(suite.path).as_posix()
-    return {
-        "name": suite.name,
-        "path": path,
-        "languages": list(suite.languages),
-        "n_cases": len(suite.cases),
-        "live_judge": suite.needs_live_judge,
-        "judge": {
-            "provider": provider,
-            "model": model,
-            "label": f"{provider}:{model}",
-            "base_url": clean_url(base_url),
-            "temperature": judge.temperature,
-            "seed": judge.seed,
-            "mode": judge.mode,
-            "instructions": judge.instructions,
-            "repeats": judge.repeats,
-            "api_key_env": judge.api_key_env,
-        },
-        "metrics": {name: str(kind) for name, kind in sorted(suite.metric_kinds.items())},
-        "rubrics": {name: suite.rubrics[name].version for name in rubric_metrics if name in suite.rubrics},
+    return SuiteInfo(
+        name=suite.name,
+        path=path,
+        languages=list(suite.languages),
+        n_cases=len(suite.cases),
+        live_judge=suite.needs_live_judge,
+        judge=JudgeInfo(
+            provider=provider,
+            model=model,
+            label=f"{provider}:{model}",
+            base_url=clean_url(base_url),
+            temperature=judge.temperature,
+            seed=judge.seed,
+            mode=judge.mode,
+            instructions=judge.instructions,
+            repeats=judge.repeats,
+            api_key_env=judge.api_key_env,
+        ),
+        metrics={name: str(kind) for name, kind in sorted(suite.metric_kinds.items())},
+        rubrics={name: suite.rubrics[name].version for name in rubric_metrics if name in suite.rubrics},
         # Each rubric's score range, so charts keep axes and intervals on the scale.
-        "scales": {
+        scales={
             name: [min(suite.rubrics[name].scale), max(suite.rubrics[name].scale)]
             for name in rubric_metrics
             if name in suite.rubrics and suite.rubrics[name].scale
         },
-        "recorded_judges": sorted(
+        recorded_judges=sorted(
             {str(value.judge) for case in suite.cases for value in case.recorded.values() if value.judge}
         ),
-    }
+    )
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -221,18 +216,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         if isinstance(suite, Suite) and id(suite) not in seen:
             seen.add(id(suite))
             info = _suite_info(session.config, suite)
-            state.suites[f"{info['path']}::{info['name']}"] = info
-            state.url_secrets.update(_base_url_secrets(session.config, suite))
+            state.suites[f"{info.path}::{info.name}"] = info
+            note_judge(session.config, suite.judge.provider, suite.judge.api_key_env, _base_urls(session.config, suite))
 
 
-def _base_url_secrets(config: pytest.Config, suite: Suite) -> list[str]:
-    from pytest_llmjudge.redaction import url_secrets
-
-    found = url_secrets(suite.judge.base_url)
+def _base_urls(config: pytest.Config, suite: Suite) -> list[str | None]:
+    """The suite's judge base URL as written and as the run calls it (overrides applied)."""
     board = config.stash.get(scoreboard_key, None)
-    if board is not None:
-        found += url_secrets(board.judge_settings(suite).base_url)
-    return found
+    return [suite.judge.base_url, None if board is None else board.judge_settings(suite).base_url]
 
 
 def _suite_item(nodeid: str) -> bool:
@@ -253,8 +244,9 @@ def _reason(report: pytest.TestReport) -> str:
 class ReportRecorder:
     """Per-run hooks that need the run's state: items without a record, workers' suite info."""
 
-    def __init__(self, state: ReportState) -> None:
+    def __init__(self, state: ReportState, config: pytest.Config) -> None:
         self.state = state
+        self.config = config
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Remember expected failures, and suite items that end without a structured record."""
@@ -265,61 +257,21 @@ class ReportRecorder:
         if report.outcome == "passed" or report.nodeid in self.state.not_run:
             return
         failed_outside_call = report.when != "call" and report.outcome == "failed"
-        outcome: str = "error" if failed_outside_call else report.outcome
+        outcome: Any = "error" if failed_outside_call else report.outcome
         if hasattr(report, "wasxfail") and report.skipped:
             outcome = "xfailed"
-        self.state.not_run[report.nodeid] = {
-            "nodeid": report.nodeid,
-            "outcome": outcome,
-            "when": report.when,
-            "reason": _reason(report),
-        }
+        self.state.not_run[report.nodeid] = NotRun(
+            nodeid=report.nodeid, outcome=outcome, when=report.when, reason=_reason(report)
+        )
 
     @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown without xdist
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         self.state.workers += 1
-        for info in (getattr(node, "workeroutput", None) or {}).get(_WORKER_KEY) or []:
-            self.state.suites[f"{info.get('path')}::{info.get('name')}"] = info
-
-
-def run_secrets(config: pytest.Config) -> list[str]:
-    """Credentials to keep out of everything written: environment keys, keys sent, base-URL passwords.
-
-    The environment's credential variables (``redaction.secrets_from_environment``, plus
-    each collected suite's ``api_key_env``), the keys the judge runner used, and the user
-    names and passwords in the judges' base URLs (command line, ini, suites), longest first.
-    """
-    from pytest_llmjudge.redaction import MIN_SECRET_LENGTH, secrets_from_environment, url_secrets
-
-    state = config.stash.get(state_key, None)
-    names = set()
-    found: set[str] = set()
-    if state is not None:
-        found.update(state.url_secrets)
-        for info in state.suites.values():
-            judge = info.get("judge") or {}
-            provider = str(judge.get("provider") or "")
-            names.add(f"{provider.upper().replace('-', '_')}_API_KEY")
-            if judge.get("api_key_env"):
-                names.add(str(judge["api_key_env"]))
-    wanted = tuple(sorted(names))
-    if state is None:
-        found.update(secrets_from_environment(os.environ, wanted))
-    else:
-        if wanted not in state.env_secrets:
-            state.env_secrets[wanted] = secrets_from_environment(os.environ, wanted)
-        found.update(state.env_secrets[wanted])
-    board = config.stash.get(scoreboard_key, None)
-    if board is not None:
-        found.update(url_secrets(board.settings.base_url))
-        if board.runner_started:
-            found.update(s for s in board.runner.secrets if s and len(s) >= MIN_SECRET_LENGTH)
-    return sorted(found, key=len, reverse=True)
-
-
-def clean_text(text: str, secrets: Iterable[str], keep: str = MULTILINE) -> str:
-    """``text`` redacted, then with its control characters made visible: safe to write anywhere."""
-    return escape_controls(redact(text, list(secrets)), keep)
+        for wire in (getattr(node, "workeroutput", None) or {}).get(_WORKER_KEY) or []:
+            info = SuiteInfo.model_validate(wire)
+            self.state.suites[f"{info.path}::{info.name}"] = info
+            if info.judge is not None:
+                note_judge(self.config, info.judge.provider or "", info.judge.api_key_env)
 
 
 def junit_properties_enabled(config: pytest.Config) -> bool:
@@ -419,7 +371,16 @@ class JUnitSystemOut:
         xml.node_reporter(report).append(element)
 
 
-def build(config: pytest.Config, exit_status: int | None = None) -> dict[str, Any] | None:
+def _records(collector: ResultsCollector, xfail: dict[str, str]) -> list[ItemRecord]:
+    """The collector's records, with pytest's outcome of an expected failure told apart."""
+    records = []
+    for record in collector.records:
+        outcome = xfail.get(record.nodeid or "")
+        records.append(record if outcome is None else record.model_copy(update={"outcome": outcome}))
+    return records
+
+
+def build(config: pytest.Config, exit_status: int | None = None) -> ReportDocument | None:
     """The run's report document (cached once the session has finished)."""
     state = config.stash.get(state_key, None)
     collector: ResultsCollector | None = config.stash.get(results_key, None)
@@ -428,45 +389,41 @@ def build(config: pytest.Config, exit_status: int | None = None) -> dict[str, An
     if state.document is not None:
         return state.document
     import pytest_llmjudge
-    from pytest_llmjudge.redaction import redact_value
     from pytest_llmjudge.report.model import RunInputs, build_document
 
-    stats: RunnerStats | None = collector.run_stats()
     settings = None
     board = config.stash.get(scoreboard_key, None)
     if board is not None:
         settings = board.settings
     randomly_seed = config.getoption("randomly_seed", None)
-    secrets = run_secrets(config)
-    run = {
-        "timestamp": datetime.fromtimestamp(state.started, timezone.utc).isoformat(timespec="seconds"),
-        "duration_s": round(time.time() - state.started, 2),
-        "plugin_version": pytest_llmjudge.__version__,
-        "pytest_version": pytest.__version__,
-        "python_version": platform.python_version(),
-        "pytest_args": redact_value(list(config.invocation_params.args), secrets),
-        "exit_status": None if exit_status is None else int(exit_status),
-        "xdist_workers": state.workers,
-        "pytest_randomly_seed": randomly_seed if isinstance(randomly_seed, int) else None,
-        "cache_mode": None if settings is None else settings.cache_mode,
-        "overrides": None
+    run = RunInfo(
+        timestamp=datetime.fromtimestamp(state.started, timezone.utc).isoformat(timespec="seconds"),
+        duration_s=round(time.time() - state.started, 2),
+        plugin_version=pytest_llmjudge.__version__,
+        pytest_version=pytest.__version__,
+        python_version=platform.python_version(),
+        pytest_args=[str(arg) for arg in config.invocation_params.args],
+        exit_status=None if exit_status is None else int(exit_status),
+        xdist_workers=state.workers,
+        pytest_randomly_seed=randomly_seed if isinstance(randomly_seed, int) else None,
+        cache_mode=None if settings is None else settings.cache_mode,
+        overrides=None
         if settings is None
         else {"provider": settings.provider, "model": settings.model, "base_url": settings.base_url},
-    }
-    recorded = {record["nodeid"] for record in collector.records}
-    records = [
-        {**record, "outcome": state.xfail[record["nodeid"]]} if record["nodeid"] in state.xfail else record
-        for record in collector.records
-    ]
+        # A dead judge or a rejected key, once for the run (the cases say it in one line each).
+        judge_headlines=collector.judge_headlines(),
+    )
+    records = _records(collector, state.xfail)
+    recorded = {record.nodeid for record in records}
     document = build_document(
         RunInputs(
             records=records,
             not_run=[entry for nodeid, entry in state.not_run.items() if nodeid not in recorded],
             suites=list(state.suites.values()),
-            stats=None if stats is None else asdict(stats),
+            stats=collector.run_stats(),
             prices=state.prices,
             run=run,
-            secrets=secrets,
+            secrets=run_secrets(config),
             root=str(Path(config.rootpath).resolve()),
         )
     )
@@ -483,7 +440,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
-        workeroutput[_WORKER_KEY] = list(state.suites.values())
+        workeroutput[_WORKER_KEY] = [info.to_wire() for info in state.suites.values()]
         return
     if not state.targets:
         return
@@ -532,9 +489,7 @@ class SummaryWriter:
         document = build(config)
         if document is not None:
             quiet = config.get_verbosity() < 0
-            # A dead judge or a rejected key first, once for the run (the cases say it in one line each).
-            headlines = [(redact(line, run_secrets(config)), "red") for line in collector.judge_headlines()]
-            lines = headlines + summary_lines(document, quiet=quiet, width=_terminal_width(terminalreporter))
+            lines = summary_lines(document, quiet=quiet, width=_terminal_width(terminalreporter))
             if lines:
                 terminalreporter.write_sep("=", "llmjudge summary")
                 for text, style in lines:

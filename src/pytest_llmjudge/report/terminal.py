@@ -1,4 +1,4 @@
-"""The end-of-run terminal summary, rendered from the report document (``report/model.py``).
+"""The end-of-run terminal summary, rendered from the typed report document (``report/document.py``).
 
 Layout, at most :data:`WIDTH` (100) columns whatever the data (suite and metric heading
 lines take the terminal's width when it is wider, so they are not cut on a wide terminal)::
@@ -10,18 +10,23 @@ lines take the terminal's width when it is wider, so they are not cut on a wide 
 
 One block per suite, one sub-block per metric (its thresholds on the heading line), one
 row per language, so eight or more languages read down a column instead of across; the
-``F1/human`` column appears only when an agreement gate ran. Then, when a run has them: a
-count of agreement gates with the failing ones, the regression comparisons that warn or
-fail, one line per pairwise ranking, a count of other result kinds, the suite items that
-didn't run grouped by reason, and the judge-call accounting line (with the estimated cost
-when the provider reported usage and the model has a price).
+``F1/human`` column appears only when an agreement gate ran. The judge endpoints' failure
+headlines (``run.judge_headlines``: a dead judge, a rejected key) come first. Then, when a
+run has them: a count of agreement gates and, per calibration set, its gate table, sanity
+checks and the items an uncalibrated judge stopped (``calibration.report.calibration_lines``:
+gates print here only), the regression comparisons that warn or fail, one line per pairwise
+ranking, a count of the other result kinds, the suite items that didn't run grouped by
+reason, and the judge-call accounting line (with the estimated cost when the provider
+reported usage and the model has a price). Everything is read from the typed document by
+attribute.
 
 Degenerate cases: no rows and no accounting give no lines (the caller prints no section);
 a single case has no interval (``-``); a categorical metric shows its pass rate in the
-mean column; a row whose every case is unscored shows ``n/a`` there (never ``0%``); values wider than their column are cut with ``~``; long lists (failing gates,
-regressions) stop after :data:`MAX_DETAIL_LINES` with a count of the rest.
+mean column; a row whose every case is unscored shows ``n/a`` there (never ``0%``); values
+wider than their column are cut with ``~``; the regression list stops after
+:data:`MAX_DETAIL_LINES` with a count of the rest.
 
-``-q`` prints only the accounting line. Lines come with a markup name (``red``,
+``-q`` prints only the headlines and the accounting line. Lines come with a markup name (``red``,
 ``yellow``, ``bold``) that the caller passes to pytest's terminal writer, which drops
 colour when the output is not a terminal (or with ``--color=no`` / ``NO_COLOR``); the text
 itself never holds escape codes.
@@ -31,79 +36,66 @@ from __future__ import annotations
 
 import textwrap
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from pytest_llmjudge.report.model import (
-    ALL,
-    NOT_DECIDED,
-    format_number,
-    gate_threshold,
-    interval,
-    is_failure,
-    number,
-    record_group,
-    regression_status,
-    threshold_text,
-)
+from pytest_llmjudge.formatting import format_fixed, format_number
+from pytest_llmjudge.records import LeaderboardRecord, RegressionRecord, Standing, Threshold
+from pytest_llmjudge.report.document import Accounting, GateBrief, NotRun, ReportDocument, SuiteInfo, SummaryRow
+from pytest_llmjudge.report.model import ALL, NOT_DECIDED, is_failure, threshold_text
 
 WIDTH = 100
 MAX_DETAIL_LINES = 10
 STATUS_TEXT = {"pass": "pass", "warn": "warn", "fail": "FAIL", "error": "ERROR", "skip": "skip", "none": "-"}
 STATUS_STYLE = {"warn": "yellow", "fail": "red", "error": "red"}
 StyledLine = tuple[str, str | None]
+_CALIBRATION_KINDS = ("consistency", "sensitivity", "uncalibrated")
+"""Kinds of the ``other`` section that the calibration lines show one by one."""
 
 
 def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 1, 0)] + "~"
 
 
-def _ci(low: Any, high: Any, n: Any = None) -> str:
+def _ci(low: float | None, high: float | None, n: int | None = None) -> str:
     """``[low, high]``; ``-`` without an interval or for a single case (its interval is the point)."""
-    if number(low) is None or number(high) is None or (isinstance(n, int) and n - 0 < 2):
+    if low is None or high is None or (n is not None and n < 2):
         return "-"
     return f"[{format_number(low)}, {format_number(high)}]"
 
 
-def _row_threshold(row: Mapping[str, Any]) -> str:
-    checks = row.get("aggregates") or []
+def _row_threshold(row: SummaryRow) -> str:
+    checks = row.aggregates
     if checks:
         first = checks[0]
-        text = f"{first.get('stat')} {threshold_text(first.get('threshold'))}"
+        text = f"{first.stat} {threshold_text(first.threshold)}"
         return text + (f" +{len(checks) - 1}" if len(checks) > 1 else "")
-    thresholds = row.get("case_thresholds") or []
+    thresholds = row.case_thresholds
     if not thresholds:
         return "-"
     more = f" +{len(thresholds) - 1}" if len(thresholds) > 1 else ""
     return "each " + threshold_text(thresholds[0]) + more
 
 
-def _row_result(row: Mapping[str, Any]) -> str:
-    return STATUS_TEXT.get(str(row.get("status")), "-")
-
-
-def _agreement(gate: Mapping[str, Any] | None) -> str:
-    if not gate or number(gate.get("f1")) is None:
+def _agreement(gate: GateBrief | None) -> str:
+    if gate is None or gate.f1 is None:
         return ""
-    ceiling = format_number(gate.get("ceiling")) if number(gate.get("ceiling")) is not None else "-"
-    return f"{format_number(gate.get('f1'))}/{ceiling}"
+    return f"{format_number(gate.f1)}/{format_number(gate.ceiling)}"
 
 
-def _suite_lines(
-    suite: Mapping[str, Any] | None, name: str, rows: Sequence[Mapping[str, Any]], width: int = WIDTH
-) -> list[str]:
-    languages = sorted({r["language"] for r in rows if r["language"] != ALL})
-    cases = {r["metric"]: r["n"] for r in rows if r["language"] == ALL}
-    n_cases = max(cases.values()) if cases else max((r["n"] for r in rows), default=0)
+def _suite_lines(suite: SuiteInfo | None, name: str, rows: Sequence[SummaryRow], width: int = WIDTH) -> list[str]:
+    languages = sorted({r.language for r in rows if r.language != ALL})
+    cases = {r.metric: r.n for r in rows if r.language == ALL}
+    n_cases = max(cases.values()) if cases else max((r.n for r in rows), default=0)
     parts = [f"suite {name}: {n_cases} case(s), {len(languages)} language(s)"]
-    judged = sum(r.get("judged", 0) for r in rows if r["language"] != ALL)
-    cached = sum(r.get("cached", 0) for r in rows if r["language"] != ALL)
+    judged = sum(r.judged for r in rows if r.language != ALL)
+    cached = sum(r.cached for r in rows if r.language != ALL)
     if suite is not None:
-        judge = suite.get("judge") or {}
-        if suite.get("live_judge"):
-            parts.append(f"judge {judge.get('label')} ({judged} scores, {cached} cached)")
-        elif suite.get("recorded_judges"):
-            parts.append("recorded: " + ", ".join(suite["recorded_judges"]))
+        if suite.live_judge:
+            parts.append(
+                f"judge {None if suite.judge is None else suite.judge.label} ({judged} scores, {cached} cached)"
+            )
+        elif suite.recorded_judges:
+            parts.append("recorded: " + ", ".join(suite.recorded_judges))
     return [_cut("; ".join(parts), width)]
 
 
@@ -151,54 +143,52 @@ def _header(with_agreement: bool) -> str:
     return _join([title for title, _, _ in COLUMNS], with_agreement)
 
 
-def _table_row(row: Mapping[str, Any], with_agreement: bool) -> str:
-    mean = row.get("mean")
-    interval = _ci(row.get("ci_low"), row.get("ci_high"), int(row["n"]) - int(row["n_unscored"]))
+def _table_row(row: SummaryRow, with_agreement: bool) -> str:
+    interval = _ci(row.ci_low, row.ci_high, row.n - row.n_unscored)
     if every_case_unscored(row):
         shown_mean = "n/a"  # no score at all: a 0% pass rate would read as a measured result
-    elif number(mean) is None and number(row.get("pass_rate")) is not None:
-        shown_mean = f"{row['pass_rate']:.0%}"
-        low, high = number(row.get("pass_rate_ci_low")), number(row.get("pass_rate_ci_high"))
+    elif row.mean is None and row.pass_rate is not None:
+        shown_mean = f"{row.pass_rate:.0%}"
+        low, high = row.pass_rate_ci_low, row.pass_rate_ci_high
         if low is not None and high is not None:  # the pass_rate aggregate's Wilson interval
             interval = f"[{low:.0%}, {high:.0%}]"
     else:
-        shown_mean = format_number(mean)
-    decided = row.get("items_passed", 0) + row.get("items_failed", 0)
-    cases = f"{row.get('items_passed', 0)}/{decided}" if decided else "-"
+        shown_mean = format_number(row.mean)
+    decided = row.items_passed + row.items_failed
+    cases = f"{row.items_passed}/{decided}" if decided else "-"
     cells = [
-        str(row["language"]),
-        str(row["n"]),
-        str(row["n_unscored"]),
+        row.language,
+        str(row.n),
+        str(row.n_unscored),
         shown_mean,
         interval,
         _row_threshold(row),
         cases,
-        _agreement(row.get("gate")),
-        _row_result(row),
+        _agreement(row.gate),
+        STATUS_TEXT.get(row.status, "-"),
     ]
     return _join(cells, with_agreement)
 
 
-def every_case_unscored(row: Mapping[str, Any]) -> bool:
+def every_case_unscored(row: SummaryRow) -> bool:
     """True for a summary row whose cases all ended without a score."""
-    n = number(row.get("n"))
-    return bool(n) and number(row.get("n_unscored")) == n
+    return row.n > 0 and row.n_unscored == row.n
 
 
-def _metric_heading(metric: str, rows: Sequence[Mapping[str, Any]], width: int = WIDTH) -> str:
-    thresholds: list[Mapping[str, Any]] = []
+def _metric_heading(metric: str, rows: Sequence[SummaryRow], width: int = WIDTH) -> str:
+    thresholds: list[Threshold] = []
     overrides: dict[str, list[str]] = defaultdict(list)
     checks: dict[str, str] = {}
     for row in rows:
-        for threshold in row.get("case_thresholds") or []:
+        for threshold in row.case_thresholds:
             if threshold not in thresholds:
                 thresholds.append(threshold)
-        for check in row.get("aggregates") or []:
-            text = threshold_text(check.get("threshold"))
-            if row["language"] == ALL:
-                checks[check["label"]] = text
+        for check in row.aggregates:
+            text = threshold_text(check.threshold)
+            if row.language == ALL:
+                checks[check.label] = text
             else:
-                overrides[check["label"]].append(f"{row['language']} {text}")
+                overrides[check.label].append(f"{row.language} {text}")
     parts = _case_threshold_parts(thresholds)
     for label in sorted(set(checks) | set(overrides)):
         default = checks.get(label)
@@ -210,114 +200,80 @@ def _metric_heading(metric: str, rows: Sequence[Mapping[str, Any]], width: int =
     return _cut(f"  {metric}: " + "; ".join(parts), width)
 
 
-def _case_threshold_parts(thresholds: Sequence[Mapping[str, Any]]) -> list[str]:
+def _case_threshold_parts(thresholds: Sequence[Threshold]) -> list[str]:
     """``each >= 1``; one operator with a value per language reads ``each == (per language)``."""
     if len(thresholds) <= 2:
         return [f"each {threshold_text(t)}" for t in thresholds]
-    ops = {str(t.get("op")) for t in thresholds}
+    ops = {t.op for t in thresholds}
     if len(ops) == 1:
         return [f"each {ops.pop()} (per-language value)"]
     return [f"each {threshold_text(t)}" for t in thresholds[:2]] + [f"+{len(thresholds) - 2} more"]
 
 
-def _gate_lines(gates: Sequence[Mapping[str, Any]]) -> list[StyledLine]:
-    """A count line, then each failing gate (at most :data:`MAX_DETAIL_LINES`).
+def _gate_lines(document: ReportDocument) -> list[StyledLine]:
+    """A count line, then per calibration set its gate table, sanity checks and the items its
+    judge's failures stopped (``calibration.report.calibration_lines``, the one place they print)."""
+    from pytest_llmjudge.calibration.report import calibration_lines
 
-    The per-language F1 is in the table's ``F1/human`` column; the calibration plugin
-    prints the full gate table in its own section.
-    """
-    failing = [g for g in gates if g.get("passed") is False]
-    expected = sum(1 for g in failing if g.get("outcome") in NOT_DECIDED)
+    gates = document.gates
+    failing = [g for g in gates if not g.passed]
+    expected = sum(1 for g in failing if g.outcome in NOT_DECIDED)
     head = f"agreement gates (judge vs human, weighted F1): {len(gates) - len(failing)} of {len(gates)} pass"
     if expected:
         head += f", {expected} failure(s) expected (xfail)"
-    lines: list[StyledLine] = [(head, "bold")]
-    for gate in failing[:MAX_DETAIL_LINES]:
-        low, high = interval(gate)
-        xfail = gate.get("outcome") in NOT_DECIDED
-        text = (
-            f"  {'xfail' if xfail else 'FAIL '} {record_group(gate) or '-'} {gate.get('language')} "
-            f"{gate.get('metric')}: F1 {format_number(gate.get('f1'))} {_ci(low, high)} < "
-            f"{format_number(gate_threshold(gate))}, human {format_number(gate.get('ceiling'))}"
-        )
-        if gate.get("problem"):
-            text += f" ({gate['problem']})"
-        lines.append((_cut(text, WIDTH), None if xfail else "red"))
-    if len(failing) > MAX_DETAIL_LINES:
-        lines.append((f"  ... {len(failing) - MAX_DETAIL_LINES} more", None))
-    return lines
+    lines: list[StyledLine] = [(head, "bold")] if gates else []
+    return lines + calibration_lines([*gates, *document.other])
 
 
-def _regression_lines(regressions: Sequence[Mapping[str, Any]]) -> list[StyledLine]:
+def _regression_lines(regressions: Sequence[RegressionRecord]) -> list[StyledLine]:
     """A count line, then every comparison that did not pass (at most :data:`MAX_DETAIL_LINES`)."""
-    statuses = Counter(regression_status(r) for r in regressions)
+    statuses = Counter(r.status for r in regressions)
     head = (
         f"regression against the baseline: {len(regressions)} comparison(s), {statuses['fail']} fail, "
         f"{statuses['warn']} warn, {statuses['improved']} improved"
     )
     lines: list[StyledLine] = [(head, "bold")]
-    notable = [r for r in regressions if regression_status(r) in ("fail", "warn")]
+    notable = [r for r in regressions if r.status in ("fail", "warn")]
     if notable:
         lines.append((_columns(REGRESSION_COLUMNS, [c[0] for c in REGRESSION_COLUMNS], "  "), None))
     for record in notable[:MAX_DETAIL_LINES]:
-        low, high = interval(record)
-        delta = record.get("mean_difference", record.get("delta"))
-        p = number(record.get("p_value"))
         cells = [
-            record_group(record) or "-",
-            str(record.get("metric") or "-"),
-            str(record.get("language") or "-"),
-            format_number(record.get("n")),
-            format_number(delta, 3),
-            _ci(low, high),
-            "-" if p is None else f"{p:.3f}",
-            str(record.get("gate") or record.get("verdict") or regression_status(record)),
+            record.suite or "-",
+            record.metric or "-",
+            record.language or "-",
+            format_number(record.n),
+            format_number(record.mean_difference, 3),
+            _ci(record.ci_low, record.ci_high),
+            format_fixed(record.p_value),
+            record.gate,
         ]
-        style = "red" if regression_status(record) == "fail" else "yellow"
+        style = "red" if record.status == "fail" else "yellow"
         lines.append((_columns(REGRESSION_COLUMNS, cells, "  "), style))
     if len(notable) > MAX_DETAIL_LINES:
         lines.append((f"  ... {len(notable) - MAX_DETAIL_LINES} more", None))
     return lines
 
 
-def ranking_entries(record: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """A ranking's systems as ``{name, strength, ci_low, ci_high, rank}``, strongest first."""
-    raw = record.get("items") or record.get("systems") or record.get("strengths") or []
-    entries: list[dict[str, Any]] = []
-    if isinstance(raw, Mapping):
-        raw = [{"name": name, "strength": value} for name, value in raw.items()]
-    for item in raw:
-        if not isinstance(item, Mapping):
-            continue
-        low, high = interval(item)
-        entries.append(
-            {
-                "name": str(item.get("name", item.get("system", "?"))),
-                "strength": number(item.get("strength", item.get("score"))),
-                "ci_low": low,
-                "ci_high": high,
-                "rank": item.get("rank"),
-            }
-        )
-    entries.sort(key=lambda e: (-(e["strength"] if e["strength"] is not None else float("-inf")), e["name"]))
-    return entries
+def ranking_entries(record: LeaderboardRecord) -> list[Standing]:
+    """A leaderboard's systems, strongest first (no strength last), ties by name."""
+    return sorted(record.systems, key=lambda s: (-(s.strength if s.strength is not None else float("-inf")), s.name))
 
 
-def _ranking_lines(rankings: Sequence[Mapping[str, Any]]) -> list[StyledLine]:
+def _ranking_lines(rankings: Sequence[LeaderboardRecord]) -> list[StyledLine]:
     """One line per ranking: its name and the three strongest systems."""
     lines: list[StyledLine] = [("pairwise rankings (Bradley-Terry strength), strongest first", "bold")]
     for record in rankings:
         entries = ranking_entries(record)
-        name = " ".join(str(v) for v in (record_group(record) or record.get("ranking"), record.get("metric")) if v)
-        leaders = ", ".join(f"{e['name']} {format_number(e['strength'])}" for e in entries[:3])
+        name = " ".join(v for v in (record.suite or record.ranking, record.metric) if v)
+        leaders = ", ".join(f"{e.name} {format_number(e.strength)}" for e in entries[:3])
         more = f" (+{len(entries) - 3})" if len(entries) > 3 else ""
         lines.append((_cut(f"  {name or '-'}: {leaders}{more}", WIDTH), None))
     return lines
 
 
-def _not_run_lines(not_run: Sequence[Mapping[str, Any]]) -> list[StyledLine]:
+def _not_run_lines(not_run: Sequence[NotRun]) -> list[StyledLine]:
     """Items without a result, grouped by reason (wrapped, at most three lines per reason)."""
-    reasons = Counter((str(r.get("outcome")), " ".join(str(r.get("reason") or "").split())) for r in not_run)
+    reasons = Counter((r.outcome, " ".join((r.reason or "").split())) for r in not_run)
     lines: list[StyledLine] = []
     for (outcome, reason), count in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])):
         style = "red" if is_failure(outcome) else None
@@ -327,37 +283,34 @@ def _not_run_lines(not_run: Sequence[Mapping[str, Any]]) -> list[StyledLine]:
     return lines
 
 
-def accounting_line(accounting: Mapping[str, Any] | None) -> str | None:
+def accounting_line(accounting: Accounting | None) -> str | None:
     """The one-line judge-call accounting, or None when no judge call was made."""
-    if not accounting:
+    if accounting is None:
         return None
-    keys = ("provider_calls", "cache_hits", "shared_hits", "failed_calls")
-    if not any(int(accounting.get(k, 0)) for k in keys):
+    if not (accounting.provider_calls or accounting.cache_hits or accounting.shared_hits or accounting.failed_calls):
         return None
     parts = [
-        f"judge calls: {accounting.get('provider_calls', 0)} provider requests",
-        f"{accounting.get('cache_hits', 0)} cache hits",
+        f"judge calls: {accounting.provider_calls} provider requests",
+        f"{accounting.cache_hits} cache hits",
     ]
-    for key, label in (
-        ("shared_hits", "shared between workers"),
-        ("cache_rejected", "cache entries rejected (re-asked)"),
-        ("cache_unparseable", "unparseable cache hits re-asked"),
-        ("retries", "retries"),
-        ("failed_calls", "failed"),
-        ("unscored", "unscored"),
+    for count, label in (
+        (accounting.shared_hits, "shared between workers"),
+        (accounting.cache_rejected, "cache entries rejected (re-asked)"),
+        (accounting.cache_unparseable, "unparseable cache hits re-asked"),
+        (accounting.retries, "retries"),
+        (accounting.failed_calls, "failed"),
+        (accounting.unscored, "unscored"),
     ):
-        if int(accounting.get(key, 0)):
-            parts.append(f"{accounting[key]} {label}")
+        if count:
+            parts.append(f"{count} {label}")
     line = ", ".join(parts)
-    line += f"; tokens in/out {_tokens(accounting.get('input_tokens'))}/{_tokens(accounting.get('output_tokens'))}"
-    cost = number(accounting.get("estimated_cost_usd"))
-    if cost is not None:
-        line += f"; est. ${cost:.4f} ({accounting.get('cost_model')})"
+    line += f"; tokens in/out {_tokens(accounting.input_tokens)}/{_tokens(accounting.output_tokens)}"
+    if accounting.estimated_cost_usd is not None:
+        line += f"; est. ${accounting.estimated_cost_usd:.4f} ({accounting.cost_model})"
     return line
 
 
-def _tokens(value: Any) -> str:
-    count = int(value or 0)
+def _tokens(count: int) -> str:
     if count >= 10_000_000:
         return f"{count / 1e6:.0f}M"
     if count >= 100_000:
@@ -365,54 +318,52 @@ def _tokens(value: Any) -> str:
     return str(count)
 
 
-def summary_lines(document: Mapping[str, Any], *, quiet: bool = False, width: int = WIDTH) -> list[StyledLine]:
+def summary_lines(document: ReportDocument, *, quiet: bool = False, width: int = WIDTH) -> list[StyledLine]:
     """The summary as (text, markup) lines; see the module docstring.
 
     ``width``: the terminal's width; suite and metric heading lines use it when it is wider
-    than :data:`WIDTH` (the table columns keep their fixed layout)."""
+    than :data:`WIDTH` (the table columns keep their fixed layout). The judge endpoints'
+    failure headlines (``run.judge_headlines``) come first, in red, also with ``quiet``."""
     width = max(width, WIDTH)
-    lines: list[StyledLine] = []
+    lines: list[StyledLine] = [(headline, "red") for headline in document.run.judge_headlines]
     if not quiet:
-        suites = {str(s.get("name")): s for s in document.get("suites") or []}
-        by_suite: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-        for row in document.get("summary") or []:
-            by_suite[str(row["suite"])].append(row)
-        with_agreement = bool(document.get("gates"))
-        for name in sorted(by_suite):
+        suites = {s.name: s for s in document.suites}
+        by_suite: dict[str, list[SummaryRow]] = defaultdict(list)
+        for row in document.summary:
+            by_suite[row.suite].append(row)
+        with_agreement = bool(document.gates)
+        for index, name in enumerate(sorted(by_suite)):
             rows = by_suite[name]
-            if lines:
+            if index:
                 lines.append(("", None))
             lines.extend((text, "bold") for text in _suite_lines(suites.get(name), name, rows, width))
             lines.append((_header(with_agreement), None))
-            by_metric: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+            by_metric: dict[str, list[SummaryRow]] = defaultdict(list)
             for row in rows:
-                by_metric[str(row["metric"])].append(row)
+                by_metric[row.metric].append(row)
             for metric in sorted(by_metric):
                 lines.append((_metric_heading(metric, by_metric[metric], width), None))
                 for row in by_metric[metric]:
                     text = _table_row(row, with_agreement)
-                    style = STATUS_STYLE.get(str(row.get("status")))
-                    lines.append((_cut(text, WIDTH), style))
-        for section, render in (
-            ("gates", _gate_lines),
-            ("regressions", _regression_lines),
-            ("rankings", _ranking_lines),
+                    lines.append((_cut(text, WIDTH), STATUS_STYLE.get(row.status)))
+        for section in (
+            _gate_lines(document),
+            _regression_lines(document.regressions) if document.regressions else [],
+            _ranking_lines(document.rankings) if document.rankings else [],
         ):
-            records = document.get(section) or []
-            if records:
+            if section:
                 lines.append(("", None))
-                lines.extend(render(records))
-        other = Counter(str(r.get("kind")) for r in document.get("other") or [])
+                lines.extend(section)
+        other = Counter(r.kind for r in document.other if r.kind not in _CALIBRATION_KINDS)
         if other:
             lines.append(("", None))
             lines.append(
                 (_cut("other results: " + ", ".join(f"{k} x{v}" for k, v in sorted(other.items())), WIDTH), None)
             )
-        not_run = document.get("not_run") or []
-        if not_run:
+        if document.not_run:
             lines.append(("", None))
-            lines.extend(_not_run_lines(not_run))
-    line = accounting_line(document.get("accounting"))
+            lines.extend(_not_run_lines(document.not_run))
+    line = accounting_line(document.accounting)
     if line is not None:
         if lines:
             lines.append(("", None))
@@ -433,6 +384,6 @@ def wrap_accounting(line: str) -> list[str]:
     return [_cut(text, WIDTH) for text in out]
 
 
-def render_summary(document: Mapping[str, Any], *, quiet: bool = False) -> list[str]:
+def render_summary(document: ReportDocument, *, quiet: bool = False) -> list[str]:
     """The summary as plain text lines."""
     return [text for text, _ in summary_lines(document, quiet=quiet)]
