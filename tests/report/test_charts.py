@@ -34,3 +34,12 @@ def test_axis_and_whiskers_stay_on_the_metric_scale() -> None:
     low_y, high_y = float(whisker.group(1)), float(whisker.group(2))
     # The whisker ends at the axis' ends (tick label y is 4 px below its line).
     assert (low_y, high_y) == (max(grid) - 4, min(grid) - 4)
+
+
+def test_forest_values_read_as_the_reports_numbers() -> None:
+    # A difference carries its sign, a strength does not; a value that rounds to zero is 0.000, never -0.000.
+    delta = charts.forest_plot([charts.ForestRow("hi", 0.05, -0.0004, 0.1)], title="delta")
+    assert ">+0.050 [0.000, +0.100]</text>" in delta
+    assert re.findall(r'class="tick" text-anchor="middle">([^<]+)<', delta) == ["-0.05", "0", "0.05", "0.1"]
+    strength = charts.forest_plot([charts.ForestRow("gpt-4", 1.2346, -0.25, 2.0)], title="bt", signed=False)
+    assert ">1.235 [-0.250, 2.000]</text>" in strength

@@ -13,7 +13,8 @@ Four chart types, each a function returning one ``<svg>`` element as text:
 
 Colours come from CSS classes (``pass``, ``fail``, ``ceil``, ``neutral``, ``c0``..``c5``)
 defined in the report's stylesheet, so the SVG text stays small. Every mark has a
-``<title>`` (a tooltip in browsers). Degenerate input: no bars/rows gives a small SVG that
+``<title>`` (a tooltip in browsers); numbers read as everywhere else in the reports
+(``formatting.py``). Degenerate input: no bars/rows gives a small SVG that
 says "no data"; missing values (None) draw nothing but keep their label; all-equal values
 get a range of one unit around them; text is escaped.
 """
@@ -24,6 +25,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
+
+from pytest_llmjudge.formatting import format_fixed, format_value, number
 
 FONT = 11
 CHAR_WIDTH = 6.2  # approximate advance of an 11 px sans-serif character
@@ -46,13 +49,10 @@ def _f(value: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
-def _label(value: float) -> str:
-    value = float(value) + 0.0  # no "-0"
-    if abs(value) < 1e-12:
-        return "0"
-    if abs(value) >= 1000 or value.is_integer():
-        return f"{value:.0f}" if abs(value) < 1e6 else f"{value:.3g}"
-    return f"{value:.2f}".rstrip("0").rstrip(".") if abs(value) < 10 else f"{value:.1f}"
+def _signed(value: float, signed: bool) -> str:
+    """A forest plot's value: three decimals, with ``+`` on a positive difference when ``signed``."""
+    text = format_fixed(value, 3)
+    return "+" + text if signed and number(value) is not None and value > 0 and text != "0.000" else text
 
 
 def nice_range(low: float, high: float, ticks: int = 5) -> tuple[float, float, float]:
@@ -143,7 +143,7 @@ def bar_chart(
         ty = _f(y(tick))
         out.append(
             f'<line x1="{left}" x2="{width - 6}" y1="{ty}" y2="{ty}" class="grid"/>'
-            f'<text x="{left - 4}" y="{_f(y(tick) + 4)}" class="tick" text-anchor="end">{_label(tick)}</text>'
+            f'<text x="{left - 4}" y="{_f(y(tick) + 4)}" class="tick" text-anchor="end">{format_value(tick)}</text>'
         )
         tick += step
         count += 1
@@ -152,7 +152,7 @@ def bar_chart(
         x0 = left + index * slot + (slot - len(group.bars) * (bar_width + 2)) / 2
         for position, bar in enumerate(group.bars):
             x = x0 + position * (bar_width + 2)
-            note = escape(bar.note or f"{group.label}: {'-' if bar.value is None else _label(bar.value)}")
+            note = escape(bar.note or f"{group.label}: {'-' if bar.value is None else format_value(bar.value)}")
             if bar.value is not None:
                 top_y, bottom_y = sorted((y(bar.value), base))
                 out.append(
@@ -169,7 +169,7 @@ def bar_chart(
                 my = _f(y(bar.marker))
                 out.append(
                     f'<path d="M{_f(x - 3)} {my}h{bar_width + 6}" class="marker">'
-                    f"<title>{escape(group.label)} threshold {_label(bar.marker)}</title></path>"
+                    f"<title>{escape(group.label)} threshold {format_value(bar.marker)}</title></path>"
                 )
         label_x = _f(left + index * slot + slot / 2)
         out.append(
@@ -197,9 +197,10 @@ def forest_plot(
     title: str = "",
     reference: float | None = 0.0,
     guide: float | None = None,
-    value_format: str = "{:+.3f}",
+    signed: bool = True,
 ) -> str:
-    """Points with intervals, one row each; a solid line at ``reference``, a dashed one at ``guide``."""
+    """Points with intervals, one row each; a solid line at ``reference``, a dashed one at ``guide``;
+    values printed with three decimals (``signed``: ``+`` on positive ones, for differences)."""
     if not rows:
         return _empty()
     values = [v for r in rows for v in (r.value, r.low, r.high) if v is not None]
@@ -223,7 +224,7 @@ def forest_plot(
         out.append(f'<path d="M{_f(x(reference))} {top}V{bottom}" class="axisline"/>')
     if guide is not None:
         out.append(
-            f'<path d="M{_f(x(guide))} {top}V{bottom}" class="marker dashed"><title>margin {_label(guide)}</title></path>'
+            f'<path d="M{_f(x(guide))} {top}V{bottom}" class="marker dashed"><title>margin {format_value(guide)}</title></path>'
         )
     for index, row in enumerate(rows):
         cy = top + index * row_h + row_h / 2
@@ -237,20 +238,22 @@ def forest_plot(
                 f'M{_f(x(row.high))} {_f(cy - 4)}v8" class="whisker"/>'
             )
         if row.value is not None:
-            note = escape(row.note or f"{row.label}: {value_format.format(row.value)}")
+            note = escape(row.note or f"{row.label}: {_signed(row.value, signed)}")
             out.append(
                 f'<circle cx="{_f(x(row.value))}" cy="{_f(cy)}" r="4" class="{row.css}"><title>{note}</title></circle>'
             )
             interval = ""
             if row.low is not None and row.high is not None:
-                interval = f" [{value_format.format(row.low)}, {value_format.format(row.high)}]"
+                interval = f" [{_signed(row.low, signed)}, {_signed(row.high, signed)}]"
             out.append(
                 f'<text x="{label_w + plot_w + 8}" y="{_f(cy + 4)}" class="tick">'
-                f"{escape(value_format.format(row.value) + interval)}</text>"
+                f"{escape(_signed(row.value, signed) + interval)}</text>"
             )
     tick, count = start, 0
     while tick <= stop + step * 1e-6 and count < 20:
-        out.append(f'<text x="{_f(x(tick))}" y="{bottom + 14}" class="tick" text-anchor="middle">{_label(tick)}</text>')
+        out.append(
+            f'<text x="{_f(x(tick))}" y="{bottom + 14}" class="tick" text-anchor="middle">{format_value(tick)}</text>'
+        )
         tick += step
         count += 1
     out.append("</svg>")
@@ -302,10 +305,10 @@ def heatmap(
             out.append(
                 f'<rect x="{cx}" y="{cy}" width="{cell - 1}" height="{cell - 1}" fill="rgba(21,101,192,{share:.2f})"'
                 f"{diagonal}><title>{escape(row_title)} {escape(str(label))}, {escape(col_title)} "
-                f"{escape(str(col_labels[j]) if j < len(col_labels) else '')}: {_label(float(value or 0))} "
+                f"{escape(str(col_labels[j]) if j < len(col_labels) else '')}: {format_value(float(value or 0))} "
                 f"({share:.0%} of row)</title></rect>"
                 f'<text x="{_f(cx + cell / 2)}" y="{_f(cy + cell / 2 + 4)}" class="cell" fill="{ink}" '
-                f'text-anchor="middle">{_label(float(value or 0))}</text>'
+                f'text-anchor="middle">{format_value(float(value or 0))}</text>'
             )
     out.append("</svg>")
     return "".join(out)
@@ -342,7 +345,7 @@ def stacked_shares(
             w = count / total * bar_w
             out.append(
                 f'<rect x="{_f(x)}" y="{y + 1}" width="{_f(w)}" height="{row_h - 3}" class="{shade[k]}">'
-                f"<title>{escape(name)}: class {escape(classes[k])} {count / total:.0%} ({_label(float(count))})"
+                f"<title>{escape(name)}: class {escape(classes[k])} {count / total:.0%} ({format_value(float(count))})"
                 f"</title></rect>"
             )
             x += w

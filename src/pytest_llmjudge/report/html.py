@@ -653,7 +653,7 @@ def _rankings(records: Sequence[LeaderboardRecord]) -> str:
             for i, s in enumerate(ranking_entries(record), 1)
         ]
         title = " · ".join(v for v in (record.suite, record.metric) if v) or "ranking"
-        svg = charts.forest_plot(rows, title=f"{title} (Bradley-Terry strength)", reference=None, value_format="{:.3f}")
+        svg = charts.forest_plot(rows, title=f"{title} (Bradley-Terry strength)", reference=None, signed=False)
         parts.append(f"<figure>{svg}</figure>")
     parts.append("</div></section>")
     return "".join(parts)
