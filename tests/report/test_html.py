@@ -10,9 +10,12 @@ import json
 import re
 from typing import Any
 
+import pytest
+
 from pytest_llmjudge.records import BaselineCase, CaseRecord, Threshold
 from pytest_llmjudge.report import html
 from pytest_llmjudge.report.document import ReportDocument, RunInfo
+from pytest_llmjudge.testing import LoopbackServer, Reply
 
 WORDS = "उत्तर स्पष्ट है लेकिन कुछ वाक्य अस्वाभाविक लगते हैं"  # 3 bytes a letter in UTF-8
 DEAD_JUDGE = (
@@ -134,3 +137,28 @@ def test_judge_headlines_are_at_the_top_in_red() -> None:
     assert top.index('class="headlines"') < top.index('<dl class="meta">'), "above the run's details"
     assert re.search(r"\.headlines\{[^}]*color:var\(--fail\)", page), "in the failure colour"
     assert 'class="headlines"' not in html.render_html(ReportDocument()), "no headline box when every call went"
+
+
+def test_a_run_whose_judge_rejects_the_key_says_so_on_top_and_each_case_once(
+    pytester: pytest.Pytester, loopback: LoopbackServer
+) -> None:
+    loopback.responder = lambda request: Reply(text="Incorrect API key provided", status=401)
+    base_url = loopback.openai_base_url.replace("http://", "http://ci-user:hunter2-secret@")
+    cases = "".join(
+        f'  - {{id: fr-{n}, language: fr, input: "Dis bonjour.", output: "Bonjour {n} !"}}\n' for n in range(4)
+    )
+    pytester.makefile(
+        ".yaml",
+        failures=f'suite: failures\njudge: {{provider: openai, model: loopback-judge, base_url: "{base_url}"}}\n'
+        f"cases:\n{cases}assert:\n  - linguistic_acceptability >= 1\n",
+    )
+    pytester.runpytest("--llmjudge", "--llmjudge-report=html:r.html").assert_outcomes(failed=4)
+    page = (pytester.path / "r.html").read_text(encoding="utf-8")
+    headline = (
+        f"llmjudge: judge openai:loopback-judge at {loopback.openai_base_url} rejected the credentials: "
+        "4 of 4 calls failed (HTTP 401)"
+    )
+    assert f'<div class="headlines" role="alert"><p>{headline}</p></div>' in page[: page.index("<nav>")]
+    assert "hunter2-secret" not in page
+    reasons = {c["reason"] for c in resolved(page)}
+    assert len(reasons) == 1 and all(page.count(reason) == 1 for reason in reasons), "one reason, embedded once"
