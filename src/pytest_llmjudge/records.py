@@ -332,7 +332,8 @@ class GateRecord(ItemRecord):
     confusion: Confusion | None = None
     aggregation: str | None = None
     agreement_levels: dict[str, int] = Field(default_factory=dict)
-    single_annotator: bool | None = None
+    single_annotator: int | None = None
+    """How many scored items had one annotator (usable, but reported)."""
     distribution: dict[str, Json] | None = None
     """Per agreement level (and ``all``): each side's label counts, shares and means."""
     skew: Skew | None = None

@@ -158,7 +158,7 @@ def test_arena_position_bias_equals_an_independent_count_of_the_shipped_reversed
         "--llmjudge", str(EXAMPLES / "pariksha_arena.yaml"), "-k", "position_bias", "-p", "no:randomly"
     )
     reports = [r for r in recorder.getreports("pytest_runtest_logreport") if r.when == "call"]
-    records = [record_from_wire(r.llmjudge) for r in reports]  # type: ignore[attr-defined]
+    records = [record_from_wire(r.llmjudge) for r in reports]
     assert all(isinstance(r, RankingCheckRecord) for r in records)
     measured = {(r.expr, r.language): r for r in records if isinstance(r, RankingCheckRecord)}
     assert len(measured) == 16

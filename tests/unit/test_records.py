@@ -120,6 +120,7 @@ def _samples() -> list[ItemRecord]:
             n_items=40,
             n_unscored=0,
             skew=Skew(skew=0.2, judge_top_share=0.6, human_top_share=0.4, best_label=2),
+            single_annotator=3,
             passed=True,
         ),
         ConsistencyRecord(
@@ -349,6 +350,7 @@ def test_junit_properties_name_what_the_items_recorded() -> None:
     assert gate_props["f1"] == 0.712346, "calibration numbers are rounded to 6 decimals"
     assert gate_props["group"] is None, "the group is named only when it is not the language"
     assert (gate_props["ci_low"], gate_props["skew"], gate_props["n"]) == (0.5, 0.2, 40)
+    assert gate_props["single_annotator"] == 3, "a count of items, not a flag"
     assert dict(consistency.junit_properties())["threshold"] == 0.8
     assert dict(sensitivity.junit_properties())["n"] == 3
     regression_props = dict(regression.junit_properties())
