@@ -36,6 +36,8 @@ class ResultsCollector:
         self.worker_stats: list[dict[str, int]] = []
         self.worker_endpoints: list[dict[str, Any]] = []
         """Each xdist worker's judge calls per endpoint (``judges/diagnosis.py``), for the headline."""
+        self.store_failures: list[str] = []
+        """Why xdist workers gave up the remote cache store (``execution/stores/fallback.py``)."""
         self.no_judge: list[NoJudge] = []
         """Items that did not run because their judge can't be called (skip_or_fail_without_judge)."""
 
@@ -59,6 +61,9 @@ class ResultsCollector:
         endpoints = (getattr(node, "workeroutput", None) or {}).get("llmjudge_endpoints")
         if endpoints:
             self.worker_endpoints.append(endpoints)
+        store_failure = (getattr(node, "workeroutput", None) or {}).get("llmjudge_store_failure")
+        if store_failure:
+            self.store_failures.append(str(store_failure))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         board = self.config.stash.get(scoreboard_key, None)
@@ -66,9 +71,12 @@ class ResultsCollector:
         if board is not None and board.runner_started and workeroutput is not None:
             workeroutput["llmjudge_stats"] = asdict(board.runner.stats)
             workeroutput["llmjudge_endpoints"] = board.runner.endpoints.as_dict()
+        if board is not None and workeroutput is not None and board.store_failure:
+            workeroutput["llmjudge_store_failure"] = board.store_failure
 
     def judge_headlines(self) -> list[str]:
-        """One line per judge endpoint whose calls failed, over this process and its xdist workers."""
+        """One line per judge endpoint whose calls failed, and one if the remote cache store failed,
+        over this process and its xdist workers."""
         from pytest_llmjudge.judges.diagnosis import EndpointTally, headlines
 
         board = self.config.stash.get(scoreboard_key, None)
@@ -77,7 +85,20 @@ class ResultsCollector:
             tally.merge(endpoints)
         if board is not None and board.runner_started:
             tally.merge(board.runner.endpoints.as_dict())
-        return headlines(tally)
+        lines = headlines(tally)
+        failures = list(self.store_failures)
+        if board is not None and board.store_failure:
+            failures.append(board.store_failure)
+        if board is not None and failures:
+            from pytest_llmjudge.redaction import redact
+
+            where = redact(board.settings.cache_url or "")
+            workers = f" in {len(failures)} processes" if len(failures) > 1 else ""
+            lines.append(
+                f"llmjudge: cache store {where} failed mid-run{workers} ({failures[0]}): replies since then are "
+                f"cached in {board.settings.cache_dir} only"
+            )
+        return lines
 
     def run_stats(self) -> RunnerStats | None:
         from pytest_llmjudge.execution.runner import RunnerStats
