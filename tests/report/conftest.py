@@ -115,8 +115,12 @@ def _page_cases(page: str) -> list[dict[str, Any]]:
     found = re.search(r'<script type="application/json" id="case-data">(.*?)</script>', page, re.S)
     assert found is not None, "the page embeds its cases"
     packed = json.loads(found.group(1))
-    shared = ("s", "l", "m", "t", "input", "output", "reference", "judge", "bout")
-    return [{k: packed["strings"][v] if k in shared else v for k, v in c.items()} for c in packed["cases"]]
+    shared = ("s", "l", "m", "t", "input", "output", "reference", "judge", "justification", "reason", "raw", "w")
+    shared += ("bout",)
+    return [
+        {k: packed["strings"][v] if k in shared and isinstance(v, int) else v for k, v in c.items()}
+        for c in packed["cases"]
+    ]
 
 
 @pytest.fixture(scope="session")

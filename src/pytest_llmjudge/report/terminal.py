@@ -210,7 +210,7 @@ def _case_threshold_parts(thresholds: Sequence[Threshold]) -> list[str]:
     return [f"each {threshold_text(t)}" for t in thresholds[:2]] + [f"+{len(thresholds) - 2} more"]
 
 
-def _gate_lines(document: ReportDocument) -> list[StyledLine]:
+def _gate_lines(document: ReportDocument, width: int) -> list[StyledLine]:
     """A count line, then per calibration set its gate table, sanity checks and the items its
     judge's failures stopped (``calibration.report.calibration_lines``, the one place they print)."""
     from pytest_llmjudge.calibration.report import calibration_lines
@@ -222,7 +222,8 @@ def _gate_lines(document: ReportDocument) -> list[StyledLine]:
     if expected:
         head += f", {expected} failure(s) expected (xfail)"
     lines: list[StyledLine] = [(head, "bold")] if gates else []
-    return lines + calibration_lines([*gates, *document.other])
+    # Their headings name a calibration set and a judge: cut like the suite headings.
+    return lines + [(_cut(text, width), style) for text, style in calibration_lines([*gates, *document.other])]
 
 
 def _regression_lines(regressions: Sequence[RegressionRecord]) -> list[StyledLine]:
@@ -347,7 +348,7 @@ def summary_lines(document: ReportDocument, *, quiet: bool = False, width: int =
                     text = _table_row(row, with_agreement)
                     lines.append((_cut(text, WIDTH), STATUS_STYLE.get(row.status)))
         for section in (
-            _gate_lines(document),
+            _gate_lines(document, width),
             _regression_lines(document.regressions) if document.regressions else [],
             _ranking_lines(document.rankings) if document.rankings else [],
         ):
