@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import importlib
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 import pytest_llmjudge
 from pytest_llmjudge.judges.rubrics import BUILTIN_RUBRICS
+from pytest_llmjudge.report.document import ReportDocument
 from pytest_llmjudge.report.model import rubric_hash
 from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
 
@@ -44,17 +46,13 @@ aggregate:
 
 
 def validate(document: dict[str, Any]) -> None:
-    """Validate against docs/report.schema.json when jsonschema is installed (it is not a dependency)."""
-    try:
-        jsonschema = importlib.import_module("jsonschema")
-    except ImportError:
-        return
+    """The JSON report validates against docs/report.schema.json and parses back into a ReportDocument."""
     schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
-    jsonschema.Draft202012Validator.check_schema(schema)
     errors = [
         f"{list(e.absolute_path)}: {e.message}" for e in jsonschema.Draft202012Validator(schema).iter_errors(document)
     ]
     assert not errors, errors[:5]
+    ReportDocument.model_validate(document)
 
 
 def test_json_and_html_reports_of_a_live_run(
@@ -114,7 +112,16 @@ def test_json_and_html_reports_of_a_live_run(
     assert accounting["provider_calls"] == 4 and accounting["input_tokens"] > 0
     expected = (accounting["input_tokens"] * 1.5 + accounting["output_tokens"] * 6) / 1e6
     assert accounting["estimated_cost_usd"] == pytest.approx(expected, abs=1e-6)
-    assert document["totals"] == {"cases": 4, "failed": 3, "items": 7, "passed": 4, "skipped": 0}
+    assert document["totals"] == {
+        "cases": 4,
+        "error": 0,
+        "failed": 3,
+        "items": 7,
+        "passed": 4,
+        "skipped": 0,
+        "xfailed": 0,
+        "xpassed": 0,
+    }
     page = (pytester.path / "out" / "report.html").read_text(encoding="utf-8")
     assert '<span class="badge fail">FAILED</span>' in page and page.count("<svg") >= 2
     shown = {(c["s"], c["c"], c["m"]): c for c in page_cases(page)}
@@ -274,3 +281,23 @@ assert: [linguistic_acceptability >= 1]
     document = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
     validate(document)
     assert [row["language"] for row in document["summary"]] == ["en", "hi", "all"]
+
+
+def test_a_dead_judges_headline_is_in_the_json_report_and_printed_once(pytester: pytest.Pytester) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    pytester.makefile(".yaml", suite=live_suite(f"http://user-{SENTINEL}@127.0.0.1:{port}/v1"))
+    result = pytester.runpytest(
+        "--llmjudge", "--llmjudge-max-retries=0", "--llmjudge-retry-backoff=0.01", "--llmjudge-report=json:r.json"
+    )
+    result.assert_outcomes(failed=7)
+    document = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
+    validate(document)
+    (headline,) = document["run"]["judge_headlines"]
+    assert "unreachable" in headline and f"127.0.0.1:{port}" in headline and SENTINEL not in headline
+    assert result.stdout.lines.count(headline) == 1, "once, at the top of the llmjudge summary"
+    assert (
+        result.stdout.lines.index(headline)
+        == result.stdout.lines.index(next(line for line in result.stdout.lines if "llmjudge summary" in line)) + 1
+    )
