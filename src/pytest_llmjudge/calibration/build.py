@@ -246,6 +246,18 @@ def _unknown(kind: str, name: str, known: Iterable[str]) -> str:
     return (f"did you mean {close[0]!r}? " if close else "") + f"known {kind}: {', '.join(choices) or '(none)'}"
 
 
+def _thresholds(
+    known: dict[tuple[str, ...], tuple[Threshold, ...]], metrics: tuple[str, ...], rubrics: Mapping[str, Rubric]
+) -> tuple[Threshold, ...]:
+    """An item's thresholds (each metric scored at all: ``>=`` the scale's bottom), shared per metric set."""
+    found = known.get(metrics)
+    if found is None:
+        found = known[metrics] = tuple(
+            Threshold(metric=metric, op=">=", value=float(rubrics[metric].scale[0])) for metric in metrics
+        )
+    return found
+
+
 def build_calibration(path: Path, registry: Registry, *, document: LocatedDocument | None = None) -> CalibrationSet:
     """Load and validate the calibration set at ``path``."""
     doc = document or load_yaml(path)
@@ -305,6 +317,9 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
     labelled: dict[tuple[str, str], list[LabelledItem]] = {}
     group_info: dict[str, Group] = {}
     seen: dict[str, tuple[Path, int | None]] = {}
+    group_fields = {*config.group_by, "metadata"}
+    # Items labelled on the same metrics share one thresholds tuple (100,000 items, a handful of metric sets).
+    thresholds: dict[tuple[str, ...], tuple[Threshold, ...]] = {}
     for item, source, line in sources:
         if language_filter is not None and item.language not in language_filter:
             continue
@@ -349,15 +364,13 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
             context=(context,) if isinstance(context, str) else tuple(context or ()),
             metadata=dict(item.metadata),
             recorded=recorded,
-            thresholds=tuple(
-                Threshold(metric=metric, op=">=", value=float(rubrics[metric].scale[0]))
-                for metric in sorted(label_sets)
-            ),
+            thresholds=_thresholds(thresholds, tuple(sorted(label_sets)), rubrics),
             path=source,
             line=line,
         )
         cases.append(case)
-        group = group_of(item.model_dump(), config.group_by)
+        # Only the grouping fields (and metadata, where a field may also be found) are dumped.
+        group = group_of(item.model_dump(include=group_fields), config.group_by)
         group_info[group.name] = group
         for metric, labels in sorted(label_sets.items()):
             labelled.setdefault((group.name, metric), []).append(
