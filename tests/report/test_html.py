@@ -6,8 +6,10 @@ bytes of the page per case, never timings.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -162,3 +164,23 @@ def test_a_run_whose_judge_rejects_the_key_says_so_on_top_and_each_case_once(
     assert "hunter2-secret" not in page
     reasons = {c["reason"] for c in resolved(page)}
     assert len(reasons) == 1 and all(page.count(reason) == 1 for reason in reasons), "one reason, embedded once"
+
+
+def test_the_size_benchmark_prints_render_time_and_bytes_per_case_last(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    benchmarks = Path(__file__).resolve().parents[2] / "benchmarks"
+    monkeypatch.syspath_prepend(str(benchmarks))
+    spec = importlib.util.spec_from_file_location("html_size", benchmarks / "html_size.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sizes = []
+    for args in (["200", "--all-failing"], ["200", "--all-failing", "--unique"]):
+        assert module.main(args) == 0
+        last = capsys.readouterr().out.splitlines()[-1]
+        found = re.fullmatch(r"render_cpu_s=\d+\.\d{3} html_mb=\d+\.\d{2} bytes_per_case=(\d+)", last)
+        assert found is not None, last
+        sizes.append(int(found.group(1)))
+    # The synthetic judge repeats its justifications (stored once); made unique, each is kept whole.
+    assert sizes[1] > sizes[0], sizes
