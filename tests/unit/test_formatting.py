@@ -31,7 +31,7 @@ def test_number_is_a_finite_float_or_none(value: object, expected: float | None)
     if expected is not None:
         assert type(result) is float
     if expected == 0:
-        assert math.copysign(1, result or 0.0) == 1, "-0 becomes 0"
+        assert result is not None and math.copysign(1.0, result) == 1.0, "-0 becomes 0"
 
 
 @pytest.mark.parametrize(
