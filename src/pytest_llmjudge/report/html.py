@@ -707,8 +707,10 @@ PageCase = CaseRecord | UncalibratedRecord
 
 def _status(record: PageCase) -> str:
     """``pass``, ``fail``, ``unscored`` (failed without a score), ``error``, ``skip``, ``xfail`` or ``xpass``."""
-    status = CASE_STATUS.get(str(record.outcome), "error")
-    if status == "fail" and (not isinstance(record, CaseRecord) or record.score is None or record.unscored_reason):
+    status = CASE_STATUS.get(record.outcome or "", "error")
+    if status == "fail" and (
+        not isinstance(record, CaseRecord) or record.score is None or record.unscored_reason is not None
+    ):
         return "unscored"
     return status
 
@@ -730,7 +732,7 @@ def _why(record: PageCase) -> str | None:
 
 def _score_text(score: Any) -> str:
     """A number as a table cell; a category (a detected language) as text from the data, made visible."""
-    return format_number(score) if number(score) is not None else "-" if score is None else _visible(str(score))
+    return _visible(score) if isinstance(score, str) else format_number(score)
 
 
 def _case_entry(record: PageCase) -> tuple[dict[str, Any], tuple[str, str, str, str], dict[str, str]]:
