@@ -874,8 +874,9 @@ def _other(records: Sequence[ItemRecord]) -> str:
     for record in records:
         by_kind[record.kind].append(record)
     parts = [
-        '<section id="other"><h2>Other results</h2><p class="muted">Result kinds this report version does not '
-        "draw, as recorded by their items; the JSON report has them whole.</p>"
+        '<section id="other"><h2>Other results</h2><p class="muted">Results the report draws no chart for '
+        "(judge sanity checks, surrogate rankings, ranking assertions, items stopped for an uncalibrated judge), "
+        "one table per kind, failures first; the JSON report has them whole.</p>"
     ]
     for kind, items in sorted(by_kind.items()):
         items = sorted(items, key=lambda r: (not is_failure(r.outcome), str(r.nodeid)))
