@@ -424,8 +424,8 @@ def test_consistency_and_sensitivity_items(
         result.stdout.fnmatch_lines(
             [
                 "tiny: judge sanity checks",
-                "  consistency bn    LA   6/6 items gave the same score 3 times (rate 1.00, need 1.00)  pass",
-                "  sensitivity fr    LA   6 of 6 rated worse after shuffling 20% of words (rate 1.00, need 0.60)  pass",
+                "  consistency bn    LA   pass  6/6 items gave the same score 3 times (rate 1.00, need 1.00)",
+                "  sensitivity fr    LA   pass  6 of 6 worse with 20% of words shuffled (rate 1.00, need 0.60)",
             ],
             consecutive=False,
         )

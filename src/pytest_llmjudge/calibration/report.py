@@ -281,11 +281,12 @@ def _sanity_line(r: ConsistencyRecord | SensitivityRecord) -> StyledLine:
         s = r.result
         detail = (
             f"{s.n_worse} of {s.n_worse + s.n_same + s.n_better + s.n_unscored} "
-            f"rated worse after shuffling {_pct(s.fraction)} of words "
+            f"worse with {_pct(s.fraction)} of words shuffled "
             f"(rate {rate}, need {format_fixed(s.min_lowered, 2)})"
         )
     outcome = _outcome(r)
-    return _styled(f"  {r.kind:<12}{r.language[:5]:<6}{short_metric(r.metric):<5}{detail}  {outcome}", outcome)
+    # The result before the detail: the summary cuts lines at its width, and the verdict must survive.
+    return _styled(f"  {r.kind:<12}{r.language[:5]:<6}{short_metric(r.metric):<5}{outcome:<6}{detail}", outcome)
 
 
 def calibration_lines(records: Sequence[ItemRecord]) -> list[StyledLine]:
