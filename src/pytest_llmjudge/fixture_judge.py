@@ -37,11 +37,11 @@ class Judge:
 
     @property
     def model(self) -> str:
-        return self._board.judge_settings(self._suite).label
+        return self._board.judge_settings(self._suite.judge).label
 
     def unavailable_reason(self) -> str | None:
         """Why this judge can't be called (e.g. no API key), or None."""
-        return self._board.judge_problem(self._suite)
+        return self._board.judge_problem(self._suite.judge)
 
     def _rubric(self, rubric: str | Rubric) -> Rubric:
         if isinstance(rubric, Rubric):
@@ -66,14 +66,14 @@ class Judge:
         problem = self.unavailable_reason()
         if problem is not None:
             raise ConfigError(f"judge {self.model} {problem}")
-        settings = self._board.judge_settings(self._suite)
+        settings = self._board.judge_settings(self._suite.judge)
         request = build_request(
             (chosen,),
             JudgedText(language=language, output=text, input=input, reference=reference, context=tuple(context)),
             settings,
             task=self._suite.task,
         )
-        provider = self._board.provider_for(self._suite)
+        provider = self._board.provider_for(self._suite.judge)
         outcome = self._board.runner.submit_judgment(
             provider, request, (chosen,), max_reasks=self._suite.judge.max_reasks
         ).result()

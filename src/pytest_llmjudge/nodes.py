@@ -71,7 +71,7 @@ class SuiteFile(pytest.File):
             return
         self.suite = suite
         board = _scoreboard(self.config)
-        problem = board.judge_problem(suite) if suite.needs_live_judge else None
+        problem = board.judge_problem(suite.judge) if suite.needs_live_judge else None
         names: set[str] = set()
         for case in suite.cases:
             for threshold in case.thresholds:
@@ -112,7 +112,7 @@ class _SuiteItem(LLMJudgeItem):
         from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
 
         board = _scoreboard(self.config)
-        reason = f"judge {board.judge_settings(self.suite).label} {self.judge_problem}"
+        reason = f"judge {board.judge_settings(self.suite.judge).label} {self.judge_problem}"
         skip_or_fail_without_judge(board.settings, reason, self.suite.judge.required)
 
 

@@ -263,7 +263,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         for item in session.items:
             suite = getattr(item, "suite", None)
             if suite is not None and getattr(suite, "needs_live_judge", False):
-                judge = board.judge_settings(suite)
+                judge = board.judge_settings(suite.judge)
                 display.models.add(f"{judge.provider}:{judge.model}")
     display.start()
 

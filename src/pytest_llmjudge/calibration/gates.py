@@ -167,10 +167,7 @@ class GateComputer:
             return found
 
     def _make_suite(self, cal: CalibrationSet, judge: JudgeConfig, purpose: str) -> Suite:
-        probe = Suite(
-            name=cal.name, path=cal.path, cases=(), judge=judge, rubrics=cal.rubrics, metric_kinds={}, task=cal.task
-        )
-        settings = asdict(self.board.judge_settings(probe))
+        settings = asdict(self.board.judge_settings(judge))
         settings.update(
             mode=judge.mode,
             repeats=judge.repeats,
@@ -224,11 +221,11 @@ class GateComputer:
 
     def live_label(self, cal: CalibrationSet, judge: JudgeConfig | None = None) -> str:
         """``provider:model`` of the live judge (the one the sanity checks call)."""
-        return self.board.judge_settings(self.scoring_suite(cal, judge)).label
+        return self.board.judge_settings(self.gate_judge(cal, judge)).label
 
     def judge_problem(self, cal: CalibrationSet, judge: JudgeConfig | None = None) -> str | None:
         """Why the live judge can't be called (no key), or None."""
-        return self.board.judge_problem(self.scoring_suite(cal, judge))
+        return self.board.judge_problem(self.gate_judge(cal, judge))
 
     # -- planning ------------------------------------------------------------------------
 
@@ -365,7 +362,7 @@ class GateComputer:
         """May ``suite``'s judge score ``metric`` in ``language``? (its ``judge.calibration``)"""
         assert suite.judge.calibration is not None
         path = Path(suite.judge.calibration)
-        label = self.board.judge_settings(suite).label
+        label = self.board.judge_settings(suite.judge).label
         prefix = f"judge {label} is not calibrated for {language}"
         try:
             cal = self.load(path)

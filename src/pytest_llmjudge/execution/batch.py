@@ -222,7 +222,7 @@ class BatchPhase:
                 self.summary.cached += 1
                 continue
             self.summary.requests += 1
-            provider = board.provider_for(suite)
+            provider = board.provider_for(suite.judge)
             endpoint = endpoints.get(id(provider))
             if endpoint is None:
                 endpoint = _Endpoint(provider, request.provider, request.base_url)

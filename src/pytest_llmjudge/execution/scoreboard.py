@@ -54,6 +54,7 @@ from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.settings import Settings
 from pytest_llmjudge.suite.build import target_search_paths
 from pytest_llmjudge.suite.model import Case, Suite
+from pytest_llmjudge.suite.schema import JudgeConfig
 
 ScoreSource = Literal["recorded", "judge", "metric"]
 
@@ -278,8 +279,8 @@ class ScoreBoard:
     def runner_started(self) -> bool:
         return self._runner is not None
 
-    def judge_settings(self, suite: Suite) -> JudgeSettings:
-        judge = suite.judge
+    def judge_settings(self, judge: JudgeConfig) -> JudgeSettings:
+        """A judge config (a suite's, a calibration set's, a ranking's) with the command line's overrides."""
         provider = self.settings.provider or judge.provider
         return JudgeSettings(
             provider=provider,
@@ -292,23 +293,24 @@ class ScoreBoard:
             structured_output=judge.structured_output,
         )
 
-    def judge_problem(self, suite: Suite) -> str | None:
-        """Why this suite's judge can't be called (no key, no base_url), or None."""
-        settings = self.judge_settings(suite)
+    def judge_problem(self, judge: JudgeConfig) -> str | None:
+        """Why this judge can't be called (no key, no base_url), or None."""
+        settings = self.judge_settings(judge)
         try:
             factory = self.registry.provider(settings.provider)
         except LLMJudgeError as exc:
             return str(exc)
-        return factory.credentials_problem(settings.base_url, suite.judge.api_key_env)
+        return factory.credentials_problem(settings.base_url, judge.api_key_env)
 
-    def provider_for(self, suite: Suite) -> JudgeProvider:
-        settings = self.judge_settings(suite)
-        key = (settings.provider, settings.base_url, suite.judge.api_key_env)
+    def provider_for(self, judge: JudgeConfig) -> JudgeProvider:
+        """The provider client of this judge, one per (provider, endpoint, key variable) in a run."""
+        settings = self.judge_settings(judge)
+        key = (settings.provider, settings.base_url, judge.api_key_env)
         with self._lock:
             provider = self._providers.get(key)
             if provider is None:
                 factory = self.registry.provider(settings.provider)
-                api_key = factory.api_key(suite.judge.api_key_env)
+                api_key = factory.api_key(judge.api_key_env)
                 base_url, timeout = settings.base_url, self.settings.timeout
                 provider = LazyProvider(settings.provider, lambda: factory.create(api_key, base_url, timeout))
                 self.runner.add_secret(api_key)
@@ -359,7 +361,7 @@ class ScoreBoard:
             reference=case.reference,
             context=case.context,
         )
-        return build_request(group, text, self.judge_settings(suite), task=suite.task, sample=sample)
+        return build_request(group, text, self.judge_settings(suite.judge), task=suite.task, sample=sample)
 
     def plan(self, needs: Iterable[tuple[Suite, Case, str]]) -> int:
         """Submit every judge call the needs require; returns how many were submitted.
@@ -386,7 +388,7 @@ class ScoreBoard:
         with self._lock:
             if key in self._calls:
                 return 0
-            provider = self.provider_for(suite)
+            provider = self.provider_for(suite.judge)
 
             def build(output: str) -> tuple[JudgeProvider, Any, Sequence[Rubric], int]:
                 request = self.judge_request(suite, case, group, sample, output)
@@ -535,7 +537,7 @@ class ScoreBoard:
 
     def _judge_score(self, suite: Suite, case: Case, metric: str) -> Score:
         rubric = suite.rubrics[metric]
-        label = self.judge_settings(suite).label
+        label = self.judge_settings(suite.judge).label
         missing = [need for need in sorted(rubric.needs) if not getattr(case, need)]
         if missing:
             return _unscored(

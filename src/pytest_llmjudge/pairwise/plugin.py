@@ -75,37 +75,22 @@ class RankingRun:
         self.judge_label: str | None = None
         self._live: dict[str, list[BattleResult]] = {}
         if ranking.live:
-            shim = self._shim()
+            assert ranking.judge is not None
             board = config.stash[scoreboard_key]
-            self.judge_problem = board.judge_problem(shim)
-            self.judge_label = board.judge_settings(shim).label
+            self.judge_problem = board.judge_problem(ranking.judge)
+            self.judge_label = board.judge_settings(ranking.judge).label
         self.evaluator: RankingEvaluator = RankingEvaluator(ranking, self.live if ranking.live else None)
-
-    def _shim(self) -> Any:
-        """A suite-shaped view of the ranking for the scoreboard's provider helpers."""
-        from pytest_llmjudge.suite.model import Suite
-
-        assert self.ranking.judge is not None
-        return Suite(
-            name=self.ranking.name,
-            path=self.ranking.path,
-            cases=(),
-            judge=self.ranking.judge,
-            rubrics={},
-            metric_kinds={},
-        )
 
     def pairwise_judge(self) -> PairwiseJudge:
         if self.judge is None:
             from pytest_llmjudge.pairwise.pairwise_judge import PairwiseJudge
 
             board = self.config.stash[scoreboard_key]
-            shim = self._shim()
             assert self.ranking.judge is not None
             self.judge = PairwiseJudge(
                 board.runner,
-                board.provider_for(shim),
-                board.judge_settings(shim),
+                board.provider_for(self.ranking.judge),
+                board.judge_settings(self.ranking.judge),
                 order=self.ranking.pairwise.order,
                 seed=self.ranking.pairwise.seed,
                 max_reasks=self.ranking.judge.max_reasks,

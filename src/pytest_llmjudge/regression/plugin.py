@@ -357,7 +357,7 @@ class RegressionItem(LLMJudgeItem):
             return
         if all(self.metric in case.recorded for case in self.cases):
             return
-        problem = board.judge_problem(self.suite)
+        problem = board.judge_problem(self.suite.judge)
         if problem is None:
             return
         reason = f"judge {self.suite.judge.provider}:{self.suite.judge.model} {problem}"

@@ -165,7 +165,7 @@ def _suite_info(config: pytest.Config, suite: Suite) -> SuiteInfo:
     judge = suite.judge
     provider, model, base_url = judge.provider, judge.model, judge.base_url
     if board is not None:
-        effective = board.judge_settings(suite)
+        effective = board.judge_settings(suite.judge)
         provider, model, base_url = effective.provider, effective.model, effective.base_url
     rubric_metrics = sorted(name for name, kind in suite.metric_kinds.items() if kind == "rubric")
     try:
@@ -223,7 +223,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def _base_urls(config: pytest.Config, suite: Suite) -> list[str | None]:
     """The suite's judge base URL as written and as the run calls it (overrides applied)."""
     board = config.stash.get(scoreboard_key, None)
-    return [suite.judge.base_url, None if board is None else board.judge_settings(suite).base_url]
+    return [suite.judge.base_url, None if board is None else board.judge_settings(suite.judge).base_url]
 
 
 def _suite_item(nodeid: str) -> bool:
