@@ -98,6 +98,31 @@ def prompt_section(title: str, body: str) -> str:
     return f"## {title}\n<<<\n{body}\n>>>"
 
 
+_METRICS_SECTIONS: dict[tuple[tuple[int, ...], str, str], tuple[tuple[Rubric, ...], str]] = {}
+_METRICS_SECTIONS_MAX = 4096
+
+
+def _metrics_section(rubrics: Sequence[Rubric], form: InstructionForm, language: str) -> str:
+    """The prompt's "Metrics" section: the rubrics' entries as indented JSON.
+
+    The same few (rubrics, form, language) come back for every case of a suite, and
+    ``json.dumps`` with ``indent`` runs the pure-Python encoder (a fifth of planning 10,000
+    cached cases), so sections are remembered. Rubrics aren't hashable (mappings inside):
+    the key is their identities, and an entry keeps its rubrics alive, so an id in a key
+    can't be reused by another object while the entry exists.
+    """
+    key = (tuple(map(id, rubrics)), form, language)
+    found = _METRICS_SECTIONS.get(key)
+    if found is not None and all(a is b for a, b in zip(found[0], rubrics, strict=True)):
+        return found[1]
+    metrics = [rubric.prompt_entry(form, language) for rubric in rubrics]
+    section = "## Metrics\n" + json.dumps(metrics, ensure_ascii=False, indent=1)
+    if len(_METRICS_SECTIONS) >= _METRICS_SECTIONS_MAX:
+        _METRICS_SECTIONS.clear()
+    _METRICS_SECTIONS[key] = (tuple(rubrics), section)
+    return section
+
+
 def build_request(
     rubrics: Sequence[Rubric],
     text: JudgedText,
@@ -128,8 +153,7 @@ def build_request(
     if text.context:
         parts.append(prompt_section("Context", "\n\n".join(text.context)))
     parts.append(prompt_section("Output to evaluate", text.output))
-    metrics = [rubric.prompt_entry(settings.instructions, text.language) for rubric in rubrics]
-    parts.append("## Metrics\n" + json.dumps(metrics, ensure_ascii=False, indent=1))
+    parts.append(_metrics_section(rubrics, settings.instructions, text.language))
     schema = reply_schema(rubrics)
     # The shape only, no example score: a fixed example value would nudge the judge toward it.
     shape = ", ".join(
