@@ -1,6 +1,9 @@
 """Reports of a ``--llmjudge`` run: terminal summary, JSON report, HTML report.
 
-* :mod:`~pytest_llmjudge.report.model`: the versioned report document every renderer reads;
+* :mod:`~pytest_llmjudge.report.document`: the typed report document (``ReportDocument``)
+  every renderer reads, and its generated JSON schema;
+* :mod:`~pytest_llmjudge.report.model`: builds that document from the run's typed item
+  records (``records.py``), prices and the judge-call accounting;
 * :mod:`~pytest_llmjudge.report.terminal`: the ``llmjudge summary`` section;
 * :mod:`~pytest_llmjudge.report.json_report`: ``--llmjudge-report=json:PATH``;
 * :mod:`~pytest_llmjudge.report.html` and :mod:`~pytest_llmjudge.report.charts`:
