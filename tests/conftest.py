@@ -4,31 +4,56 @@ from __future__ import annotations
 
 import importlib
 import os
+import shutil
+import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-# pytester's in-process runs restore sys.modules after each run; C extensions (numpy.fft
-# under scipy.stats) can't be imported twice per process, so load them once up front.
-# The SDKs are slow to import (about 1.3 s for openai), which would otherwise be paid per run,
-# and their HTTP stack must not be re-imported: exception classes would stop matching.
-import anthropic  # noqa: F401
-import numpy  # noqa: F401
-import openai  # noqa: F401
 import pytest
-import scipy.stats  # noqa: F401
 
-import pytest_llmjudge.execution.scoreboard  # noqa: F401
-import pytest_llmjudge.judges.anthropic  # noqa: F401
-import pytest_llmjudge.judges.openai  # noqa: F401
-import pytest_llmjudge.metrics  # noqa: F401
-import pytest_llmjudge.nodes  # noqa: F401
 from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
 
-for _lazy in ("httpcore2", "httpx2", "h11", "anyio._backends._asyncio", "httpcore", "httpx"):
-    try:
-        importlib.import_module(_lazy)
-    except ImportError:
-        pass
+# Imported once per test process, in pytest_sessionstart (so not for ``pytest --help``, which
+# the docs run, nor in the xdist controller, which runs no test): pytester's in-process runs
+# restore sys.modules after each run, and C extensions (numpy.fft under scipy.stats) can't be
+# imported twice per process. The SDKs are slow to import (about 1.3 s for openai), which would
+# otherwise be paid per run, and their HTTP stack must not be re-imported: exception classes
+# would stop matching. rouge-score imports nltk (about 1.5 s), paid per in-process run that
+# computes ROUGE-L otherwise.
+PRELOAD = (
+    "anthropic",
+    "numpy",
+    "openai",
+    "scipy.stats",
+    "pytest_llmjudge.execution.scoreboard",
+    "pytest_llmjudge.judges.anthropic",
+    "pytest_llmjudge.judges.openai",
+    "pytest_llmjudge.metrics",
+    "pytest_llmjudge.nodes",
+)
+OPTIONAL_PRELOAD = (
+    "rouge_score.rouge_scorer",
+    "httpcore2",
+    "httpx2",
+    "h11",
+    "anyio._backends._asyncio",
+    "httpcore",
+    "httpx",
+)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if session.config.pluginmanager.has_plugin("dsession"):
+        return  # the xdist controller: its workers run the tests
+    for name in PRELOAD:
+        importlib.import_module(name)
+    for name in OPTIONAL_PRELOAD:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -110,3 +135,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_configure(config: pytest.Config) -> None:
     if config.pluginmanager.hasplugin("xdist") and config.getoption("maxschedchunk", None) is None:
         config.option.maxschedchunk = 1
+    _share_bytecode(config)
+
+
+# ---------------------------------------------------------------------------- bytecode
+# The suite starts about 150 Python processes (xdist workers, the docs commands, the plugin
+# runs in subprocesses), all importing the same package and test modules. Under
+# PYTHONDONTWRITEBYTECODE none of them can reuse another's bytecode: each compiles the package
+# (about 0.15 s of CPU) and each xdist worker rewrites and compiles every test module (about
+# 3 s). When that variable is set (and no PYTHONPYCACHEPREFIX), the processes this run starts
+# share a bytecode cache in a temporary directory instead, removed at the end: the source
+# tree still gets no __pycache__, as the variable intends.
+_BYTECODE_DIR: list[tuple[str, str]] = []  # (the directory, PYTHONDONTWRITEBYTECODE's value), when set here
+
+
+def _share_bytecode(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput") or "PYTHONPYCACHEPREFIX" in os.environ or not sys.dont_write_bytecode:
+        return
+    directory = tempfile.mkdtemp(prefix="llmjudge-tests-pyc-")
+    _BYTECODE_DIR.append((directory, os.environ.pop("PYTHONDONTWRITEBYTECODE", "1")))
+    os.environ["PYTHONPYCACHEPREFIX"] = directory
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _BYTECODE_DIR:
+        directory, dont_write = _BYTECODE_DIR.pop()
+        os.environ.pop("PYTHONPYCACHEPREFIX", None)
+        os.environ["PYTHONDONTWRITEBYTECODE"] = dont_write
+        shutil.rmtree(directory, ignore_errors=True)
