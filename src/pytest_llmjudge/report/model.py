@@ -47,12 +47,14 @@ are replaced by ``***`` in every string of the document, keys included
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import math
 import re
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -552,8 +554,30 @@ def _other_key(record: ItemRecord) -> tuple[str, ...]:
     return (record.kind, _nodeid(record))
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for a while (back on afterwards if it was on).
+
+    Building a 10,000-case document allocates some 100,000 objects and no reference cycle;
+    each full collection those allocations trigger walks the whole heap of the pytest run
+    (measured: a third of the document's build time).
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def build_document(inputs: RunInputs) -> ReportDocument:
     """The report document (see the module docstring and ``docs/report.schema.json``)."""
+    with _collector_paused():
+        return _build_document(inputs)
+
+
+def _build_document(inputs: RunInputs) -> ReportDocument:
     cases: list[CaseRecord] = []
     aggregates: list[AggregateRecord] = []
     gates: list[GateRecord] = []
