@@ -64,8 +64,8 @@ from pytest_llmjudge.records import (
     AggregateRecord,
     CaseRecord,
     GateRecord,
-    ItemRecord,
     LeaderboardRecord,
+    OtherRecord,
     RankingCheckRecord,
     RegressionRecord,
     Threshold,
@@ -867,10 +867,10 @@ def _not_run(items: Sequence[NotRun]) -> str:
 _SHOWN_APART = ("kind", "nodeid", "outcome", "passed", "language", "value", "threshold")
 
 
-def _other(records: Sequence[ItemRecord]) -> str:
+def _other(records: Sequence[OtherRecord]) -> str:
     """Results the report draws no chart for (sanity checks, surrogate rankings, ranking assertions,
     uncalibrated guards): one folded table per kind, failures first, other fields as JSON."""
-    by_kind: dict[str, list[ItemRecord]] = defaultdict(list)
+    by_kind: dict[str, list[OtherRecord]] = defaultdict(list)
     for record in records:
         by_kind[record.kind].append(record)
     parts = [
@@ -883,8 +883,7 @@ def _other(records: Sequence[ItemRecord]) -> str:
         failed = sum(1 for r in items if is_failure(r.outcome))
         rows = []
         for record in items[:MAX_OTHER_ROWS]:
-            wire = record.to_wire()
-            rest = {k: v for k, v in wire.items() if k not in _SHOWN_APART}
+            rest = {k: v for k, v in record.to_wire().items() if k not in _SHOWN_APART}
             text = json.dumps(rest, sort_keys=True, ensure_ascii=False)
             text = text if len(text) <= 300 else text[:300] + " …"
             value, threshold = (
@@ -893,7 +892,7 @@ def _other(records: Sequence[ItemRecord]) -> str:
             cells = [
                 ("", f"<code>{_e(record.nodeid)}</code>"),
                 ("res", _e(record.outcome)),
-                ("", _e(wire.get("language"))),
+                ("", _e(record.language)),
                 ("n", _e("" if value is None else format_number(value))),
                 ("", _e(_threshold(threshold))),
                 ("why", f"<code>{_e(text)}</code>"),
