@@ -12,6 +12,7 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from urllib.parse import quote
 
 import pytest
@@ -95,12 +96,16 @@ def test_sorting_by_score(tmp_path: Path, report: Path) -> None:
     assert len(scores) == 200 and scores == sorted(scores, reverse=True), "highest score first, one page of rows"
 
 
-def test_ten_thousand_cases_render_under_10_mb(tmp_path: Path, synthetic: Callable[[int], RunInputs]) -> None:
+def test_ten_thousand_failing_cases_render_under_10_mb(
+    tmp_path: Path, synthetic: Callable[[int], RunInputs], report_speed: ModuleType
+) -> None:
+    # issue 13's worst case: every case failed, with a justification three times as long.
     path = tmp_path / "big.html"
-    write_html(build_document(synthetic(10_000)), path)
+    write_html(build_document(report_speed.make_all_fail(synthetic(10_000))), path)
     assert path.stat().st_size < 10_000_000
     dom = dom_of(tmp_path, path.as_uri())
     assert ">10000 of 10000 match, first 200 shown<" in dom and len(shown_rows(dom)) == 200
+    assert {status for _, _, status in shown_rows(dom)} <= {"fail", "unscored"}
     assert re.search(r'data-render-ms="\d+"', dom), "the page says how long it took (read by the benchmark)"
 
 
