@@ -94,14 +94,12 @@ def test_missing_required_field_is_a_metric_error_naming_the_field() -> None:
 
 def test_importing_the_package_imports_no_optional_dependency() -> None:
     # Creating ROUGE-L (as building a suite does) doesn't import rouge-score (and nltk) either;
-    # its first score does.
+    # its first score does (the ROUGE-L tests score).
     code = (
         "import sys, pytest_llmjudge.metrics, pytest_llmjudge.stats.correlation\n"
         "heavy = {'sacrebleu', 'rouge_score', 'py3langid', 'sentence_transformers', 'scipy', 'nltk'}\n"
-        "rouge = pytest_llmjudge.metrics.resolve_metric('rouge_l')\n"
+        "pytest_llmjudge.metrics.resolve_metric('rouge_l')\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
-        "rouge.compute(pytest_llmjudge.metrics.MetricInput('a b', 'a b'))\n"
-        "print('rouge_score' in sys.modules)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.split() == ["[]", "True"]
+    assert result.stdout.strip() == "[]"
