@@ -73,11 +73,8 @@ def _outcomes(path: Path) -> dict[str, str]:
     return found
 
 
-def _command(tmp_path: Path, junit: str, *extra: str) -> list[str]:
+def _args(tmp_path: Path, junit: str, *extra: str) -> list[str]:
     return [
-        sys.executable,
-        "-m",
-        "pytest",
         "--llmjudge",
         "-p",
         "no:cacheprovider",
@@ -89,15 +86,17 @@ def _command(tmp_path: Path, junit: str, *extra: str) -> list[str]:
     ]
 
 
-def _run(command: list[str], cwd: Path) -> subprocess.Popen[str]:
+def _run(args: list[str], cwd: Path) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("LLMJUDGE_")}
+    command = [sys.executable, "-m", "pytest", *args]
     return subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
 
 
 @pytest.mark.parametrize("kind", ["redis", "s3"])
 def test_three_shards_pay_once_per_prompt_and_merge_to_the_single_run(
-    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+    kind: str, request: pytest.FixtureRequest, pytester: pytest.Pytester
 ) -> None:
+    tmp_path = pytester.path
     prefix = f"shards-{uuid.uuid4().hex[:10]}"
     if kind == "redis":
         url = f"{request.getfixturevalue('redis_url')}/0?prefix={prefix}:"
@@ -106,13 +105,16 @@ def test_three_shards_pay_once_per_prompt_and_merge_to_the_single_run(
         url = f"s3://{server_info.bucket}/{prefix}?endpoint_url={server_info.endpoint}"
     with LoopbackServer(latency=0.3, responder=ScriptedJudge(_score)) as server:
         (tmp_path / "suite.yaml").write_text(_suite(server.openai_base_url), encoding="utf-8")
-        single = _run(_command(tmp_path, "single.xml", "-q", f"--llmjudge-cache-dir={tmp_path / 'local'}"), tmp_path)
-        single_output = single.communicate(timeout=120)[0]
+        # The unsharded run reads no remote store and needs no process of its own.
+        single = pytester.runpytest_inprocess(
+            *_args(tmp_path, "single.xml", "-q", f"--llmjudge-cache-dir={tmp_path / 'local'}")
+        )
+        single_output = single.stdout.str()
         single_requests = server.stats()["requests"]
 
         shards = [
             _run(
-                _command(tmp_path, f"shard{i}.xml", "-q", f"--llmjudge-cache-url={url}", f"--llmjudge-shard={i}/3"),
+                _args(tmp_path, f"shard{i}.xml", "-q", f"--llmjudge-cache-url={url}", f"--llmjudge-shard={i}/3"),
                 tmp_path,
             )
             for i in (1, 2, 3)
@@ -120,15 +122,15 @@ def test_three_shards_pay_once_per_prompt_and_merge_to_the_single_run(
         shard_outputs = [shard.communicate(timeout=120)[0] for shard in shards]
         shard_requests = server.stats()["requests"] - single_requests
 
-        merge = _run(_command(tmp_path, "merge.xml", f"--llmjudge-cache-url={url}"), tmp_path)
+        merge = _run(_args(tmp_path, "merge.xml", f"--llmjudge-cache-url={url}"), tmp_path)
         merge_output = merge.communicate(timeout=120)[0]
         merge_requests = server.stats()["requests"] - single_requests - shard_requests
 
-    assert single.returncode == 1, single_output[-2000:]  # some cases score 0
+    assert single.ret == 1, single_output[-2000:]  # some cases score 0
     assert single_requests == DISTINCT, single_output[-2000:]
     assert shard_requests == DISTINCT, "every prompt paid once over the three shards"
     assert merge_requests == 0, merge_output[-2000:]
-    assert merge.returncode == single.returncode, merge_output[-2000:]
+    assert merge.returncode == single.ret, merge_output[-2000:]
     single_outcomes = _outcomes(tmp_path / "single.xml")
     assert _outcomes(tmp_path / "merge.xml") == single_outcomes
     assert sum(outcome == "failed" for outcome in single_outcomes.values()) > 1
