@@ -20,13 +20,15 @@ from pathlib import Path
 
 from pytest_llmjudge.atomic import write_atomic
 from pytest_llmjudge.report.document import ReportDocument
+from pytest_llmjudge.report.model import collector_paused
 
 _RAW_CONTROL = re.compile("[\x7f-\x9f]")
 
 
 def dumps(document: ReportDocument) -> str:
     """The document as the JSON report's text."""
-    text = json.dumps(document.to_wire(), sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    with collector_paused():
+        text = json.dumps(document.to_wire(), sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     return _RAW_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
