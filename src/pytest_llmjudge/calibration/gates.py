@@ -326,10 +326,17 @@ class GateComputer:
             return np.array(rows, dtype=float).reshape(len(items), len(ids))
         width = max((len(item.labels) for item in items), default=0)
         padding = [math.nan] * width
+        # Items share a few annotator id sequences: each sequence's slot order is worked out once.
+        orders: dict[tuple[str, ...], list[int]] = {}
         rows = []
         for item in items:
-            ordered = [label for _, label in sorted(item.labels, key=_annotator_order(item.labels))]
-            rows.append(ordered + padding[len(ordered) :])
+            labels = item.labels
+            sequence = tuple(annotator for annotator, _ in labels)
+            order = orders.get(sequence)
+            if order is None:
+                by = _annotator_order(labels)
+                order = orders[sequence] = sorted(range(len(labels)), key=lambda index: by(labels[index]))
+            rows.append([labels[index][1] for index in order] + padding[len(order) :])
         return np.array(rows, dtype=float).reshape(len(items), width)
 
     def gate(self, cal: CalibrationSet, group: str, metric: str, judge: JudgeConfig | None = None) -> GateResult:
