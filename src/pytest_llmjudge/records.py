@@ -379,6 +379,18 @@ class _SanityRecord(ItemRecord):
     language: str
     metric: str
 
+    def _sanity_properties(self, rate: float | None, threshold: float, n: int) -> list[tuple[str, Any]]:
+        return [
+            ("calibration", self.calibration),
+            ("language", self.language),
+            ("metric", self.metric),
+            ("judge", self.judge),
+            ("check", self.kind),
+            ("rate", rate),
+            ("threshold", threshold),
+            ("n", n),
+        ]
+
 
 class ConsistencyResult(Record):
     n_items: int
@@ -400,19 +412,7 @@ class ConsistencyRecord(_SanityRecord):
 
     def junit_properties(self) -> list[tuple[str, Any]]:
         r = self.result
-        return _rounded(
-            [
-                ("calibration", self.calibration),
-                ("language", self.language),
-                ("metric", self.metric),
-                ("judge", self.judge),
-                ("check", "consistency"),
-                ("rate", r.rate),
-                ("threshold", r.min_agreement),
-                ("n", r.n_items),
-                ("repeats", r.repeats),
-            ]
-        )
+        return _rounded([*self._sanity_properties(r.rate, r.min_agreement, r.n_items), ("repeats", r.repeats)])
 
 
 class SensitivityResult(Record):
@@ -448,19 +448,8 @@ class SensitivityRecord(_SanityRecord):
 
     def junit_properties(self) -> list[tuple[str, Any]]:
         r = self.result
-        return _rounded(
-            [
-                ("calibration", self.calibration),
-                ("language", self.language),
-                ("metric", self.metric),
-                ("judge", self.judge),
-                ("check", "sensitivity"),
-                ("rate", r.rate),
-                ("threshold", r.min_lowered),
-                ("n", r.n_worse + r.n_same + r.n_better + r.n_unscored),
-                ("worse", r.n_worse),
-            ]
-        )
+        n = r.n_worse + r.n_same + r.n_better + r.n_unscored
+        return _rounded([*self._sanity_properties(r.rate, r.min_lowered, n), ("worse", r.n_worse)])
 
 
 # -- regression ----------------------------------------------------------------------------

@@ -161,6 +161,17 @@ class _CalibrationItem(LLMJudgeItem):
         self.llmjudge_result = result
         record(self, result.junit_properties())
 
+    def _sanity_fields(self, judge: str) -> dict[str, str]:
+        """What a consistency or sensitivity record says of where it comes from."""
+        cal = self.calibration
+        return {
+            "calibration": cal.name,
+            "calibration_path": str(cal.path),
+            "judge": judge,
+            "language": self.language,
+            "metric": self.metric,
+        }
+
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = self.calibration.line - 1 if self.calibration.line else 0
         return self.path, line, self.name
@@ -210,17 +221,7 @@ class ConsistencyItem(_CalibrationItem):
         cal = self.calibration
         result = self.store.consistency(cal, self.language, self.metric)
         judge = self.store.live_label(cal)
-        self._keep(
-            ConsistencyRecord(
-                calibration=cal.name,
-                calibration_path=str(cal.path),
-                judge=judge,
-                language=self.language,
-                metric=self.metric,
-                passed=result.passed,
-                result=result.to_dict(),
-            )
-        )
+        self._keep(ConsistencyRecord(**self._sanity_fields(judge), passed=result.passed, result=result.to_dict()))
         if result.passed:
             return
         spread = [
@@ -255,11 +256,7 @@ class SensitivityItem(_CalibrationItem):
         judge = self.store.live_label(cal)
         self._keep(
             SensitivityRecord(
-                calibration=cal.name,
-                calibration_path=str(cal.path),
-                judge=judge,
-                language=self.language,
-                metric=self.metric,
+                **self._sanity_fields(judge),
                 passed=result.passed,
                 result=result.to_dict(),
                 perturbations=[
