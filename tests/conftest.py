@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import shutil
-import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -135,31 +132,3 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_configure(config: pytest.Config) -> None:
     if config.pluginmanager.hasplugin("xdist") and config.getoption("maxschedchunk", None) is None:
         config.option.maxschedchunk = 1
-    _share_bytecode(config)
-
-
-# ---------------------------------------------------------------------------- bytecode
-# The suite starts about 150 Python processes (xdist workers, the docs commands, the plugin
-# runs in subprocesses), all importing the same package and test modules. Under
-# PYTHONDONTWRITEBYTECODE none of them can reuse another's bytecode: each compiles the package
-# (about 0.15 s of CPU) and each xdist worker rewrites and compiles every test module (about
-# 3 s). When that variable is set (and no PYTHONPYCACHEPREFIX), the processes this run starts
-# share a bytecode cache in a temporary directory instead, removed at the end: the source
-# tree still gets no __pycache__, as the variable intends.
-_BYTECODE_DIR: list[tuple[str, str]] = []  # (the directory, PYTHONDONTWRITEBYTECODE's value), when set here
-
-
-def _share_bytecode(config: pytest.Config) -> None:
-    if hasattr(config, "workerinput") or "PYTHONPYCACHEPREFIX" in os.environ or not sys.dont_write_bytecode:
-        return
-    directory = tempfile.mkdtemp(prefix="llmjudge-tests-pyc-")
-    _BYTECODE_DIR.append((directory, os.environ.pop("PYTHONDONTWRITEBYTECODE", "1")))
-    os.environ["PYTHONPYCACHEPREFIX"] = directory
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    if _BYTECODE_DIR:
-        directory, dont_write = _BYTECODE_DIR.pop()
-        os.environ.pop("PYTHONPYCACHEPREFIX", None)
-        os.environ["PYTHONDONTWRITEBYTECODE"] = dont_write
-        shutil.rmtree(directory, ignore_errors=True)
