@@ -90,39 +90,43 @@ def loopback(scripted_judge: ScriptedJudge) -> Iterator[LoopbackServer]:
 
 # ---------------------------------------------------------------------------- scheduling
 # pytest-xdist hands tests to workers in collection order, so a long test collected late
-# runs alone at the end while the other worker idles. The long ones (each runs pytest in
+# runs alone at the end while the other worker idles. The long ones (each runs Python in
 # subprocesses) go first, longest first, and each worker takes the next test only when it
-# is nearly free (--maxschedchunk=1 by default): longest-first scheduling. Measured costs,
-# in tests/README.md.
-LONG_TESTS = (
-    "tests/plugin/test_soak.py",
-    "tests/test_docs_commands.py::test_doc_commands_run",
-    "tests/plugin/test_xdist.py",
-    "tests/plugin/test_resume.py",
-    "tests/plugin/test_batch.py::test_a_run_killed",
-    "tests/plugin/test_secrets.py",
-)
-"""Node-id prefixes of the longest tests, longest first; tests with "xdist" in their name follow."""
+# is nearly free (--maxschedchunk=1 by default): longest-first scheduling.
+DOCS = "tests/test_docs_commands.py::test_doc_commands_run"
+LONG_TESTS: dict[str, float] = {
+    f"{DOCS}[reports.md]": 28,
+    f"{DOCS}[getting-started.md]": 16,
+    f"{DOCS}[suite-format.md]": 15,
+    "tests/plugin/test_soak.py": 13,
+    f"{DOCS}[rankings.md]": 13,
+    f"{DOCS}[ci.md]": 12,
+    "tests/plugin/test_secrets.py::test_sentinel_keys_appear_in_no_output[xdist]": 11,
+    "tests/plugin/test_shards.py::test_three_shards_pay_once_per_prompt_and_merge_to_the_single_run[s3]": 11,
+    f"{DOCS}[baselines.md]": 10,
+    f"{DOCS}[configuration.md]": 9,
+    "tests/plugin/test_xdist.py::test_xdist_run_matches": 8,
+    "tests/test_benchmark_scale.py": 7,
+    "tests/plugin/test_secrets.py": 6,
+    f"{DOCS}[junit.md]": 6,
+    "tests/plugin/test_shards.py": 6,
+    f"{DOCS}[judges.md]": 4,
+    "tests/plugin/test_xdist.py": 4,
+    "tests/plugin/test_batch.py::test_a_run_killed": 4,
+    "tests/plugin/test_resume.py": 4,
+    f"{DOCS}": 2,
+}
+"""Seconds the longest tests took (node-id prefix, the first that matches), measured under
+``pytest -n auto`` at load average 2.5-3 on the 2-core machine (tests/README.md); tests with
+"xdist" in their name, not listed, follow them."""
 
 
-def _cost_rank(item: pytest.Item) -> tuple[int, int]:
-    """Sort key: the position of the item's prefix in LONG_TESTS (then the rest), and within
-    the docs commands the number of pytest commands of the page (each starts a run), most first."""
-    for rank, prefix in enumerate(LONG_TESTS):
+def _cost_rank(item: pytest.Item) -> float:
+    """Sort key: minus the item's measured seconds, then the xdist tests, then the rest."""
+    for prefix, seconds in LONG_TESTS.items():
         if item.nodeid.startswith(prefix):
-            page = (
-                item.callspec.params.get("path")
-                if isinstance(item, pytest.Function) and hasattr(item, "callspec")
-                else None
-            )
-            return rank, -_pytest_commands(page) if isinstance(page, Path) else 0
-    return (len(LONG_TESTS), 0) if "xdist" in item.name else (len(LONG_TESTS) + 1, 0)
-
-
-def _pytest_commands(page: Path) -> int:
-    return sum(
-        1 for line in page.read_text(encoding="utf-8").splitlines() if line.startswith("$ ") and "pytest" in line
-    )
+            return -seconds
+    return -1 if "xdist" in item.name else 0
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
