@@ -70,7 +70,8 @@ def test_xdist_run_matches_a_single_process_run_and_reports_every_item_once(
     with LoopbackServer(responder=judge) as server:
         pytester.makefile(".yaml", suite=suite_text(server.openai_base_url))
         common = ["--llmjudge", "-p", "no:cacheprovider"]
-        single = pytester.runpytest_subprocess(
+        # The reference run needs no process of its own (the xdist run below does).
+        single = pytester.runpytest_inprocess(
             *common,
             "--llmjudge-cache-dir=single",
             "--junitxml=single.xml",
