@@ -47,8 +47,9 @@ class ResultsCollector:
             from pytest_llmjudge.records import record_from_wire  # pydantic: only once a record arrives
 
             # A record that does not parse is a bug in the item that built it: let it raise.
-            record = record_from_wire(wire)
-            self.records.append(record.model_copy(update={"nodeid": report.nodeid, "outcome": report.outcome}))
+            # nodeid and outcome are parsed with the record (validated too), not copied onto it afterwards:
+            # a second copy of every record lived to the end of the run.
+            self.records.append(record_from_wire({**wire, "nodeid": report.nodeid, "outcome": report.outcome}))
         no_judge = getattr(report, "llmjudge_no_judge", None)
         if isinstance(no_judge, dict):
             self.no_judge.append(NoJudge(bool(no_judge["fail"]), str(no_judge["reason"]), str(no_judge["rule"])))
