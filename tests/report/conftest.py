@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from pytest_llmjudge.records import ItemRecord
+from pytest_llmjudge.records import ItemRecord, PairedCase, RegressionRecord
 from pytest_llmjudge.report.document import ReportDocument
 from pytest_llmjudge.report.model import RunInputs, build_document
 from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
@@ -146,3 +146,34 @@ def report_speed() -> ModuleType:
 def synthetic(report_speed: ModuleType) -> Callable[[int], RunInputs]:
     """``synthetic(n)``: the speed benchmark's run of n typed case records (for the page-size tests)."""
     return report_speed.synthetic_inputs  # type: ignore[no-any-return]
+
+
+def _regressed(metric: str, language: str, nodeid: str) -> RegressionRecord:
+    """A failed regression of suite ``s`` pairing c1 (2 -> 0, baseline output "alt") and c2 (2 -> 2, "gleich")."""
+    return RegressionRecord(
+        suite="s",
+        suite_path="s.yaml",
+        metric=metric,
+        language=language,
+        group_by=["language"],
+        baseline="prod",
+        baseline_suite="s",
+        gate="fail",
+        verdict="regressed",
+        n=2,
+        higher_is_better=True,
+        method="paired bootstrap",
+        passed=False,
+        cases=[
+            PairedCase(case="c1", baseline=2, candidate=0, baseline_output="alt"),
+            PairedCase(case="c2", baseline=2, candidate=2, baseline_output="gleich"),
+        ],
+        nodeid=nodeid,
+        outcome="failed",
+    )
+
+
+@pytest.fixture(scope="session")
+def regressed() -> Callable[[str, str, str], RegressionRecord]:
+    """``regressed(metric, language, nodeid)``: a failed regression pairing cases c1 and c2 of suite ``s``."""
+    return _regressed

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,6 @@ from pytest_llmjudge.records import (
     Interval,
     ItemRecord,
     LeaderboardRecord,
-    PairedCase,
     RegressionRecord,
     Threshold,
 )
@@ -258,28 +258,8 @@ def test_repeated_case_scores_are_kept_once_on_the_all_item() -> None:
     assert with_scores[0].case_scores == scores, "the collector's records are not changed"
 
 
-def test_a_case_gets_its_baseline_score_and_output_once() -> None:
-    regression = RegressionRecord(
-        suite="s",
-        suite_path="s.yaml",
-        metric="linguistic_acceptability",
-        language="hi",
-        group_by=["language"],
-        baseline="prod",
-        baseline_suite="s",
-        gate="fail",
-        verdict="regressed",
-        n=2,
-        higher_is_better=True,
-        method="paired bootstrap",
-        passed=False,
-        cases=[
-            PairedCase(case="c1", baseline=2, candidate=0, baseline_output="alt"),
-            PairedCase(case="c2", baseline=2, candidate=2, baseline_output="gleich"),
-        ],
-        nodeid="s.yaml::regression[la-hi]",
-        outcome="failed",
-    )
+def test_a_case_gets_its_baseline_score_and_output_once(regressed: Callable[[str, str, str], RegressionRecord]) -> None:
+    regression = regressed("linguistic_acceptability", "hi", "s.yaml::regression[la-hi]")
     records = [case("c1", "hi", 0), case("c2", "hi", 2), case("c3", "hi", 2), regression]
     document = build_document(RunInputs(records=records))
     assert [c.baseline for c in document.cases] == [

@@ -14,7 +14,6 @@ from pytest_llmjudge.records import (
     AggregateRecord,
     AggregateRow,
     CaseRecord,
-    PairedCase,
     RegressionRecord,
     Threshold,
 )
@@ -181,30 +180,12 @@ def test_judged_text_is_redacted_and_its_control_characters_made_visible(page_ca
     assert shown["output"] == "here it is: ***\\x1b[2J\\x9b31m done\nline two" and shown["input"] == "use key ***"
 
 
-def test_with_a_baseline_each_case_shows_its_old_score_and_output(page_cases: Any) -> None:
+def test_with_a_baseline_each_case_shows_its_old_score_and_output(
+    page_cases: Any, regressed: Callable[[str, str, str], RegressionRecord]
+) -> None:
     changed = case("c1", 0, "failed", language="de", output="neu")
     same = case("c2", 2, "passed", language="de", output="gleich")
-    regression = RegressionRecord(
-        suite="s",
-        suite_path="s.yaml",
-        metric="m",
-        language="de",
-        group_by=["language"],
-        baseline="prod",
-        baseline_suite="s",
-        gate="fail",
-        verdict="regressed",
-        n=2,
-        higher_is_better=True,
-        method="paired bootstrap",
-        passed=False,
-        cases=[
-            PairedCase(case="c1", baseline=2, candidate=0, baseline_output="alt"),
-            PairedCase(case="c2", baseline=2, candidate=2, baseline_output="gleich"),
-        ],
-        nodeid="s.yaml::regression(m)[de]",
-        outcome="failed",
-    )
+    regression = regressed("m", "de", "s.yaml::regression(m)[de]")
     document = build_document(RunInputs(records=[changed, same, regression]))
     shown = {c["c"]: c for c in page_cases(html.render_html(document))}
     assert (shown["c1"]["bsc"], shown["c1"]["bout"], shown["c1"]["ch"]) == ("2", "alt", "score and output")
