@@ -64,7 +64,8 @@ def _with_fallback(store: CacheStore, url: str, fallback_dir: Path | None) -> Ca
     from pytest_llmjudge.redaction import redact
 
     # The URL's credentials may be quoted in a client's error message.
-    secrets = [part for part in (urlsplit(url).password, urlsplit(url).username) if part]
+    parts = urlsplit(url)
+    secrets = [part for part in (parts.password, parts.username) if part]
     return FallbackStore(
         store, DirectoryStore(Path(fallback_dir) / DIRECTORY_LAYOUT), describe=lambda text: redact(text, secrets)
     )
