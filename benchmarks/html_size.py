@@ -22,8 +22,8 @@ import time
 from report_speed import make_all_fail, synthetic_inputs
 
 from pytest_llmjudge.records import CaseRecord
+from pytest_llmjudge.report.assemble import RunInputs, build_document
 from pytest_llmjudge.report.html import render_html
-from pytest_llmjudge.report.model import RunInputs, build_document
 
 
 def unique_justifications(inputs: RunInputs) -> RunInputs:

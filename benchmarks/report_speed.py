@@ -53,10 +53,10 @@ from pytest_llmjudge.records import (
     Standing,
     Threshold,
 )
+from pytest_llmjudge.report.assemble import RunInputs, build_document
 from pytest_llmjudge.report.document import JudgeInfo, RunInfo, SuiteInfo
 from pytest_llmjudge.report.html import write_html
 from pytest_llmjudge.report.json_report import write_json
-from pytest_llmjudge.report.model import RunInputs, build_document
 from pytest_llmjudge.stats.agreement import agreement_report
 from pytest_llmjudge.stats.distribution import class_distribution
 

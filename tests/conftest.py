@@ -27,7 +27,7 @@ PRELOAD = (
     "pytest_llmjudge.judges.anthropic",
     "pytest_llmjudge.judges.openai",
     "pytest_llmjudge.metrics",
-    "pytest_llmjudge.nodes",
+    "pytest_llmjudge.suite_items",
 )
 OPTIONAL_PRELOAD = (
     "rouge_score.rouge_scorer",

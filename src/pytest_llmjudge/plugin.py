@@ -4,7 +4,7 @@ Inert unless ``--llmjudge`` is given: without it no suite is collected, no state
 created, no network is touched and the terminal output is unchanged. With it:
 
 1. ``pytest_collect_file`` turns YAML files with a top-level ``suite:`` key into
-   :class:`~pytest_llmjudge.nodes.SuiteFile` nodes;
+   :class:`~pytest_llmjudge.suite_items.SuiteFile` nodes;
 2. ``pytest_collection_finish`` plans the judge calls of every *selected* item (after
    ``-k``/``-m`` deselection) and starts them concurrently;
 3. items block only on their own calls; the terminal summary shows a table per suite,
@@ -38,8 +38,8 @@ from pytest_llmjudge.settings import OPTIONS, Settings, resolve_settings
 if TYPE_CHECKING:
     from pytest_llmjudge.execution.sharing import WorkerShare
     from pytest_llmjudge.fixture_judge import Judge
-    from pytest_llmjudge.nodes import SuiteFile
     from pytest_llmjudge.records import ItemRecord
+    from pytest_llmjudge.suite_items import SuiteFile
 
 # Heavy modules (numpy, scipy, the SDKs) are imported only once --llmjudge is given, so an
 # installed-but-unused plugin costs pytest start-up almost nothing.
@@ -251,7 +251,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile | None:
     if not has_top_level_key(file_path, parent.config, "suite"):
         return None
-    from pytest_llmjudge.nodes import SuiteFile  # heavy (numpy): only with --llmjudge
+    from pytest_llmjudge.suite_items import SuiteFile  # heavy (numpy): only with --llmjudge
 
     suite_file: SuiteFile = SuiteFile.from_parent(parent, path=file_path)
     return suite_file

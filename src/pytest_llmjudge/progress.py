@@ -12,7 +12,7 @@ tokens); under pytest-xdist the controller adds the workers' counters up (``+``)
   corrects itself as provider calls finish. ``ETA --`` before the first call is done (no
   rate yet), none once all are done;
 * cost: tokens so far times the price of the run's one judge model (USD per 1M tokens, the
-  table in ``report/model.py`` plus ``llmjudge_prices``), as the final accounting line
+  table in ``report/assemble.py`` plus ``llmjudge_prices``), as the final accounting line
   computes it. ``cost n/a`` when no price is known for the model, or when the run has
   several judge models (the tokens are not split per model): never a guess.
 

@@ -101,7 +101,7 @@ class ProgressDisplay:
         os.replace(temporary, target)  # atomic: the controller never reads half a file
 
     def price(self) -> tuple[float, float] | None:
-        from pytest_llmjudge.report.model import PriceError, parse_prices, price_for
+        from pytest_llmjudge.report.assemble import PriceError, parse_prices, price_for
 
         if len(self.models) != 1:
             return None

@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 
 from pytest_llmjudge.records import ItemRecord, PairedCase, RegressionRecord
+from pytest_llmjudge.report.assemble import RunInputs, build_document
 from pytest_llmjudge.report.document import ReportDocument
-from pytest_llmjudge.report.model import RunInputs, build_document
 from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "example_suites"

@@ -18,9 +18,9 @@ from urllib.parse import quote
 import pytest
 
 from pytest_llmjudge.records import CaseRecord, Threshold
+from pytest_llmjudge.report.assemble import RunInputs, build_document
 from pytest_llmjudge.report.document import ReportDocument
 from pytest_llmjudge.report.html import write_html
-from pytest_llmjudge.report.model import RunInputs, build_document
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(

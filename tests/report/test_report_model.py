@@ -27,6 +27,17 @@ from pytest_llmjudge.records import (
     Threshold,
 )
 from pytest_llmjudge.redaction import redact_value, secrets_from_environment
+from pytest_llmjudge.report.assemble import (
+    DEFAULT_PRICES,
+    PriceError,
+    RunInputs,
+    build_document,
+    clean_url,
+    estimate_cost,
+    parse_prices,
+    price_for,
+    rubric_hash,
+)
 from pytest_llmjudge.report.document import (
     FORMAT_VERSION,
     JudgeInfo,
@@ -38,17 +49,6 @@ from pytest_llmjudge.report.document import (
     schema_text,
 )
 from pytest_llmjudge.report.json_report import dumps
-from pytest_llmjudge.report.model import (
-    DEFAULT_PRICES,
-    PriceError,
-    RunInputs,
-    build_document,
-    clean_url,
-    estimate_cost,
-    parse_prices,
-    price_for,
-    rubric_hash,
-)
 
 SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "report.schema.json"
 

@@ -12,8 +12,8 @@ import pytest
 
 import pytest_llmjudge
 from pytest_llmjudge.judges.rubrics import BUILTIN_RUBRICS
+from pytest_llmjudge.report.assemble import rubric_hash
 from pytest_llmjudge.report.document import ReportDocument
-from pytest_llmjudge.report.model import rubric_hash
 from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
 
 SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "report.schema.json"

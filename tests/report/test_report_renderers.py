@@ -18,8 +18,8 @@ from pytest_llmjudge.records import (
     Threshold,
 )
 from pytest_llmjudge.report import html
+from pytest_llmjudge.report.assemble import RunInputs, build_document
 from pytest_llmjudge.report.document import ReportDocument
-from pytest_llmjudge.report.model import RunInputs, build_document
 from pytest_llmjudge.report.terminal import WIDTH, render_summary, summary_lines, wrap_accounting
 
 

@@ -27,8 +27,8 @@ import pytest_llmjudge
 ROOT = Path(pytest_llmjudge.__file__).parent
 PACKAGE = "pytest_llmjudge"
 
-# The modules allowed to import pytest: hooks and items (``plugin.py``, ``*_plugin.py``, ``nodes.py``
-# at any depth) and the session layer they share.
+# The modules allowed to import pytest: hooks and items (``plugin.py``, ``*_plugin.py``, ``items.py``,
+# ``*_items.py`` at any depth) and the session layer they share.
 SESSION = f"{PACKAGE}.session"
 
 
@@ -118,7 +118,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def _plugin_or_items(module: str) -> bool:
     name = module.rpartition(".")[2]
-    return name in ("plugin", "nodes") or name.endswith("_plugin")
+    return name in ("plugin", "items") or name.endswith(("_plugin", "_items"))
 
 
 def _pytest_facing(module: str) -> bool:
@@ -134,8 +134,8 @@ def test_the_graph_sees_lazy_imports_and_finds_a_cycle() -> None:
     graph = _graph(MODULES)
     graph[f"{PACKAGE}.judges.base"] = graph[f"{PACKAGE}.judges.base"] | {f"{PACKAGE}.judges.diagnosis"}
     assert [f"{PACKAGE}.judges.base", f"{PACKAGE}.judges.diagnosis"] in _cycles(graph)
-    # ... and function-level imports are read: plugin.py imports nodes.py only inside functions.
-    assert f"{PACKAGE}.nodes" in GRAPH[f"{PACKAGE}.plugin"]
+    # ... and function-level imports are read: plugin.py imports suite_items.py only inside functions.
+    assert f"{PACKAGE}.suite_items" in GRAPH[f"{PACKAGE}.plugin"]
 
 
 def test_no_import_cycle_in_the_package() -> None:

@@ -23,7 +23,7 @@ in languages where that judge failed the gate then fail (or xfail/skip). Modules
 ``store``          scores (recorded or live through the scoreboard) and cached verdicts per run
 ``judge``          :class:`CalibratedJudge`, the object behind ``llmjudge_calibrated_judge``
 ``report``         failure messages and the terminal summary (text only)
-``nodes``          pytest items (imports pytest)
+``items``          pytest items (imports pytest)
 ``plugin``         pytest hooks and the fixture (imports pytest)
 =================  ==========================================================================
 """

@@ -4,7 +4,7 @@ Registered by the main plugin (``FEATURE_PLUGINS``) and, like it, inert without
 ``--llmjudge`` (the fixture excepted, which works like ``llmjudge_judge``):
 
 * ``pytest_collect_file``: YAML files with a top-level ``calibration:`` key become
-  :class:`~pytest_llmjudge.calibration.nodes.CalibrationFile` nodes;
+  :class:`~pytest_llmjudge.calibration.items.CalibrationFile` nodes;
 * ``pytest_collection_finish``: plans the live judge calls that the selected gate and
   sanity items, and the selected items of suites with ``judge.calibration``, will need.
   Every xdist worker plans the same calls, which the scoreboard shares between workers;
@@ -33,7 +33,7 @@ from pytest_llmjudge.session.state import has_top_level_key, is_enabled, scorebo
 
 if TYPE_CHECKING:
     from pytest_llmjudge.calibration.calibrated_judge import CalibratedJudge
-    from pytest_llmjudge.calibration.nodes import CalibrationFile
+    from pytest_llmjudge.calibration.items import CalibrationFile
     from pytest_llmjudge.execution.scoreboard import Score
     from pytest_llmjudge.fixture_judge import Judge
     from pytest_llmjudge.suite.model import Case, Suite
@@ -58,7 +58,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # The calibration machinery (numpy, scipy) loads only for suites that correct scores.
         if not suite.judge.correction or suite.judge.calibration is None:
             return score
-        from pytest_llmjudge.calibration.nodes import get_store
+        from pytest_llmjudge.calibration.items import get_store
 
         return get_store(config).adjust(suite, case, score)
 
@@ -75,7 +75,7 @@ def _calibrated_suite(item: pytest.Item) -> Suite | None:
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CalibrationFile | None:
     if not has_top_level_key(file_path, parent.config, "calibration"):
         return None
-    from pytest_llmjudge.calibration.nodes import CalibrationFile
+    from pytest_llmjudge.calibration.items import CalibrationFile
 
     node: CalibrationFile = CalibrationFile.from_parent(parent, path=file_path)
     return node
@@ -88,8 +88,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # left here is the gate of a calibrated suite's judge, which no calibration item may ask for.
     if not any(_calibrated_suite(item) is not None for item in session.items):
         return  # no selected suite names a calibration: nothing to plan
-    from pytest_llmjudge.calibration.nodes import get_store
-    from pytest_llmjudge.nodes import AggregateItem, CaseItem
+    from pytest_llmjudge.calibration.items import get_store
+    from pytest_llmjudge.suite_items import AggregateItem, CaseItem
 
     store = get_store(session.config)
     suites: dict[str, Any] = {}
@@ -106,7 +106,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_runtest_call(item: pytest.Item) -> None:
     if not is_enabled(item.config) or _calibrated_suite(item) is None:
         return
-    from pytest_llmjudge.calibration.nodes import guard_suite_item
+    from pytest_llmjudge.calibration.items import guard_suite_item
 
     guard_suite_item(item)
 
@@ -132,7 +132,7 @@ def llmjudge_calibrated_judge(pytestconfig: pytest.Config, llmjudge_judge: Judge
     """
     from pytest_llmjudge.calibration.calibrated_judge import CalibratedJudge
     from pytest_llmjudge.calibration.gates import GateComputer
-    from pytest_llmjudge.calibration.nodes import get_store
+    from pytest_llmjudge.calibration.items import get_store
     from pytest_llmjudge.execution.scoreboard import ScoreBoard
 
     path = _calibration_path(pytestconfig)

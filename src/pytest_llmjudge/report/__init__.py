@@ -2,7 +2,7 @@
 
 * :mod:`~pytest_llmjudge.report.document`: the typed report document (``ReportDocument``)
   every renderer reads, and its generated JSON schema;
-* :mod:`~pytest_llmjudge.report.model`: builds that document from the run's typed item
+* :mod:`~pytest_llmjudge.report.assemble`: builds that document from the run's typed item
   records (``records.py``), prices and the judge-call accounting;
 * :mod:`~pytest_llmjudge.report.terminal`: the ``llmjudge summary`` section;
 * :mod:`~pytest_llmjudge.report.json_report`: ``--llmjudge-report=json:PATH``;

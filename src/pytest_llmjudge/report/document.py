@@ -1,6 +1,6 @@
 """The report document as types: every section a report renders, and its JSON schema.
 
-``report/model.py`` builds a :class:`ReportDocument` from the run's typed item records
+``report/assemble.py`` builds a :class:`ReportDocument` from the run's typed item records
 (``records.py``); the terminal summary and the HTML report render it, the JSON report is
 its wire form (:meth:`ReportDocument.to_wire`) and ``docs/report.schema.json`` is
 generated from it (:func:`json_schema`; ``python -m pytest_llmjudge.report.document``

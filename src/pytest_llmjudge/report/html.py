@@ -72,8 +72,8 @@ from pytest_llmjudge.records import (
     UncalibratedRecord,
 )
 from pytest_llmjudge.report import charts
+from pytest_llmjudge.report.assemble import ALL, NOT_DECIDED, is_failure
 from pytest_llmjudge.report.document import NotRun, ReportDocument, RunInfo, SummaryRow
-from pytest_llmjudge.report.model import ALL, NOT_DECIDED, is_failure
 from pytest_llmjudge.report.terminal import STATUS_TEXT, accounting_line, every_case_unscored, ranking_entries
 
 JUSTIFICATION_CHARS = 400

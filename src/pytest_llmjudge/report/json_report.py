@@ -1,6 +1,6 @@
 """``--llmjudge-report=json:PATH``: the report document as one JSON file, stable to diff.
 
-The document is built by :func:`pytest_llmjudge.report.model.build_document` and written
+The document is built by :func:`pytest_llmjudge.report.assemble.build_document` and written
 in its wire form (:meth:`~pytest_llmjudge.report.document.ReportDocument.to_wire`); its
 format (``"format": "pytest-llmjudge-report"``, ``"format_version"``) is described field by
 field in ``docs/report.schema.json`` (generated from ``report/document.py``) and ``docs/reports.md``. Written with sorted keys, two-space
@@ -19,8 +19,8 @@ import re
 from pathlib import Path
 
 from pytest_llmjudge.atomic import write_atomic
+from pytest_llmjudge.report.assemble import collector_paused
 from pytest_llmjudge.report.document import ReportDocument
-from pytest_llmjudge.report.model import collector_paused
 
 _RAW_CONTROL = re.compile("[\x7f-\x9f]")
 

@@ -6,7 +6,7 @@ Registered as a feature plugin (``plugin.FEATURE_PLUGINS``); inert without ``--l
   one ``FORMAT:PATH`` per line, used when the option is not given). A relative PATH is taken
   from the directory pytest was invoked in; missing parent directories are created.
 * ini ``llmjudge_prices``: ``MODEL = INPUT OUTPUT`` lines, USD per 1M tokens, over the
-  built-in table (:data:`~pytest_llmjudge.report.model.DEFAULT_PRICES`); ``--llmjudge-price``
+  built-in table (:data:`~pytest_llmjudge.report.assemble.DEFAULT_PRICES`); ``--llmjudge-price``
   (repeatable, same form) over both.
 * JUnit XML (``--junitxml``): each item's recorded results (:func:`record_properties`) go
   into a ``<system-out>`` element of its testcase (``report/junit.py``), so the file stays
@@ -135,7 +135,7 @@ def parse_target(raw: str, base: Path) -> tuple[str, Path]:
 def pytest_configure(config: pytest.Config) -> None:
     if not is_enabled(config):
         return
-    from pytest_llmjudge.report.model import PriceError, parse_prices
+    from pytest_llmjudge.report.assemble import PriceError, parse_prices
 
     raw_targets = config.getoption("llmjudge_report") or config.getini("llmjudge_report")
     base = Path(config.invocation_params.dir)
@@ -159,7 +159,7 @@ def _terminal_width(terminalreporter: Any) -> int:
 
 
 def _suite_info(config: pytest.Config, suite: Suite) -> SuiteInfo:
-    from pytest_llmjudge.report.model import clean_url
+    from pytest_llmjudge.report.assemble import clean_url
 
     board = config.stash.get(scoreboard_key, None)
     judge = suite.judge
@@ -389,7 +389,7 @@ def build(config: pytest.Config, exit_status: int | None = None) -> ReportDocume
     if state.document is not None:
         return state.document
     import pytest_llmjudge
-    from pytest_llmjudge.report.model import RunInputs, build_document
+    from pytest_llmjudge.report.assemble import RunInputs, build_document
 
     settings = None
     board = config.stash.get(scoreboard_key, None)

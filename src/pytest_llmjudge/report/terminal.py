@@ -40,8 +40,8 @@ from collections.abc import Sequence
 
 from pytest_llmjudge.formatting import format_fixed, format_number
 from pytest_llmjudge.records import LeaderboardRecord, RegressionRecord, Standing, Threshold
+from pytest_llmjudge.report.assemble import ALL, NOT_DECIDED, is_failure, threshold_text
 from pytest_llmjudge.report.document import Accounting, GateBrief, NotRun, ReportDocument, SuiteInfo, SummaryRow
-from pytest_llmjudge.report.model import ALL, NOT_DECIDED, is_failure, threshold_text
 
 WIDTH = 100
 MAX_DETAIL_LINES = 10

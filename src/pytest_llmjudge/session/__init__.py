@@ -1,6 +1,6 @@
 """The session layer: what every pytest-facing module of the plugin shares, and nothing feature-specific.
 
-The core plugin (``plugin.py``), the suite items (``nodes.py``) and the feature plugins
+The core plugin (``plugin.py``), the suite items (``suite_items.py``) and the feature plugins
 (calibration, pairwise, regression, report, batch) import from here; this package imports
 none of them, only the plain engine below it (settings, judge policy, execution). That is
 the rule ``tests/unit/test_import_graph.py`` enforces (see ``docs/design.md``).

@@ -1,7 +1,7 @@
 """The base of every item the plugin collects: one failure type, one failure rendering, one way to record.
 
-Suite cases and aggregates (``nodes.py``), calibration gates and sanity checks
-(``calibration/nodes.py``), rankings (``pairwise/plugin.py``) and regression items
+Suite cases and aggregates (``suite_items.py``), calibration gates and sanity checks
+(``calibration/items.py``), rankings (``pairwise/plugin.py``) and regression items
 (``regression/plugin.py``) all derive from :class:`LLMJudgeItem`:
 
 * a check that fails, or can't be decided, raises an

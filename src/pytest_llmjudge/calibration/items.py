@@ -34,7 +34,6 @@ from pytest_llmjudge.calibration.build import CalibrationSet
 from pytest_llmjudge.calibration.gates import GateComputer, judge_scored_languages
 from pytest_llmjudge.calibration.report import gate_message
 from pytest_llmjudge.errors import ItemFailure, LLMJudgeError
-from pytest_llmjudge.nodes import AggregateItem, CaseFailure, CaseItem
 from pytest_llmjudge.records import (
     ConsistencyRecord,
     GateRecord,
@@ -45,6 +44,7 @@ from pytest_llmjudge.records import (
 )
 from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem, record
 from pytest_llmjudge.suite.model import Case, Suite
+from pytest_llmjudge.suite_items import AggregateItem, CaseFailure, CaseItem
 
 store_key = pytest.StashKey["GateComputer"]()
 
