@@ -54,8 +54,9 @@ def _finite_or_none(value: Any) -> Any:
 Real = Annotated[float | None, BeforeValidator(_finite_or_none)]
 """A finite number, or ``None`` where it is not defined (NaN and infinities included)."""
 
-ScoreValue = Annotated[float | str | None, BeforeValidator(_finite_or_none)]
-"""A score: a number, a category (a detected language), or ``None`` (unscored)."""
+ScoreValue = Annotated[int | float | str | None, BeforeValidator(_finite_or_none)]
+"""A score: a number, a category (a detected language), or ``None`` (unscored). An integer
+stays an integer (a threshold written ``1`` reads ``1`` in JUnit, not ``1.0``)."""
 
 Json: TypeAlias = Any
 """Diagnostic detail kept as the domain computed it (plain JSON types), shown verbatim."""
@@ -85,8 +86,9 @@ class ItemRecord(Record):
     """Fields every item record has."""
 
     kind: str
-    passed: bool
-    """The item's own verdict (``outcome`` can differ: an expected failure, a policy skip)."""
+    passed: bool | None
+    """The item's own verdict (``outcome`` can differ: an expected failure, a policy skip);
+    ``None`` only for a case record with no threshold of its own (see :class:`CaseRecord`)."""
     nodeid: str | None = None
     outcome: Outcome | None = None
 
@@ -111,7 +113,13 @@ class BaselineCase(Record):
 
 
 class CaseRecord(ItemRecord):
-    """One case checked against one threshold: its score, how it was got and what was judged."""
+    """One case checked against one threshold: its score, how it was got and what was judged.
+
+    A case with no threshold of its own on a metric is still judged, for its suite's
+    aggregates: its record has ``threshold``, ``passed``, ``nodeid`` and ``outcome`` all
+    ``None`` and ``aggregates`` naming the aggregates it counts in. The aggregate items carry
+    such records (:attr:`AggregateRecord.cases`) and the report lists them with the others.
+    """
 
     kind: Literal["case"] = "case"
     suite: str
@@ -119,7 +127,9 @@ class CaseRecord(ItemRecord):
     case: str
     language: str
     metric: str
-    threshold: Threshold
+    threshold: Threshold | None
+    aggregates: list[str] = Field(default_factory=list)
+    """For a case without a threshold of its own: the aggregates (``mean(metric)``) it counts in."""
     score: ScoreValue
     samples: list[ScoreValue] = Field(default_factory=list)
     spread: Real = None
@@ -146,7 +156,10 @@ class CaseRecord(ItemRecord):
             ("metric", self.metric),
             ("language", self.language),
             ("score", self.score),
-            ("threshold", f"{self.threshold.op} {format_value(self.threshold.value)}"),
+            (
+                "threshold",
+                None if self.threshold is None else f"{self.threshold.op} {format_value(self.threshold.value)}",
+            ),
             ("source", self.source),
             ("judge", self.judge),
             ("cached", None if self.cached is None else str(self.cached).lower()),
@@ -194,6 +207,9 @@ class AggregateRecord(ItemRecord):
     case_scores: list[CaseScore] | None = None
     """The row's per-case scores; the report keeps them once, on the ``all`` item."""
     rows: list[AggregateRow]
+    cases: list[CaseRecord] | None = None
+    """The full records of the row's cases that have no threshold of their own on ``metric``
+    (what was judged, so the reports show it); the report moves them to its ``cases``, once."""
 
     def row(self) -> AggregateRow | None:
         """This item's own row (the one of its ``language``)."""

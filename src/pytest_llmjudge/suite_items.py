@@ -8,6 +8,10 @@
   ``suite.yaml::mean(metric)[hi]``; with ``group_by: [language, task]``
   ``suite.yaml::mean(metric)[hi-task=qa]`` (the grouping is ``AggregateCheck.groups``).
 
+A case with no threshold of its own on an aggregated metric has no item; the aggregate
+items of its row carry its full case record (``AggregateRecord.cases``, no threshold, no
+verdict) so the reports still show what was judged.
+
 Each item keeps what it found as a typed record (``records.py``: :class:`CaseRecord`,
 :class:`AggregateRecord`) in ``llmjudge_result``, and records the record's JUnit properties
 (score, threshold, metric, language, judge, cached, source, suite) through
@@ -50,6 +54,33 @@ def _excerpt(text: str | None) -> str:
         return "(empty)"
     flat = " ".join(text.split())
     return flat if len(flat) <= EXCERPT_CHARS else flat[:EXCERPT_CHARS] + " …"
+
+
+def _score_fields(score: Score) -> dict[str, Any]:
+    """A case record's fields that come from its score: the value, how it was got, why."""
+    return {
+        "score": score.value,
+        "samples": list(score.samples),
+        "spread": score.spread,
+        "source": score.source,
+        "judge": score.judge,
+        "cached": score.cached,
+        "justification": score.justification,
+        "unscored_reason": score.error,
+        "raw_reply": score.raw_reply,
+        "detail": dict(score.detail),
+        "higher_is_better": score.higher_is_better,
+    }
+
+
+def _judged_output(config: pytest.Config, suite: Suite, case: Case) -> str | None:
+    """The judged output: the case's own, else the model's (None when it could not be produced)."""
+    if case.output is not None:
+        return case.output
+    try:
+        return _scoreboard(config).output(suite, case)
+    except LLMJudgeError:
+        return None
 
 
 def _scoreboard(config: pytest.Config) -> ScoreBoard:
@@ -137,27 +168,17 @@ class CaseItem(_SuiteItem):
         expected = self.threshold.expected(self.case.language)
         passed = score.scored and self.threshold.holds(score.value, self.case.language)
         result = CaseRecord(
+            **_score_fields(score),
             suite=self.suite.name,
             suite_path=str(self.suite.path),
             case=self.case.id,
             language=self.case.language,
             metric=self.threshold.metric,
             threshold=RecordThreshold(op=self.threshold.op, value=expected),
-            score=score.value,
-            samples=list(score.samples),
-            spread=score.spread,
-            source=score.source,
-            judge=score.judge,
-            cached=score.cached,
-            justification=score.justification,
-            unscored_reason=score.error,
-            raw_reply=score.raw_reply,
-            detail=dict(score.detail),
-            higher_is_better=score.higher_is_better,
             passed=passed,
             # What was judged, in full, so a reviewer can read it and two reports diff per case.
             input=self.case.input,
-            output=self._output(),
+            output=_judged_output(self.config, self.suite, self.case),
             reference=self.case.reference,
         )
         self.llmjudge_result = result
@@ -196,19 +217,10 @@ class CaseItem(_SuiteItem):
             lines.append(f"  {key + ':':<14} {value}")
         if self.case.input:
             lines.append(f"  input:         {_excerpt(self.case.input)}")
-        lines.append(f"  output:        {_excerpt(self._output())}")
+        lines.append(f"  output:        {_excerpt(_judged_output(self.config, self.suite, self.case))}")
         if self.case.reference:
             lines.append(f"  reference:     {_excerpt(self.case.reference)}")
         return "\n".join(lines)
-
-    def _output(self) -> str | None:
-        """The judged output: the case's own, else the model's (None when it could not be produced)."""
-        if self.case.output is not None:
-            return self.case.output
-        try:
-            return _scoreboard(self.config).output(self.suite, self.case)
-        except LLMJudgeError:
-            return None
 
     def planned_calls(self) -> list[tuple[Suite, Case, str]]:
         return [] if self.judge_problem is not None else [(self.suite, self.case, self.threshold.metric)]
@@ -247,9 +259,11 @@ class AggregateItem(_SuiteItem):
         board = _scoreboard(self.config)
         board.plan((self.suite, case, self.check.spec.metric) for case in self.suite.cases)
         values = []
+        metric = self.check.spec.metric
         self.case_scores: list[CaseScore] = []  # per-case scores of this row, for baselines
+        self.unasserted: list[CaseRecord] = []  # the row's cases no case item reports on this metric
         for case in self.suite.cases:
-            score = board.score(self.suite, case, self.check.spec.metric)
+            score = board.score(self.suite, case, metric)
             group = case.group(self.check.group_by).name
             values.append(ScoredValue(case.language, score.value, score.scored, group=group))
             if self.language in (ALL_LANGUAGES, group):
@@ -263,6 +277,8 @@ class AggregateItem(_SuiteItem):
                         higher_is_better=score.higher_is_better,
                     )
                 )
+                if not any(threshold.metric == metric for threshold in case.thresholds):
+                    self.unasserted.append(self._unasserted_record(case, score))
         overrides = {group.name: self.check.for_group(group) for group in self.check.groups(self.suite.cases)}
         return compute_rows(
             overrides,
@@ -270,6 +286,25 @@ class AggregateItem(_SuiteItem):
             values,
             min_cases=self.check.min_cases,
             max_unscored_rate=self.check.max_unscored_rate,
+        )
+
+    def _unasserted_record(self, case: Case, score: Score) -> CaseRecord:
+        """The record of a case judged only for the suite's aggregates: what a case item would
+        record, without a threshold or a verdict of its own."""
+        metric = self.check.spec.metric
+        return CaseRecord(
+            **_score_fields(score),
+            suite=self.suite.name,
+            suite_path=str(self.suite.path),
+            case=case.id,
+            language=case.language,
+            metric=metric,
+            threshold=None,
+            aggregates=[check.spec.label for check in self.suite.aggregates if check.spec.metric == metric],
+            passed=None,
+            input=case.input,
+            output=_judged_output(self.config, self.suite, case),
+            reference=case.reference,
         )
 
     def runtest(self) -> None:
@@ -283,6 +318,7 @@ class AggregateItem(_SuiteItem):
             language=self.language,
             passed=row.passed,
             case_scores=self.case_scores,
+            cases=self.unasserted or None,
             rows=[
                 RecordRow(
                     language=r.language,

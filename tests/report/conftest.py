@@ -87,7 +87,8 @@ def replicated(document: ReportDocument, n_cases: int) -> ReportDocument:
         case = real_cases[index % len(real_cases)]
         copy = index // len(real_cases)
         new_id = case.case if copy == 0 else f"{case.case}-r{copy}"
-        cases.append(case.model_copy(update={"case": new_id, "nodeid": f"{case.nodeid}-r{copy}"}))
+        nodeid = None if case.nodeid is None else f"{case.nodeid}-r{copy}"  # None: judged for aggregates only
+        cases.append(case.model_copy(update={"case": new_id, "nodeid": nodeid}))
     rest: list[ItemRecord] = [*document.aggregates, *document.gates, *document.regressions, *document.rankings]
     return build_document(
         RunInputs(

@@ -231,7 +231,8 @@ def test_a_real_runs_records_land_in_the_section_of_their_type(real_document: Re
         assert all(type(r) is types[name] for r in records), name
     assert {r.kind for r in document.other} == {"ranking_check", "ranking_surrogate"}
     assert document.not_run and all(r.outcome == "skipped" for r in document.not_run), "the keyless Anthropic suite"
-    every = [*document.cases, *document.aggregates, *document.gates, *document.regressions, *document.rankings]
+    case_items = [r for r in document.cases if r.threshold is not None]
+    every = [*case_items, *document.aggregates, *document.gates, *document.regressions, *document.rankings]
     outcomes = [r.outcome for r in [*every, *document.other]] + [r.outcome for r in document.not_run]
     totals = document.totals
     assert totals.items == len(outcomes) and totals.cases == len(document.cases)
@@ -246,6 +247,36 @@ def test_a_real_runs_records_land_in_the_section_of_their_type(real_document: Re
     judged = [r for r in document.cases if r.source == "judge"]
     assert judged and all(r.justification == f"scripted verdict ({r.metric})" for r in judged), "the loopback judge"
     assert document.accounting is not None and document.accounting.provider_calls > 0
+
+
+def test_cases_judged_only_for_aggregates_are_in_the_report_once(real_document: ReportDocument) -> None:
+    """The release-gate suite asserts only aggregates: its 160 cases x 3 metrics are still listed, with
+    what was judged, once each (not once per aggregate item), counted in no item total, paired with the
+    baseline's score, and the aggregates no longer carry them."""
+    gate_cases = [r for r in real_document.cases if r.suite == "pariksha-release-gate"]
+    assert len(gate_cases) == 160 * 3
+    assert len({(r.case, r.metric) for r in gate_cases}) == len(gate_cases)
+    assert {r.metric for r in gate_cases} == {"linguistic_acceptability", "task_quality", "hallucinations"}
+    for record in gate_cases:
+        assert record.threshold is None and record.passed is None
+        assert record.nodeid is None and record.outcome is None
+        assert record.input and record.output and record.score is not None and record.source == "recorded"
+        assert record.baseline is not None and record.baseline.score is not None
+    by_metric = {r.metric: r.aggregates for r in gate_cases}
+    assert by_metric["hallucinations"] == ["pass_rate(hallucinations <= 0)"]
+    assert by_metric["task_quality"] == ["mean(task_quality)"]
+    assert all(a.cases is None for a in real_document.aggregates)
+    asserted = [r for r in real_document.cases if r.threshold is not None]
+    assert real_document.totals.items - len(real_document.not_run) == len(asserted) + sum(
+        len(section)
+        for section in (
+            real_document.aggregates,
+            real_document.gates,
+            real_document.regressions,
+            real_document.rankings,
+            real_document.other,
+        )
+    )
 
 
 def test_repeated_case_scores_are_kept_once_on_the_all_item() -> None:
@@ -423,3 +454,27 @@ def test_a_real_runs_json_report_validates_against_the_schema_and_parses_back(re
     assert dumps(real_run.document) == real_run.json_text, "the file is the document's wire form"
     newer = {**wire, "added_later": {"x": 1}}
     assert not list(jsonschema.Draft202012Validator(schema).iter_errors(newer)), "readers ignore unknown fields"
+
+
+def test_a_case_without_a_threshold_is_lifted_from_the_aggregates_once() -> None:
+    """Each aggregate item carries the records of its row's unasserted cases: the ``hi`` row's case sits on
+    the ``hi`` item and on the ``all`` item, and under two aggregates of the same metric; the document
+    lists it once, with its path made relative, and no item total or summary count includes it."""
+    lifted = case("hi-1", "hi", 2.0, threshold=None, passed=None, aggregates=["mean(m)", "lower(mean(m))"])
+    lifted.suite_path = "/root/s.yaml"
+    other = case("ta-1", "ta", None, threshold=None, passed=None, unscored_reason="judge reply is not JSON")
+    lifted.nodeid = lifted.outcome = other.nodeid = other.outcome = None
+    rows = [row("hi", 2.0, True), row("all", 2.0, True)]
+    records: list[ItemRecord] = [
+        aggregate("hi", rows, cases=[lifted]),
+        aggregate("all", rows, cases=[lifted, other]),
+        aggregate("all", rows, label="lower(mean(linguistic_acceptability))", cases=[lifted, other]),
+    ]
+    document = build_document(RunInputs(records=records, root="/root"))
+    assert [(r.case, r.suite_path, r.score) for r in document.cases] == [
+        ("hi-1", "s.yaml", 2.0),
+        ("ta-1", "s.yaml", None),
+    ]
+    assert all(a.cases is None for a in document.aggregates)
+    assert document.totals.items == 3 and document.totals.passed == 3 and document.totals.cases == 2
+    assert {(r.language, r.n) for r in document.summary} == {("hi", 2), ("all", 2)}, "n from the aggregate rows"

@@ -23,7 +23,7 @@ from pytest_llmjudge.report.document import ReportDocument
 from pytest_llmjudge.report.terminal import WIDTH, render_summary, summary_lines, wrap_accounting
 
 
-def case(case_id: str, score: float | None, outcome: str, **extra: Any) -> CaseRecord:
+def case(case_id: str, score: float | None, outcome: str | None, **extra: Any) -> CaseRecord:
     fields: dict[str, Any] = {
         "suite": "s",
         "suite_path": "s.yaml",
@@ -190,6 +190,34 @@ def test_with_a_baseline_each_case_shows_its_old_score_and_output(
     shown = {c["c"]: c for c in page_cases(html.render_html(document))}
     assert (shown["c1"]["bsc"], shown["c1"]["bout"], shown["c1"]["ch"]) == ("2", "alt", "score and output")
     assert shown["c2"]["ch"] == "unchanged"
+
+
+def test_a_case_judged_only_for_aggregates_reads_scored_or_unscored_with_its_aggregates(page_cases: Any) -> None:
+    """No threshold of its own, no item: its status is ``scored`` (or ``unscored``), never ``pass``, its
+    threshold cell names the aggregates it counts in, and it counts among neither failures nor passes."""
+    unasserted = {"threshold": None, "passed": None, "nodeid": None, "aggregates": ["mean(m)"]}
+    scored = case("c1", 2, None, **unasserted, input="frage", output="antwort")
+    unscored = case("c2", None, None, **unasserted, unscored_reason="judge reply is not JSON")
+    row = AggregateRow(
+        language="all", n_scored=1, n_unscored=1, value=2, threshold=Threshold(op=">=", value=1), passed=True
+    )
+    holder = AggregateRecord(
+        suite="s",
+        suite_path="s.yaml",
+        aggregate="mean(m)",
+        metric="m",
+        language="all",
+        passed=True,
+        rows=[row],
+        cases=[scored, unscored],
+        nodeid="s.yaml::mean(m)[all]",
+        outcome="passed",
+    )
+    page = html.render_html(build_document(RunInputs(records=[holder])))
+    shown = {c["c"]: c for c in page_cases(page)}
+    assert (shown["c1"]["st"], shown["c1"]["t"], shown["c1"]["output"]) == ("scored", "in mean(m)", "antwort")
+    assert shown["c2"]["st"] == "unscored" and shown["c2"]["reason"] == "judge reply is not JSON"
+    assert "(2, 1 failed or unscored)" in page
 
 
 def _unscored_case(case_id: str) -> CaseRecord:

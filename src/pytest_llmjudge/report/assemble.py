@@ -18,6 +18,12 @@ inputs (:class:`RunInputs`), all typed:
   (:class:`~pytest_llmjudge.execution.runner.RunnerStats`), prices, and the run
   (:class:`RunInfo`, with the judge endpoints' failure headlines).
 
+A case judged only for its suite's aggregates (no threshold of its own on the metric) has a
+case record too, carried by the aggregate items (:attr:`AggregateRecord.cases`): it goes to
+``cases`` once, with ``threshold``, ``passed``, ``nodeid`` and ``outcome`` ``None``; it is
+no item, so it counts in no outcome total and in no summary row's case counts (the
+aggregates give those rows their numbers).
+
 Every case record keeps the judged text (``input``, ``output``, ``reference``); with a
 baseline, a case record also gets ``baseline: {score, output}`` from the regression records
 of its suite and metric (their per-case ``cases`` pairs, whose ``baseline_output`` is then
@@ -56,7 +62,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from pytest_llmjudge.execution.runner import RunnerStats
@@ -69,7 +75,6 @@ from pytest_llmjudge.records import (
     GateRecord,
     ItemRecord,
     LeaderboardRecord,
-    PairedCase,
     RankingCheckRecord,
     RegressionRecord,
     SensitivityRecord,
@@ -90,6 +95,8 @@ from pytest_llmjudge.report.document import (
     SummaryRow,
     Totals,
 )
+
+_R = TypeVar("_R", bound=ItemRecord)
 
 ALL = "all"
 PASSING = ("passed", "xpassed")
@@ -314,7 +321,7 @@ def build_summary(
                     group.judged.add(case_id)
                     if record.cached is True:
                         group.cached.add(case_id)
-            if record.threshold not in group.thresholds:
+            if record.threshold is not None and record.threshold not in group.thresholds:
                 group.thresholds.append(record.threshold)
             _count_outcome(group, record.outcome)
     for aggregate_record in aggregates:
@@ -474,7 +481,7 @@ def clean_url(url: str | None) -> str | None:
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
-def _relative_paths(record: ItemRecord, root: str | None) -> ItemRecord:
+def _relative_paths(record: _R, root: str | None) -> _R:
     """``record`` with absolute ``*_path`` values under ``root`` made relative (POSIX), so that
     reports of one checkout made in two places diff cleanly."""
     if not root:
@@ -504,6 +511,21 @@ def _drop_repeated_case_scores(aggregates: list[AggregateRecord]) -> list[Aggreg
     ]
 
 
+def _lift_unasserted_cases(aggregates: list[AggregateRecord], root: str | None) -> list[CaseRecord]:
+    """The case records the aggregate items carry (cases with no threshold of their own on
+    the metric), once each by suite, case and metric; the aggregates keep them no more."""
+    lifted: dict[tuple[str, str, str], CaseRecord] = {}
+    for index, record in enumerate(aggregates):
+        if not record.cases:
+            continue
+        for case in record.cases:
+            key = (case.suite_path, case.case, case.metric)
+            if key not in lifted:
+                lifted[key] = _relative_paths(case, root)
+        aggregates[index] = record.model_copy(update={"cases": None})
+    return list(lifted.values())
+
+
 def _attach_baselines(
     cases: list[CaseRecord], regressions: list[RegressionRecord]
 ) -> tuple[list[CaseRecord], list[RegressionRecord]]:
@@ -513,14 +535,13 @@ def _attach_baselines(
     paired: dict[tuple[str, str, str], BaselineCase] = {}
     moved: list[RegressionRecord] = []
     for record in regressions:
-        if not any(entry.baseline_output is not None for entry in record.cases):
-            moved.append(record)
-            continue
-        kept: list[PairedCase] = []
         for entry in record.cases:
             key = (record.suite, record.metric, entry.case)
             paired.setdefault(key, BaselineCase(score=entry.baseline, output=entry.baseline_output))
-            kept.append(entry.model_copy(update={"baseline_output": None}))
+        if not any(entry.baseline_output is not None for entry in record.cases):
+            moved.append(record)  # a baseline saved without outputs: its scores are all there is
+            continue
+        kept = [entry.model_copy(update={"baseline_output": None}) for entry in record.cases]
         moved.append(record.model_copy(update={"cases": kept}))
     if not paired:
         return cases, moved
@@ -599,9 +620,11 @@ def _build_document(inputs: RunInputs) -> ReportDocument:
             rankings.append(record)
         else:
             other.append(record)
+    cases.extend(_lift_unasserted_cases(aggregates, inputs.root))
     aggregates = _drop_repeated_case_scores(aggregates)
     cases, regressions = _attach_baselines(cases, regressions)
     cases.sort(key=lambda r: (r.suite, r.case, r.metric, _nodeid(r)))
+    asserted = [record for record in cases if record.threshold is not None]  # the case items' records
     aggregates.sort(key=lambda r: (r.suite, r.aggregate, r.language, _nodeid(r)))
     gates.sort(key=lambda r: (r.suite, r.calibration, r.metric, r.language, _nodeid(r)))
     regressions.sort(key=lambda r: (r.suite, r.metric, r.language, _nodeid(r)))
@@ -619,7 +642,8 @@ def _build_document(inputs: RunInputs) -> ReportDocument:
         accounting = Accounting(**asdict(inputs.stats), **estimate_cost(inputs.stats, live_models, inputs.prices))
 
     totals = Totals()
-    outcomes = [r.outcome for r in (*cases, *aggregates, *gates, *regressions, *rankings, *other)]
+    # A case record without a threshold of its own is no item: it has no outcome to count.
+    outcomes = [r.outcome for r in (*asserted, *aggregates, *gates, *regressions, *rankings, *other)]
     for outcome in [*outcomes, *(r.outcome for r in not_run)]:
         name = outcome or "failed"
         setattr(totals, name, getattr(totals, name) + 1)
@@ -644,7 +668,7 @@ def _build_document(inputs: RunInputs) -> ReportDocument:
     )
 
     summary = build_summary(
-        cases,
+        asserted,
         aggregates,
         gates,
         [r for r in other if isinstance(r, UncalibratedRecord)],

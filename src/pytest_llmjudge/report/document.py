@@ -133,6 +133,7 @@ class Totals(Record):
     error: int = 0
     items: int = 0
     cases: int = 0
+    """Case records in ``cases``: the case items' and those of cases judged only for aggregates."""
 
 
 class AggregateBrief(Record):

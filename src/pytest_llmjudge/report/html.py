@@ -22,7 +22,8 @@ data for it:
 7. cases: failed aggregates, then every case (passing ones too) in a browser the page's
    script draws from one embedded JSON block (``<script type="application/json"
    id="case-data">``): search over case, input, output, reference and judge text; filters
-   by suite, language, metric, status (``pass``, ``fail``, ``unscored``, ...) and, with a
+   by suite, language, metric, status (``pass``, ``fail``, ``unscored``, ``scored`` for a case
+   judged only for its suite's aggregates, whose threshold cell names them, ...) and, with a
    baseline, by what changed; sortable columns; a row opens the case in full (input,
    output, reference, justification, reason, raw reply, baseline score and output). The
    URL fragment sets the same: ``report.html#q=word&lang=ja&metric=...&suite=...&status=fail&sort=-v``,
@@ -706,7 +707,10 @@ PageCase = CaseRecord | UncalibratedRecord
 
 
 def _status(record: PageCase) -> str:
-    """``pass``, ``fail``, ``unscored`` (failed without a score), ``error``, ``skip``, ``xfail`` or ``xpass``."""
+    """``pass``, ``fail``, ``unscored`` (failed without a score), ``error``, ``skip``, ``xfail`` or ``xpass``;
+    for a case judged only for aggregates (no threshold, no item), ``scored`` or ``unscored``."""
+    if isinstance(record, CaseRecord) and record.threshold is None:
+        return "unscored" if record.score is None or record.unscored_reason is not None else "scored"
     status = CASE_STATUS.get(record.outcome or "", "error")
     if status == "fail" and (
         not isinstance(record, CaseRecord) or record.score is None or record.unscored_reason is not None
@@ -770,7 +774,8 @@ def _case_entry(record: PageCase) -> tuple[dict[str, Any], tuple[str, str, str, 
             if baseline.output != record.output:
                 changed.append("output")
         entry["ch"] = " and ".join(changed) or "unchanged"
-    return entry, (record.suite, record.language, record.metric, _threshold(record.threshold)), texts
+    threshold = _threshold(record.threshold) if record.threshold is not None else "in " + ", ".join(record.aggregates)
+    return entry, (record.suite, record.language, record.metric, threshold), texts
 
 
 def _case_data(records: Sequence[PageCase]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -812,7 +817,7 @@ def _cases(records: Sequence[PageCase], aggregates: Sequence[AggregateRecord]) -
     search, filters, sortable columns, one case read in full. Returned as the section's HTML
     before the embedded JSON, the JSON itself (already safe: it is not swept again), and the rest."""
     entries, strings = _case_data(records[:MAX_CASE_ROWS])
-    failed = sum(1 for e in entries if e["st"] not in ("pass", "skip", "xfail"))
+    failed = sum(1 for e in entries if e["st"] not in ("pass", "scored", "skip", "xfail"))
     parts = ['<section id="cases"><h2>Cases</h2>', _failed_aggregates(aggregates)]
     parts.append(f'<h3>Every case <span class="muted">({len(records):,}, {failed:,} failed or unscored)</span></h3>')
     if not records:
