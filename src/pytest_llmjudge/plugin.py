@@ -12,9 +12,10 @@ created, no network is touched and the terminal output is unchanged. With it:
 
 State lives in ``config.stash``. Under pytest-xdist each worker has its own scoreboard
 sharing the on-disk cache; the summary is built from the typed records items keep
-(``records.py``), which travel with their reports in wire form (``report.llmjudge``) and
-are parsed back by the results collector; the workers' call accounting travels through
-``workeroutput``.
+(``records.py``): each call report carries its item's record (``report.llmjudge``), as the
+record itself in the process that ran the item and in wire form when the report is
+serialized (to the xdist controller), where the results collector parses it back; the
+workers' call accounting travels through ``workeroutput``.
 """
 
 from __future__ import annotations
@@ -72,15 +73,32 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    """Attach an item's record to its report in wire form (plain JSON types: it travels under xdist)."""
+    """Attach an item's record to its call report: the record itself, shared with the item and the
+    results collector (pytest's terminal statistics keep every report to the end of the run, so a
+    copy per report was a third form of every record); its wire form is made only when the report
+    is serialized (``pytest_report_to_serializable``)."""
     report = yield
     result: ItemRecord | None = getattr(item, "llmjudge_result", None)
     if result is not None and call.when == "call":
-        report.llmjudge = result.to_wire()  # type: ignore[attr-defined]
+        report.llmjudge = result  # type: ignore[attr-defined]
     no_judge = getattr(call.excinfo.value, "llmjudge_no_judge", None) if call.excinfo is not None else None
     if no_judge is not None:  # counted in the summary (a plain dict: it travels under xdist)
         report.llmjudge_no_judge = no_judge  # type: ignore[attr-defined]
     return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_to_serializable(config: pytest.Config, report: object) -> Generator[None, object, object]:
+    """A report leaving the process (to the xdist controller, pytest-reportlog) carries its record
+    in wire form (plain JSON types); the results collector parses it back on the other side."""
+    data = yield
+    if isinstance(data, dict):
+        from pytest_llmjudge.records import ItemRecord
+
+        record = data.get("llmjudge")
+        if isinstance(record, ItemRecord):
+            data["llmjudge"] = record.to_wire()  # data is a copy of the report's attributes: the report keeps the record
+    return data
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -1,8 +1,10 @@
-"""The items' typed records reach the results collector intact, also across pytest-xdist workers.
+"""The items' typed records reach the results collector intact, once each, also across pytest-xdist workers.
 
-Each worker writes its items' own records (``item.llmjudge_result``) from a conftest; the
-controller's collector parses what the reports carried (``record_from_wire``). The two must
-be the same typed records, with the collector adding only ``nodeid`` and ``outcome``.
+In one process the item, its call report and the collector share one record object (no
+copy, no wire form). Under xdist each worker writes its items' own records
+(``item.llmjudge_result``) from a conftest; the controller's collector parses what the
+reports carried (``record_from_wire``) and the reports then hold the parsed record, not the
+wire dict. The two must be the same typed records, ``nodeid`` and ``outcome`` included.
 """
 
 from __future__ import annotations
@@ -49,12 +51,48 @@ BASELINE = {
 
 
 class Keep:
-    """Keeps the controller's collector records at the end of the session."""
+    """Keeps the items' records, the call reports and the collector's records at the end of the session."""
 
-    records: list[ItemRecord]
+    def __init__(self) -> None:
+        self.items: dict[str, ItemRecord] = {}
+        self.reports: dict[str, pytest.TestReport] = {}
+        self.records: list[ItemRecord] = []
+
+    def pytest_runtest_teardown(self, item: pytest.Item) -> None:
+        record = getattr(item, "llmjudge_result", None)
+        if record is not None:
+            self.items[item.nodeid] = record
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call":
+            self.reports[report.nodeid] = report
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.records = list(session.config.stash[results_key].records)
+
+
+def test_in_one_process_the_item_its_report_and_the_collector_share_one_record(pytester: pytest.Pytester) -> None:
+    pytester.makefile(
+        ".yaml",
+        suite="suite: release\ncases:\n"
+        + "".join(f"  - {{id: hi-{i}, language: hi, output: x, recorded: {{task_quality: {i}}}}}\n" for i in range(3))
+        + "assert:\n  - task_quality >= 1\naggregate:\n  - mean(task_quality) >= 1\n",
+    )
+    keep = Keep()
+    result = pytester.inline_run("--llmjudge", "-p", "no:randomly", plugins=[keep])
+    result.assertoutcome(passed=2 + 2, failed=1)
+    assert len(keep.records) == 3 + 2 and {type(r) for r in keep.records} == {CaseRecord, AggregateRecord}
+    for record in keep.records:
+        assert record.nodeid is not None and record.outcome == ("passed" if record.passed else "failed")
+        assert keep.items[record.nodeid] is record
+        assert keep.reports[record.nodeid].llmjudge is record  # type: ignore[attr-defined]
+    # A report leaving the process (xdist, pytest-reportlog) carries the wire form; the report keeps the record.
+    config = result.getcalls("pytest_sessionfinish")[0].session.config
+    report = keep.reports[str(keep.records[0].nodeid)]
+    data = config.hook.pytest_report_to_serializable(config=config, report=report)
+    assert json.loads(json.dumps(data))["llmjudge"] == keep.records[0].to_wire()
+    assert report.llmjudge is keep.records[0]  # type: ignore[attr-defined]
+    assert record_from_wire(data["llmjudge"]) == keep.records[0]
 
 
 def test_the_collectors_records_are_the_items_typed_records_under_xdist(pytester: pytest.Pytester) -> None:
@@ -86,5 +124,6 @@ def test_the_collectors_records_are_the_items_typed_records_under_xdist(pytester
     for nodeid, record in collected.items():
         kind, wire = items[nodeid]
         assert type(record).__name__ == kind
-        assert record.model_copy(update={"nodeid": None, "outcome": None}) == record_from_wire(wire)
+        assert record == record_from_wire(wire)  # the worker's collector gave the item's record its nodeid and outcome
         assert record.outcome == ("passed" if record.passed else "failed")
+        assert keep.reports[nodeid].llmjudge is record  # type: ignore[attr-defined]  # the wire dict went

@@ -1,14 +1,18 @@
 """The results collector: every item's record and the judge accounting, gathered where the summary is written.
 
 Items keep a typed record (``records.py``), which the core plugin attaches to the call
-report in wire form (``report.llmjudge``, plain JSON types); the collector, a
-plugin object registered by the core plugin under ``--llmjudge``, receives the reports
-(on the controller under pytest-xdist, where the records arrive with them) together with
-the items that could not run for want of a judge. The workers' call accounting and
-per-endpoint tallies travel through ``workeroutput`` and are summed here. Each record is
-parsed back (:func:`~pytest_llmjudge.records.record_from_wire`) and given its report's
-``nodeid`` and ``outcome``; one that does not parse is a bug and raises. The report
-plugin renders what this holds; the collector itself writes nothing.
+report (``report.llmjudge``); the collector, a plugin object registered by the core plugin
+under ``--llmjudge``, receives the reports (on the controller under pytest-xdist, where the
+records arrive with them) together with the items that could not run for want of a judge.
+The workers' call accounting and per-endpoint tallies travel through ``workeroutput`` and
+are summed here. Each record gets its report's ``nodeid`` and ``outcome``.
+
+Every record lives once: a record built in this process is the item's own object, kept as
+is (the item, its report and the collector share it); one that arrived from an xdist
+worker in wire form is parsed back (:func:`~pytest_llmjudge.records.record_from_wire`; one
+that does not parse is a bug and raises) and replaces the wire dict on the report, which
+pytest's terminal statistics keep to the end of the run. The report plugin renders what
+this holds; the collector itself writes nothing.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ class ResultsCollector:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.records: list[ItemRecord] = []
-        """The items' typed records (parsed back from ``report.llmjudge``) with ``nodeid`` and ``outcome``."""
+        """The items' typed records (``report.llmjudge``, parsed back under xdist) with ``nodeid`` and ``outcome``."""
         self.worker_stats: list[dict[str, int]] = []
         self.worker_endpoints: list[dict[str, Any]] = []
         """Each xdist worker's judge calls per endpoint (``judges/diagnosis.py``), for the headline."""
@@ -42,14 +46,19 @@ class ResultsCollector:
         """Items that did not run because their judge can't be called (skip_or_fail_without_judge)."""
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        wire = getattr(report, "llmjudge", None)
-        if wire is not None:
-            from pytest_llmjudge.records import record_from_wire  # pydantic: only once a record arrives
+        carried = getattr(report, "llmjudge", None)
+        if carried is not None:
+            from pytest_llmjudge.records import ItemRecord, record_from_wire  # pydantic: only once a record arrives
 
-            # A record that does not parse is a bug in the item that built it: let it raise.
-            # nodeid and outcome are parsed with the record (validated too), not copied onto it afterwards:
-            # a second copy of every record lived to the end of the run.
-            self.records.append(record_from_wire({**wire, "nodeid": report.nodeid, "outcome": report.outcome}))
+            if isinstance(carried, ItemRecord):  # built by an item of this process
+                carried.nodeid = report.nodeid
+                carried.outcome = report.outcome
+                record = carried
+            else:  # wire form, from an xdist worker
+                # A record that does not parse is a bug in the item that built it: let it raise.
+                record = record_from_wire({**carried, "nodeid": report.nodeid, "outcome": report.outcome})
+                report.llmjudge = record  # type: ignore[attr-defined]  # the wire dict goes
+            self.records.append(record)
         no_judge = getattr(report, "llmjudge_no_judge", None)
         if isinstance(no_judge, dict):
             self.no_judge.append(NoJudge(bool(no_judge["fail"]), str(no_judge["reason"]), str(no_judge["rule"])))

@@ -8,9 +8,10 @@ Suite cases and aggregates (``suite_items.py``), calibration gates and sanity ch
   :class:`~pytest_llmjudge.errors.ItemFailure` (or a subclass) whose message is the whole
   failure report: ``repr_failure`` prints it as is, never a traceback into the plugin;
   any other exception is a bug and keeps pytest's traceback;
-* ``llmjudge_result`` is the item's typed record (``records.py``), attached to its report
-  in wire form by the core plugin; :func:`record` records the record's
-  ``junit_properties()`` for JUnit through the recorder the report plugin installs
+* ``llmjudge_result`` is the item's typed record (``records.py``), attached to its call
+  report by the core plugin (in wire form when the report travels to the xdist
+  controller); :func:`record` records the record's ``junit_properties()`` for JUnit
+  through the recorder the report plugin installs
   (:data:`~pytest_llmjudge.session.state.recorder_key`): without the report plugin
   nothing is recorded, and the item runs the same;
 * ``reportinfo`` defaults to the file's first line and the item's name.
@@ -56,7 +57,7 @@ class LLMJudgeItem(pytest.Item):
     """An item of pytest-llmjudge (see the module docstring)."""
 
     llmjudge_result: ItemRecord | None = None
-    """What the item found, attached to its report in wire form as ``report.llmjudge``."""
+    """What the item found, attached to its call report as ``report.llmjudge`` (the same object)."""
 
     def planned_calls(self) -> Iterable[tuple[Suite, Case, str]]:
         """The judge calls this item will wait for, as scoreboard needs ``(suite, case, metric)``.
