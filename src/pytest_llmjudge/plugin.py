@@ -96,8 +96,8 @@ def pytest_report_to_serializable(config: pytest.Config, report: object) -> Gene
         from pytest_llmjudge.records import ItemRecord
 
         record = data.get("llmjudge")
-        if isinstance(record, ItemRecord):
-            data["llmjudge"] = record.to_wire()  # data is a copy of the report's attributes: the report keeps the record
+        if isinstance(record, ItemRecord):  # data is a copy of the report's attributes: the report keeps the record
+            data["llmjudge"] = record.to_wire()
     return data
 
 
