@@ -3,6 +3,10 @@
 The public API is small; everything not listed in ``__all__`` is private. Heavy names
 (the judge object, scores) are imported on first use so that merely having the plugin
 installed costs pytest's start-up almost nothing.
+
+PYTEST_DONT_REWRITE: the package holds no test assertions. Without this marker, a script that
+imports it before calling ``pytest.main()`` (docs/judges.md) gets pytest's "Module already
+imported so cannot be rewritten" warning on every run.
 """
 
 from __future__ import annotations

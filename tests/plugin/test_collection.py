@@ -39,6 +39,17 @@ def test_inert_without_the_flag(pytester: pytest.Pytester) -> None:
     assert not (pytester.path / ".llmjudge_cache").exists()
 
 
+def test_a_script_that_imports_the_package_before_pytest_main_gets_no_rewrite_warning(
+    pytester: pytest.Pytester,
+) -> None:
+    """docs/judges.md's offline script imports ``pytest_llmjudge.testing`` and then calls ``pytest.main``:
+    pytest marks the plugin's package for assertion rewriting, finds it already imported and warned
+    ("Module already imported so cannot be rewritten") in every such run. This process has imported it too."""
+    pytester.makefile(".yaml", suite=RECORDED_SUITE)
+    result = pytester.runpytest_inprocess("--llmjudge", "-W", "error::pytest.PytestAssertRewriteWarning", "-q")
+    result.assert_outcomes(passed=4, failed=1)  # the suite's own verdicts (its all-row mean is 1.5 < 1.6)
+
+
 def test_recorded_suite_collects_cases_and_aggregates(pytester: pytest.Pytester) -> None:
     pytester.makefile(".yaml", suite=RECORDED_SUITE)
     result = pytester.runpytest("--llmjudge", "-v")
