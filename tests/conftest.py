@@ -16,8 +16,7 @@ from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
 # restore sys.modules after each run, and C extensions (numpy.fft under scipy.stats) can't be
 # imported twice per process. The SDKs are slow to import (about 1.3 s for openai), which would
 # otherwise be paid per run, and their HTTP stack must not be re-imported: exception classes
-# would stop matching. rouge-score imports nltk (about 1.5 s), paid per in-process run that
-# computes ROUGE-L otherwise.
+# would stop matching.
 PRELOAD = (
     "anthropic",
     "numpy",
@@ -30,7 +29,6 @@ PRELOAD = (
     "pytest_llmjudge.suite_items",
 )
 OPTIONAL_PRELOAD = (
-    "rouge_score.rouge_scorer",
     "httpcore2",
     "httpx2",
     "h11",

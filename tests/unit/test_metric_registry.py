@@ -93,12 +93,12 @@ def test_missing_required_field_is_a_metric_error_naming_the_field() -> None:
 
 
 def test_importing_the_package_imports_no_optional_dependency() -> None:
-    # Creating ROUGE-L (as building a suite does) doesn't import rouge-score (and nltk) either;
-    # its first score does (the ROUGE-L tests score).
+    # ROUGE-L, created and scoring, imports none either: not rouge-score, whose tokenizer imports nltk.
     code = (
         "import sys, pytest_llmjudge.metrics, pytest_llmjudge.stats.correlation\n"
         "heavy = {'sacrebleu', 'rouge_score', 'py3langid', 'sentence_transformers', 'scipy', 'nltk'}\n"
-        "pytest_llmjudge.metrics.resolve_metric('rouge_l')\n"
+        "rouge = pytest_llmjudge.metrics.resolve_metric('rouge_l')\n"
+        "assert rouge.compute(pytest_llmjudge.metrics.MetricInput('a b c', 'a c')).value == 0.8\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -1,14 +1,15 @@
-"""ROUGE-L with a script-aware tokenizer, against hand-computed LCS and rouge-score itself."""
+"""ROUGE-L with a script-aware tokenizer, against hand-computed LCS, rouge-score's values and a plain LCS table."""
 
 from __future__ import annotations
 
+import random
 import re
 
 import pytest
-from rouge_score.rouge_scorer import RougeScorer
 
 from pytest_llmjudge.errors import MetricError
 from pytest_llmjudge.metrics import MetricInput, resolve_metric
+from pytest_llmjudge.metrics.rouge_l import lcs_length
 from pytest_llmjudge.metrics.tokenization import UnicodeTokenizer
 
 
@@ -60,28 +61,44 @@ def test_hand_computed_lcs(reference: str, output: str, expected: float) -> None
     assert value.value == pytest.approx(expected)
 
 
-def test_default_rouge_score_tokenizer_would_score_hindi_zero() -> None:
-    text = "मैं कल बाज़ार जा रहा हूँ"
-    assert RougeScorer(["rougeL"]).score(text, text)["rougeL"].fmeasure == 0.0
-    assert resolve_metric("rouge_l").compute(MetricInput(text, text)).value == 1.0
+def _table_lcs(a: list[str], b: list[str]) -> int:
+    """The textbook m x n dynamic programme (what rouge-score fills)."""
+    previous = [0] * (len(b) + 1)
+    for x in a:
+        current = [0]
+        for j, y in enumerate(b):
+            current.append(previous[j] + 1 if x == y else max(previous[j + 1], current[j]))
+        previous = current
+    return previous[-1]
+
+
+def test_bit_parallel_lcs_equals_the_table_on_random_token_lists() -> None:
+    rng = random.Random(12)
+    for _ in range(500):
+        # A small alphabet makes long common subsequences; lengths cross the 64-bit word size.
+        a = [rng.choice("abcd") for _ in range(rng.randint(0, 90))]
+        b = [rng.choice("abcde") for _ in range(rng.randint(0, 90))]
+        assert lcs_length(a, b) == _table_lcs(a, b), (a, b)
 
 
 @pytest.mark.parametrize(
-    ("output", "reference"),
+    ("output", "reference", "precision", "recall"),
     [
-        ("The cat sat on the mat.", "The cat is sitting on the mat."),
-        ("चेन्नई को भारत का डेट्रॉयट कहा जाता है।", "चेन्नई को 'भारत का डेट्रॉयट' कहा जाता है।"),
-        ("长城总长约21196千米。", "历代长城总长度为21196.18千米。"),
-        ("Город основан в 1703 году.", "Санкт-Петербург основан в 1703 году."),
+        # What rouge-score 0.1.2's RougeScorer(["rougeL"], tokenizer=UnicodeTokenizer()) gave, as
+        # fractions: LCS / output tokens, LCS / reference tokens.
+        ("The cat sat on the mat.", "The cat is sitting on the mat.", 5 / 6, 5 / 7),
+        ("चेन्नई को भारत का डेट्रॉयट कहा जाता है।", "चेन्नई को 'भारत का डेट्रॉयट' कहा जाता है।", 1.0, 1.0),
+        ("长城总长约21196千米。", "历代长城总长度为21196.18千米。", 7 / 8, 7 / 12),
+        ("Город основан в 1703 году.", "Санкт-Петербург основан в 1703 году.", 4 / 5, 2 / 3),
     ],
 )
-def test_equals_rouge_score_with_the_same_tokenizer(output: str, reference: str) -> None:
-    scorer = RougeScorer(["rougeL"], tokenizer=UnicodeTokenizer())
-    expected = scorer.score(reference, output)["rougeL"]
+def test_equals_rouge_score_with_the_same_tokenizer(
+    output: str, reference: str, precision: float, recall: float
+) -> None:
     value = resolve_metric("rouge_l").compute(MetricInput(output, reference))
-    assert value.value == pytest.approx(expected.fmeasure)
-    assert value.detail["precision"] == pytest.approx(expected.precision)
-    assert value.detail["recall"] == pytest.approx(expected.recall)
+    assert value.value == pytest.approx(2 * precision * recall / (precision + recall))
+    assert value.detail["precision"] == pytest.approx(precision)
+    assert value.detail["recall"] == pytest.approx(recall)
 
 
 def test_degenerate_cases() -> None:

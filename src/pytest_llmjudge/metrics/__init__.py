@@ -4,7 +4,7 @@ A suite names a metric in a threshold (``chrf++ >= 45``) and may give parameters
 :func:`resolve_metric` turns the name and parameters into a
 :class:`~pytest_llmjudge.metrics.base.Metric`. Importing this package imports no optional
 dependency: sacrebleu, py3langid and sentence-transformers are imported when a metric that
-needs them is created, rouge-score when ROUGE-L first scores, and a missing one raises
+needs them is created (ROUGE-L needs none), and a missing one raises
 :class:`~pytest_llmjudge.errors.MissingDependencyError` naming the extra to install.
 
 =====================  ======  =========  =============================================
