@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_llmjudge.errors import ConfigError, UnscoredError
-from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
-from pytest_llmjudge.judges.parsing import Verdict
+from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard, verdict_score
 from pytest_llmjudge.judges.prompts import JudgedText, build_request
 from pytest_llmjudge.judges.rubrics import Rubric
 from pytest_llmjudge.suite.model import Suite
@@ -77,26 +76,7 @@ class Judge:
         outcome = self._board.runner.submit_judgment(
             provider, request, (chosen,), max_reasks=self._suite.judge.max_reasks
         ).result()
-        result = outcome.results.get(chosen.name)
-        if not isinstance(result, Verdict):
-            return Score(
-                metric=chosen.name,
-                value=None,
-                source="judge",
-                judge=settings.label,
-                cached=outcome.cached,
-                error=str(result) if result is not None else "no verdict",
-                higher_is_better=chosen.higher_is_better,
-            )
-        return Score(
-            metric=chosen.name,
-            value=result.score,
-            source="judge",
-            justification=result.justification,
-            judge=settings.label,
-            cached=outcome.cached,
-            higher_is_better=chosen.higher_is_better,
-        )
+        return verdict_score(chosen, settings.label, [outcome])
 
     def score(
         self,

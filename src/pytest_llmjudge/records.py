@@ -86,9 +86,8 @@ class ItemRecord(Record):
     """Fields every item record has."""
 
     kind: str
-    passed: bool | None
-    """The item's own verdict (``outcome`` can differ: an expected failure, a policy skip);
-    ``None`` only for a case record with no threshold of its own (see :class:`CaseRecord`)."""
+    passed: bool
+    """The item's own verdict (``outcome`` can differ: an expected failure, a policy skip)."""
     nodeid: str | None = None
     outcome: Outcome | None = None
 
@@ -128,6 +127,7 @@ class CaseRecord(ItemRecord):
     language: str
     metric: str
     threshold: Threshold | None
+    passed: bool | None  # type: ignore[assignment]  # None: no threshold of its own, no verdict
     aggregates: list[str] = Field(default_factory=list)
     """For a case without a threshold of its own: the aggregates (``mean(metric)``) it counts in."""
     score: ScoreValue

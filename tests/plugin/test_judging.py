@@ -357,6 +357,29 @@ def test_rude(llmjudge_judge):
     assert "French" in loopback.requests[0].system
 
 
+def test_the_fixture_verdict_keeps_an_unreadable_reply_as_suite_items_do(
+    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
+) -> None:
+    """One verdict-to-score path: the fixture's unscored verdict carries the judge's raw reply and the
+    same reason a suite item shows, and a readable one its justification."""
+    scripted_judge.scores = lambda query: 2 if "Bonjour" in query.output else "Tres bien, je dirais 2."
+    pytester.makepyfile(
+        """
+def test_verdicts(llmjudge_judge):
+    good = llmjudge_judge.verdict("Bonjour, madame.", language="fr")
+    assert good.value == 2 and good.justification and good.raw_reply is None
+    bad = llmjudge_judge.verdict("Salut", language="fr")
+    assert bad.value is None and not bad.scored
+    assert bad.raw_reply == "Tres bien, je dirais 2.", bad.raw_reply
+    assert bad.error == "the judge reply contains no JSON object", bad.error
+"""
+    )
+    result = pytester.runpytest(
+        "--llmjudge", f"--llmjudge-base-url={loopback.openai_base_url}", "--llmjudge-model=loopback-judge"
+    )
+    result.assert_outcomes(passed=1)
+
+
 def test_rubric_alias_is_judged_live(
     pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
 ) -> None:

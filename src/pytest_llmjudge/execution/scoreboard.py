@@ -199,6 +199,42 @@ def combine_samples(samples: Sequence[float], how: Literal["mean", "majority"]) 
     return min(value for value, count in counts.items() if count == best)
 
 
+def verdict_score(
+    rubric: Rubric, label: str, outcomes: Sequence[CallOutcome], how: Literal["mean", "majority"] = "mean"
+) -> Score:
+    """The score the judge gave on ``rubric``: one call's outcome per sample, combined by ``how``.
+
+    The one path from a judge's reply to a :class:`Score`, for suite items and the ``llmjudge``
+    fixture alike. Unscored when any sample has no verdict for the rubric (its reason, and
+    the reply that could not be read, kept); ``cached`` only when every sample was.
+    """
+    verdicts: list[Verdict] = []
+    for outcome in outcomes:
+        result = outcome.results.get(rubric.name)
+        if not isinstance(result, Verdict):
+            return _unscored(
+                rubric.name,
+                "judge",
+                str(result) if result is not None else "no verdict",
+                judge=label,
+                cached=outcome.cached,
+                higher_is_better=rubric.higher_is_better,
+                raw_reply=result.raw_reply if isinstance(result, UnscoredError) else None,
+            )
+        verdicts.append(result)
+    samples = tuple(v.score for v in verdicts)
+    return Score(
+        metric=rubric.name,
+        value=combine_samples(samples, how),
+        source="judge",
+        justification=verdicts[0].justification,
+        judge=label,
+        cached=all(outcome.cached for outcome in outcomes),
+        samples=samples if len(samples) > 1 else (),
+        higher_is_better=rubric.higher_is_better,
+    )
+
+
 def lease_ttl(settings: Settings) -> float:
     """How long a process may hold a prompt's lease before others take it as hung.
 
@@ -551,44 +587,19 @@ class ScoreBoard:
         for sample in range(suite.judge.repeats):
             self._submit(suite, case, group, sample, eager=False)
         names = tuple(r.name for r in group)
-        verdicts: list[Verdict] = []
-        all_cached = True
+        outcomes: list[CallOutcome] = []
         for sample in range(suite.judge.repeats):
             future = self._calls[(case.key, names, sample)]
             self._wait(future)
             try:
-                outcome = future.result()
+                outcomes.append(future.result())
             except concurrent.futures.CancelledError:
                 return _unscored(metric, "judge", "the judge call was cancelled", judge=label)
             except UnscoredError as exc:
                 return _unscored(metric, "judge", str(exc), judge=label, higher_is_better=rubric.higher_is_better)
             except Exception as exc:
                 return _unscored(metric, "judge", target_failure(exc), judge=label)
-            all_cached = all_cached and outcome.cached
-            result = outcome.results.get(metric)
-            if not isinstance(result, Verdict):
-                reason = str(result) if result is not None else "no verdict"
-                return _unscored(
-                    metric,
-                    "judge",
-                    reason,
-                    judge=label,
-                    cached=outcome.cached,
-                    higher_is_better=rubric.higher_is_better,
-                    raw_reply=result.raw_reply if isinstance(result, UnscoredError) else None,
-                )
-            verdicts.append(result)
-        samples = tuple(v.score for v in verdicts)
-        return Score(
-            metric=metric,
-            value=combine_samples(samples, suite.judge.repeat_aggregate),
-            source="judge",
-            justification=verdicts[0].justification,
-            judge=label,
-            cached=all_cached,
-            samples=samples if len(samples) > 1 else (),
-            higher_is_better=rubric.higher_is_better,
-        )
+        return verdict_score(rubric, label, outcomes, suite.judge.repeat_aggregate)
 
     def metric_object(self, suite: Suite, metric: str) -> Metric:
         key = (str(suite.path), metric)
