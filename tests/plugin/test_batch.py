@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_llmjudge.execution.cache_directory import DirectoryStore
 from pytest_llmjudge.testing import LoopbackServer, ReceivedRequest, Reply, ScriptedJudge
 
 FAST_POLL = "--llmjudge-batch-poll=0.05"
@@ -84,8 +85,8 @@ def test_batch_requests_are_the_online_requests(
     pytester.runpytest("--llmjudge", "--llmjudge-batch", FAST_POLL, "--llmjudge-cache-dir=batched")
     batched = sorted(json.dumps(r.body, sort_keys=True) for r in loopback.batch_requests)
     assert online == batched and len(online) == 2
-    keys = {path.name for path in (pytester.path / "online").rglob("*.json")}
-    assert keys == {path.name for path in (pytester.path / "batched" / "v1").glob("??/*.json")}
+    keys = DirectoryStore(pytester.path / "online" / "v1").keys()
+    assert len(keys) == 2 and keys == DirectoryStore(pytester.path / "batched" / "v1").keys()
 
 
 def test_failed_batch_lines_are_requested_online(

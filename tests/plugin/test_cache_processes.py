@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pytest_llmjudge.execution.cache_directory import DirectoryStore
 from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
 
 PROMPTS = 100
@@ -53,8 +54,7 @@ def test_two_processes_on_one_cache_directory_pay_once_per_prompt(tmp_path: Path
         assert process.returncode == 0, output[-2000:]
         assert f"{PROMPTS} passed" in output
     assert requests == PROMPTS, "each prompt paid once across the two processes"
-    others = [
-        p.name for p in cache.rglob("*") if p.is_file() and not (p.suffix == ".json" and p.parent.parent.name == "v1")
-    ]
+    others = [p.name for p in cache.rglob("*") if p.is_file() and p.parent.name != "packs"]
     assert others == ["leases"]  # no temporary file; the leases' one lock file, nothing per key
-    assert len(list(cache.glob("v1/??/*.json"))) == PROMPTS
+    assert len(list(cache.glob("v1/packs/*"))) <= 2  # a pack per process that stored replies
+    assert len(DirectoryStore(cache / "v1").keys()) == PROMPTS

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_llmjudge.execution.cache_directory import DirectoryStore
 from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
 
 CASES = 24
@@ -85,13 +86,11 @@ def test_killed_run_resumes_without_paying_twice(tmp_path: Path, sig: signal.Sig
         assert process.returncode == expected_status, log.read_text(encoding="utf-8")[-2000:]
         assert ANSWERED + CONCURRENCY <= paid_first < CASES, "the run must be interrupted midway"
 
-        entries = [
-            path
-            for path in (tmp_path / ".llmjudge_cache" / "v1").glob("??/*.json")
-            if not path.name.startswith(".tmp-")
-        ]
-        for entry in entries:
-            json.loads(entry.read_text(encoding="utf-8"))  # no corrupt entry
+        store = DirectoryStore(tmp_path / ".llmjudge_cache" / "v1")
+        entries = store.keys()
+        for key in entries:
+            json.loads(store.get(key) or b"")  # no corrupt entry
+        store.close()
         leftovers = list((tmp_path / ".llmjudge_cache").rglob(".tmp-*"))
         if sig == signal.SIGINT:
             assert not leftovers, "no half-written files are left"
@@ -109,4 +108,4 @@ def test_killed_run_resumes_without_paying_twice(tmp_path: Path, sig: signal.Sig
         # the killed run's leases ended with its process, so nothing waited for them. What
         # remains is the entries and the one lock file the leases are taken in.
         left = [p.name for p in (tmp_path / ".llmjudge_cache").rglob("*") if p.is_file()]
-        assert sorted(name for name in left if not name.endswith(".json") or name.startswith(".tmp-")) == ["leases"]
+        assert sorted(name for name in left if not name.endswith(".pack")) == ["leases"]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_llmjudge.execution.cache_directory import DirectoryStore
 from pytest_llmjudge.testing import LoopbackServer, ReceivedRequest, Reply, ScriptedJudge
 
 OPENAI_KEY = "sk-sentinel-openai-4c2f9e1b7d"
@@ -110,7 +111,7 @@ def test_sentinel_keys_appear_in_no_output(tmp_path: Path, mode: str) -> None:
     assert "Incorrect API key provided: ***" in run.stdout
     assert "HTTP 400: Invalid request for key ***" in run.stdout
     assert (tmp_path / "junit.xml").exists() and (tmp_path / "report.json").exists()
-    assert list((tmp_path / ".llmjudge_cache").rglob("*.json")), "replies were cached"
+    assert DirectoryStore(tmp_path / ".llmjudge_cache" / "v1").keys(), "replies were cached"
     leaks = scan(tmp_path, {"stdout": run.stdout, "stderr": run.stderr})
     assert leaks == []
 

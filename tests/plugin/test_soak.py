@@ -47,6 +47,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_llmjudge.execution.cache_directory import DirectoryStore
 from pytest_llmjudge.testing import Fault, LoopbackServer, ReceivedRequest
 
 CASES = 600
@@ -129,17 +130,17 @@ class Hold:
         return judge_reply(request)
 
 
-def cache_entries(root: Path) -> dict[str, Path]:
-    """Cache entries by key (a SIGKILL can leave a ``.tmp-*`` file, which is no entry)."""
-    return {
-        path.stem: path
-        for path in (root / ".llmjudge_cache" / "v1").glob("??/*.json")
-        if not path.name.startswith(".tmp-")
-    }
+def cache_entries(root: Path) -> dict[str, bytes]:
+    """Cache entries by key, read through the default store (a record a SIGKILL cut short is no entry)."""
+    store = DirectoryStore(root / ".llmjudge_cache" / "v1")
+    try:
+        return {key: store.get(key) or b"" for key in store.keys()}
+    finally:
+        store.close()
 
 
-def prompt_of(entry: Path) -> tuple[str, str, str]:
-    record = json.loads(entry.read_text(encoding="utf-8"))
+def prompt_of(entry: bytes) -> tuple[str, str, str]:
+    record = json.loads(entry)
     request = record["request"]
     return request["system"], request["user"], record["reply"]["text"]
 
@@ -213,7 +214,7 @@ def test_soak_faults_interrupts_and_resume(tmp_path: Path) -> None:
     prompts: dict[tuple[str, str], str] = {}
     unparseable: set[str] = set()  # keys whose reply the runner may ask again in a later run
     for key, entry in entries.items():
-        record = json.loads(entry.read_text(encoding="utf-8"))
+        record = json.loads(entry)
         assert record["key"] == key
         system, user, reply = prompt_of(entry)
         fake = ReceivedRequest("openai", "", "", system, [("user", user)], None, None, None, None, {}, {}, False)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_llmjudge.errors import ConfigError, MissingDependencyError
+from pytest_llmjudge.execution.cache_directory import DirectoryStore
 from pytest_llmjudge.execution.stores import CacheStore, SQLiteStore, open_store
 from pytest_llmjudge.execution.stores.s3_store import S3Store
 
@@ -79,7 +80,7 @@ def test_a_path_or_file_url_is_the_directory_store_on_its_v1_layout(tmp_path: Pa
         store = open_store(url)
         store.put("ab" + "0" * 62, b"entry")
         store.close()
-        assert (Path(url.removeprefix("file://")) / "v1" / "ab" / ("ab" + "0" * 62 + ".json")).read_bytes() == b"entry"
+        assert DirectoryStore(Path(url.removeprefix("file://")) / "v1").get("ab" + "0" * 62) == b"entry"
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_llmjudge.execution.cache import JudgeCache, cache_key
+from pytest_llmjudge.execution.cache_directory import DirectoryStore
 from pytest_llmjudge.execution.stores import SQLiteStore, migrate_directory
 from pytest_llmjudge.judges.base import ProviderReply, Usage
 
@@ -121,20 +122,24 @@ def _directory_cache(root: Path, count: int) -> dict[str, bytes]:
     for n in range(count):
         payload = {"model": "judge", "prompt": f"rate answer {n}"}
         cache.put(cache_key(payload), payload, ProviderReply(text=f"score: {n % 3}", model="judge", usage=Usage(5, 1)))
-    return {path.stem: path.read_bytes() for path in (root / "v1").glob("*/*.json") if not path.name.startswith(".")}
+    store = DirectoryStore(root / "v1")
+    return {key: store.get(key) or b"" for key in store.keys()}
 
 
 def test_migrate_directory_imports_every_entry_byte_for_byte(tmp_path: Path) -> None:
     entries = _directory_cache(tmp_path / "dir", 40)
     assert len(entries) == 40
-    shard = next((tmp_path / "dir" / "v1").iterdir())
+    shard = tmp_path / "dir" / "v1" / "ab"  # the old layout, one file per entry, is migrated too
+    shard.mkdir()
+    (shard / ("ab" * 32 + ".json")).write_bytes(b"an old entry")
     (shard / ".tmp-host-1-abc.json").write_bytes(b"half a reply")  # an interrupted write: skipped
     (shard / "notes.txt").write_bytes(b"not an entry")
+    entries["ab" * 32] = b"an old entry"
     store = SQLiteStore(tmp_path / "cache.db")
-    assert migrate_directory(tmp_path / "dir", store) == 40
+    assert migrate_directory(tmp_path / "dir", store) == 41
     assert all(store.get(key) == data for key, data in entries.items())
     assert store.get(".tmp-host-1-abc") is None
-    assert migrate_directory(tmp_path / "dir" / "v1", store) == 40  # the v1 directory itself works too
+    assert migrate_directory(tmp_path / "dir" / "v1", store) == 41  # the v1 directory itself works too
     assert migrate_directory(tmp_path / "missing", store) == 0
     store.close()
 

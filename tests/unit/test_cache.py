@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_llmjudge.execution.cache import JudgeCache, cache_key
+from pytest_llmjudge.execution.cache_directory import DirectoryStore
 from pytest_llmjudge.judges.base import ProviderReply, ProviderRequest, Usage
 from pytest_llmjudge.judges.prompts import JudgedText, JudgeSettings, build_request
 from pytest_llmjudge.judges.rubrics import BUILTIN_RUBRICS
@@ -126,9 +127,8 @@ def test_entry_layout_and_content(tmp_path: Path) -> None:
     key = key_of(BASE)
     cache.put(key, BASE.cache_payload(), REPLY)
 
-    path = tmp_path / "v1" / key[:2] / f"{key}.json"
-    assert all_files(tmp_path) == [path]
-    record = json.loads(path.read_text(encoding="utf-8"))
+    assert [path.relative_to(tmp_path).parent for path in all_files(tmp_path)] == [Path("v1/packs")]
+    record = json.loads(read_entry(tmp_path, key))
     assert record["key"] == key
     assert record["request"] == json.loads(json.dumps(BASE.cache_payload()))
     assert record["reply"] == {
@@ -156,7 +156,7 @@ def test_a_second_put_replaces_the_entry(tmp_path: Path) -> None:
 
     hit = cache.get(key)
     assert hit is not None and hit.reply.text == "new"
-    assert len(all_files(tmp_path)) == 1
+    assert len(all_files(tmp_path)) == 1  # one pack file
 
 
 @pytest.mark.parametrize(
@@ -252,7 +252,7 @@ def test_the_root_is_created_on_first_write(tmp_path: Path) -> None:
     cache = JudgeCache(root)
     assert not root.exists()
     cache.put(EMPTY, {}, REPLY)
-    assert (root / "v1" / EMPTY[:2]).is_dir()
+    assert (root / "v1" / "packs").is_dir()
 
 
 def test_a_key_that_is_not_the_requests_hash_is_refused_on_write(tmp_path: Path) -> None:
@@ -279,7 +279,7 @@ def test_cache_files_never_contain_the_api_key(tmp_path: Path, monkeypatch: pyte
         cache.put(key_of(request), request.cache_payload(), REPLY)
 
     files = all_files(tmp_path)
-    assert len(files) == 3
+    assert len(files) == 1 and len(DirectoryStore(tmp_path / "v1").keys()) == 3
     for path in files:
         assert SENTINEL_KEY.encode() not in path.read_bytes()
 
@@ -346,11 +346,12 @@ def test_concurrent_writers_leave_only_complete_files(tmp_path: Path) -> None:
     assert [process.exitcode for process in processes] == [0, 0, 0, 0]
 
     files = all_files(tmp_path)
-    assert not [path for path in files if path.name.startswith(".tmp-")]
-    assert len(files) == 5  # the shared entry and one per worker
-    for path in files:
-        record = json.loads(path.read_text(encoding="utf-8"))
-        assert path.name == f"{record['key']}.json"
+    assert [path.parent.name for path in files] == ["packs"] * 4  # one pack per writer, nothing else
+    store = DirectoryStore(tmp_path / "v1")
+    assert store.keys() == sorted([shared_key, *(cache_key({"worker": worker}) for worker in range(4))])
+    for key in store.keys():
+        data = store.get(key)
+        assert data is not None and json.loads(data)["key"] == key
     cache = JudgeCache(tmp_path)
     shared = cache.get(shared_key)
     assert shared is not None and shared.reply.text == "shared reply"
@@ -370,12 +371,13 @@ def test_a_failed_write_leaves_no_temp_file(tmp_path: Path) -> None:
     assert all_files(tmp_path) == []
     assert cache.get("aa" * 32) is None
 
-    # A failure in the store's write (after the record is built) leaves no temporary file either.
-    (tmp_path / "v1" / EMPTY[:2]).mkdir(parents=True)
-    (tmp_path / "v1" / EMPTY[:2] / f"{EMPTY}.json").mkdir()  # os.replace can't put a file over a directory
+    # A failure in the store's write (after the record is built) raises, and stores nothing.
+    (tmp_path / "v1").mkdir()
+    (tmp_path / "v1" / "packs").write_bytes(b"")  # a file where the packs' directory belongs
     with pytest.raises(OSError):
         cache.put(EMPTY, {}, REPLY)
-    assert all_files(tmp_path) == []
+    assert all_files(tmp_path) == [tmp_path / "v1" / "packs"]
+    assert cache.get(EMPTY) is None
 
 
 def test_writes_do_not_depend_on_the_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -391,7 +393,15 @@ def test_writes_do_not_depend_on_the_working_directory(tmp_path: Path, monkeypat
 
 
 def entry_path(root: Path, key: str) -> Path:
+    """Where the old layout (one file per entry, still read) keeps ``key``'s entry."""
     return root / "v1" / key[:2] / f"{key}.json"
+
+
+def read_entry(root: Path, key: str) -> str:
+    """The stored bytes of ``key``'s entry, read through the default store, as text."""
+    data = DirectoryStore(root / "v1").get(key)
+    assert data is not None
+    return data.decode("utf-8")
 
 
 def rejecting(cache: JudgeCache) -> list[tuple[str, str]]:
@@ -411,9 +421,9 @@ def recompute_checksum(record: dict[str, Any]) -> None:
     record["reply_sha256"] = hashlib.sha256(canonical(record["reply"]).encode("utf-8")).hexdigest()
 
 
-def write_record(path: Path, record: dict[str, Any]) -> None:
-    """Write an entry the way the cache does (canonical JSON), so only its content is judged."""
-    path.write_text(canonical(record), encoding="utf-8")
+def write_record(root: Path, key: str, record: dict[str, Any]) -> None:
+    """Store an entry the way the cache does (canonical JSON), so only its content is judged."""
+    DirectoryStore(root / "v1").put(key, canonical(record).encode("utf-8"))
 
 
 def test_an_entry_stores_a_checksum_of_its_reply(tmp_path: Path) -> None:
@@ -421,11 +431,11 @@ def test_an_entry_stores_a_checksum_of_its_reply(tmp_path: Path) -> None:
 
     key = key_of(BASE)
     JudgeCache(tmp_path).put(key, BASE.cache_payload(), REPLY)
-    record = json.loads(entry_path(tmp_path, key).read_text(encoding="utf-8"))
+    record = json.loads(read_entry(tmp_path, key))
     assert record["reply_sha256"] == hashlib.sha256(canonical(record["reply"]).encode("utf-8")).hexdigest()
     assert "hmac_sha256" not in record
     # The request is stored as the very bytes its key was hashed from.
-    assert entry_path(tmp_path, key).read_text(encoding="utf-8") == canonical(record)
+    assert read_entry(tmp_path, key) == canonical(record)
 
 
 def test_a_misplaced_entry_is_rejected_and_repaired(tmp_path: Path) -> None:
@@ -434,8 +444,7 @@ def test_a_misplaced_entry_is_rejected_and_repaired(tmp_path: Path) -> None:
     cache.put(key_of(other), other.cache_payload(), ProviderReply(text='{"score": 0}', model="m"))
     # A file copied (or restored) under another request's key: intact, but not the answer to BASE.
     key = key_of(BASE)
-    entry_path(tmp_path, key).parent.mkdir(parents=True, exist_ok=True)
-    entry_path(tmp_path, key).write_bytes(entry_path(tmp_path, key_of(other)).read_bytes())
+    DirectoryStore(tmp_path / "v1").put(key, read_entry(tmp_path, key_of(other)).encode("utf-8"))
     seen = rejecting(cache)
 
     assert cache.get(key) is None
@@ -449,13 +458,15 @@ def test_a_verdict_edited_from_0_to_2_is_rejected(tmp_path: Path) -> None:
     cache = JudgeCache(tmp_path)
     key = key_of(BASE)
     cache.put(key, BASE.cache_payload(), ProviderReply(text='{"score": 0}', model="m"))
-    path = entry_path(tmp_path, key)
-    path.write_text(path.read_text(encoding="utf-8").replace('\\"score\\": 0', '\\"score\\": 2'), encoding="utf-8")
-    assert '\\"score\\": 2' in path.read_text(encoding="utf-8")  # the edit landed
+    (pack,) = (tmp_path / "v1" / "packs").iterdir()
+    pack.write_bytes(pack.read_bytes().replace(b'\\"score\\": 0', b'\\"score\\": 2'))  # edited in place
+    assert b'\\"score\\": 2' in pack.read_bytes()  # the edit landed
     seen = rejecting(cache)
 
     assert cache.get(key) is None
     assert [reason for _, reason in seen] == ["its reply does not match its checksum (edited or damaged)"]
+    # A process that scans the pack afresh doesn't even see it: its record fails the pack's CRC.
+    assert JudgeCache(tmp_path).get(key) is None
 
 
 def test_without_a_secret_a_recomputed_checksum_is_accepted(tmp_path: Path) -> None:
@@ -464,10 +475,10 @@ def test_without_a_secret_a_recomputed_checksum_is_accepted(tmp_path: Path) -> N
     cache = JudgeCache(tmp_path)
     key = key_of(BASE)
     cache.put(key, BASE.cache_payload(), ProviderReply(text='{"score": 0}', model="m"))
-    record = json.loads(entry_path(tmp_path, key).read_text(encoding="utf-8"))
+    record = json.loads(read_entry(tmp_path, key))
     record["reply"]["text"] = '{"score": 2}'
     recompute_checksum(record)
-    write_record(entry_path(tmp_path, key), record)
+    write_record(tmp_path, key, record)
 
     hit = cache.get(key)
     assert hit is not None and hit.reply.text == '{"score": 2}'
@@ -490,10 +501,10 @@ def test_a_wrongly_shaped_reply_is_rejected_even_with_a_matching_checksum(
     cache = JudgeCache(tmp_path)
     key = key_of(BASE)
     cache.put(key, BASE.cache_payload(), REPLY)
-    record = json.loads(entry_path(tmp_path, key).read_text(encoding="utf-8"))
+    record = json.loads(read_entry(tmp_path, key))
     record["reply"][field] = value
     recompute_checksum(record)
-    write_record(entry_path(tmp_path, key), record)
+    write_record(tmp_path, key, record)
     seen = rejecting(cache)
 
     assert cache.get(key) is None
@@ -506,7 +517,7 @@ def test_an_entry_without_a_checksum_is_rejected(tmp_path: Path) -> None:
     path = entry_path(tmp_path, key)
     path.parent.mkdir(parents=True)
     legacy = {"key": key, "request": BASE.cache_payload(), "reply": {"text": "t", "model": "m"}}
-    write_record(path, legacy)
+    path.write_text(canonical(legacy), encoding="utf-8")
     cache = JudgeCache(tmp_path)
     seen = rejecting(cache)
     assert cache.get(key) is None
@@ -524,7 +535,7 @@ def test_a_signed_entry_round_trips_and_the_secret_is_stored_nowhere(tmp_path: P
     cache.put(key, BASE.cache_payload(), REPLY)
     hit = cache.get(key)
     assert hit is not None and hit.reply == REPLY
-    record = json.loads(entry_path(tmp_path, key).read_text(encoding="utf-8"))
+    record = json.loads(read_entry(tmp_path, key))
     assert len(record["hmac_sha256"]) == 64
     for path in all_files(tmp_path):
         assert SECRET.encode() not in path.read_bytes()
@@ -555,10 +566,10 @@ def test_with_a_secret_a_forged_verdict_with_a_recomputed_checksum_is_rejected(t
     cache = JudgeCache(tmp_path, secret=SECRET)
     key = key_of(BASE)
     cache.put(key, BASE.cache_payload(), ProviderReply(text='{"score": 0}', model="m"))
-    record = json.loads(entry_path(tmp_path, key).read_text(encoding="utf-8"))
+    record = json.loads(read_entry(tmp_path, key))
     record["reply"]["text"] = '{"score": 2}'
     recompute_checksum(record)
-    write_record(entry_path(tmp_path, key), record)
+    write_record(tmp_path, key, record)
     seen = rejecting(cache)
 
     assert cache.get(key) is None
@@ -584,7 +595,7 @@ def test_secrets_are_redacted_from_a_reply_before_it_is_stored(tmp_path: Path) -
     assert stored.text == '{"j": "key ***"}'
     hit = cache.get(key)
     assert hit is not None and hit.reply == stored
-    assert SENTINEL_KEY.encode() not in entry_path(tmp_path, key).read_bytes()
+    assert SENTINEL_KEY not in read_entry(tmp_path, key)
 
 
 @pytest.mark.parametrize(

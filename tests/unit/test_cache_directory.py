@@ -1,4 +1,4 @@
-"""The directory store (``execution.cache_directory``): atomic entries, per-key leases, cleanup."""
+"""The directory store (``execution.cache_directory``): pack files with group commit, the old layout, leases, cleanup."""
 
 from __future__ import annotations
 
@@ -26,7 +26,93 @@ def test_put_then_get(tmp_path: Path) -> None:
     assert store.get(KEY) is None
     store.put(KEY, b"\x00entry")
     assert store.get(KEY) == b"\x00entry"
-    assert files(tmp_path) == [f"ab/{KEY}.json"]
+    (pack,) = files(tmp_path)
+    assert pack.startswith("packs/") and pack.endswith(".pack")
+    assert (tmp_path / pack).stat().st_mode & 0o777 == 0o600  # paid-for replies stay private
+
+
+def test_a_batch_is_one_sync_and_concurrent_puts_share_syncs(tmp_path: Path) -> None:
+    store = DirectoryStore(tmp_path)
+    store.put_many([(f"{n:064x}", b"entry %d" % n) for n in range(50)])
+    assert store.syncs == 1
+    assert [store.get(f"{n:064x}") for n in range(50)] == [b"entry %d" % n for n in range(50)]
+
+    barrier = threading.Barrier(8)
+
+    def put(worker: int) -> None:
+        barrier.wait()
+        for n in range(50):
+            store.put(f"{worker}-{n}", b"x")
+
+    threads = [threading.Thread(target=put, args=(w,)) for w in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(store.get(f"{w}-{n}") == b"x" for w in range(8) for n in range(50))
+    assert store.syncs < 1 + 400  # 400 puts, each durable on return, sharing fsyncs
+    store.close()
+    assert len(files(tmp_path)) == 1  # one pack for all of it
+
+
+def test_another_writers_entries_are_seen_and_the_latest_record_wins(tmp_path: Path) -> None:
+    reader, writer = DirectoryStore(tmp_path), DirectoryStore(tmp_path)  # as two processes would be
+    reader.put(KEY, b"first")
+    assert reader.get(OTHER) is None
+    writer.put(OTHER, b"other")
+    writer.put(KEY, b"second")
+    assert (reader.get(OTHER), reader.get(KEY)) == (b"other", b"second")
+    reader.put(KEY, b"third")
+    assert (reader.get(KEY), writer.get(KEY)) == (b"third", b"third")
+    reader.close()
+    writer.close()
+    assert DirectoryStore(tmp_path).keys() == [KEY, OTHER]
+    assert DirectoryStore(tmp_path).get(KEY) == b"third"
+
+
+def test_the_old_layout_is_read_and_a_pack_record_wins_over_it(tmp_path: Path) -> None:
+    (tmp_path / "ab").mkdir()
+    (tmp_path / "ab" / f"{KEY}.json").write_bytes(b"old entry")
+    (tmp_path / "ab" / f".tmp-host-1-{KEY}.json").write_bytes(b"half")  # an interrupted old write
+    store = DirectoryStore(tmp_path)
+    assert store.get(KEY) == b"old entry"
+    assert store.keys() == [KEY]
+    store.put(KEY, b"new entry")
+    assert store.get(KEY) == b"new entry"
+    assert DirectoryStore(tmp_path).get(KEY) == b"new entry"
+    assert (tmp_path / "ab" / f"{KEY}.json").read_bytes() == b"old entry"  # nothing is rewritten
+
+
+def test_a_torn_or_damaged_record_hides_itself_and_what_follows_in_its_pack_only(tmp_path: Path) -> None:
+    first = DirectoryStore(tmp_path)
+    first.put(KEY, b"kept")
+    first.put(OTHER, b"damaged later")
+    first.close()
+    (pack,) = (tmp_path / "packs").iterdir()
+    data = pack.read_bytes()
+    # Flip a byte of the second record's data, then append half a record (a killed writer's tail).
+    damaged = data.replace(b"damaged later", b"damaged LATER")
+    pack.write_bytes(damaged[: damaged.index(b"LJPE")] + data[:30])
+    store = DirectoryStore(tmp_path)
+    assert (store.get(KEY), store.get(OTHER)) == (b"kept", None)
+    store.put(OTHER, b"asked again")  # the re-asked reply goes to a pack of its own
+    assert DirectoryStore(tmp_path).get(OTHER) == b"asked again"
+
+
+def test_entries_put_before_a_sigkill_are_kept(tmp_path: Path) -> None:
+    code = (
+        "import os, signal, sys\n"
+        "from pathlib import Path\n"
+        "from pytest_llmjudge.execution.cache_directory import DirectoryStore\n"
+        "store = DirectoryStore(Path(sys.argv[1]))\n"
+        "for n in range(20):\n"
+        "    store.put(f'{n:064x}', b'reply %d' % n)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)  # no close, no seal\n"
+    )
+    killed = subprocess.run([sys.executable, "-c", code, str(tmp_path)])
+    assert killed.returncode == -signal.SIGKILL
+    store = DirectoryStore(tmp_path)
+    assert [store.get(f"{n:064x}") for n in range(20)] == [b"reply %d" % n for n in range(20)]
 
 
 def test_a_lease_is_exclusive_between_owners_and_stores(tmp_path: Path) -> None:

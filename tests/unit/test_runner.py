@@ -18,6 +18,7 @@ import pytest
 
 from pytest_llmjudge.errors import ProviderError, UnscoredError
 from pytest_llmjudge.execution.cache import JudgeCache
+from pytest_llmjudge.execution.cache_directory import DirectoryStore
 from pytest_llmjudge.execution.runner import CallOutcome, JudgeRunner, redact
 from pytest_llmjudge.judges.anthropic import AnthropicProvider
 from pytest_llmjudge.judges.base import ProviderReply, ProviderRequest
@@ -310,7 +311,7 @@ def test_persistent_500_fails_the_call_and_unscores_every_rubric(
         assert str(value).startswith("provider failed: ")
     assert len(server.requests) == 3
     assert (runner.stats.retries, runner.stats.failed_calls, runner.stats.unscored) == (2, 1, 2)
-    assert not list((tmp_path / "cache").rglob("*.json"))  # nothing to cache
+    assert DirectoryStore(tmp_path / "cache" / "v1").keys() == []  # nothing to cache
 
 
 def test_a_400_is_not_retried(server: LoopbackServer, make_runner: Callable[..., JudgeRunner]) -> None:
@@ -472,7 +473,7 @@ def test_re_asks_are_cached_and_an_unparseable_cached_reply_is_asked_again_next_
     request = request_for(server)
     first_runner = make_runner(tmp_path / "c")
     judge_once(first_runner, openai_provider(first_runner, server), request)
-    assert len(list((tmp_path / "c").rglob("*.json"))) == 2  # the unparseable reply and the re-ask's
+    assert len(DirectoryStore(tmp_path / "c" / "v1").keys()) == 2  # the unparseable reply and the re-ask's
 
     # The next run does not replay "not json": it asks the same prompt again, and that
     # reply (now a verdict) replaces the cached one, so the run after that is all cache.
@@ -691,11 +692,11 @@ def test_a_huge_integer_score_is_unscored_not_an_exception(
 # --------------------------------------------------------------------------- cache verification, redaction, leases
 
 
-def _entry(cache_dir: Path, request: ProviderRequest) -> Path:
+def _entry(cache_dir: Path, request: ProviderRequest) -> tuple[DirectoryStore, str]:
+    """The default store of ``cache_dir`` and ``request``'s key in it."""
     from pytest_llmjudge.execution.cache import cache_key
 
-    key = cache_key(request.cache_payload())
-    return cache_dir / "v1" / key[:2] / f"{key}.json"
+    return DirectoryStore(cache_dir / "v1"), cache_key(request.cache_payload())
 
 
 @pytest.mark.parametrize("secret", [None, "cache-secret-for-runner-test"])
@@ -717,15 +718,16 @@ def test_a_cached_verdict_edited_from_0_to_2_is_re_asked_not_passed(
 
         first, _ = run()
         assert verdict(first).score == 0.0
-        path = _entry(cache_dir, request)
-        record = json.loads(path.read_text(encoding="utf-8"))
+        store, key = _entry(cache_dir, request)
+        record = json.loads(store.get(key) or b"")
         record["reply"]["text"] = record["reply"]["text"].replace('"score": 0', '"score": 2')
         assert '"score": 2' in record["reply"]["text"]
         if secret is not None:  # a deliberate forger recomputes the checksum; only the signature stops it
             canonical = json.dumps(record["reply"], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
             record["reply_sha256"] = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-        # Written back the way the cache writes (canonical JSON), so only the content is judged.
-        path.write_text(json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False), "utf-8")
+        # Stored back the way the cache writes (canonical JSON), so only the content is judged.
+        store.put(key, json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode())
+        store.close()
 
         second, runner = run()
         assert verdict(second).score == 0.0  # asked again, never the forged 2

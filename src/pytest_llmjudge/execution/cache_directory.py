@@ -1,32 +1,53 @@
-"""The directory store: judge-cache entries as files, the default behind the store seam.
+"""The directory store: judge-cache entries in append-only pack files, the default behind the store seam.
 
 Implements :class:`~pytest_llmjudge.execution.stores.base.CacheStore` (get / put / leases /
 cleanup / close); entries are opaque bytes here, checked, signed and redacted by
-:class:`~pytest_llmjudge.execution.cache.JudgeCache` above any store. Layout:
-``<root>/<key[:2]>/<key>.json``.
+:class:`~pytest_llmjudge.execution.cache.JudgeCache` above any store.
 
-- ``put`` writes ``.tmp-<host>-<pid>-*.json`` in the entry's directory, fsyncs it, and
-  ``os.replace``-s it over the entry: a reader sees the old or the new bytes, never a mix.
+- **Packs.** Each store that writes appends to a pack file of its own,
+  ``<root>/packs/<host>-<pid>-<random>.pack`` (private, created on the first put), so
+  writers never share a file. A record is a 22-byte header (magic ``LJP1``, key length,
+  data length, write time in ns, CRC-32 of key and data), the key, the data. A put appends
+  its record with one ``write`` and returns after an ``fdatasync`` that covers it.
+- **Group commit.** Concurrent puts share fsyncs: the first to reach the sync lock syncs
+  everything written so far, and a put whose record a finished sync already covered
+  returns without one (no writer thread, no queue); :meth:`put_many` writes a batch as one
+  ``write`` and one sync. So a reply is durable before ``put`` returns, and N replies
+  completing together cost about one fsync and one file, not N of each.
+- **Reads** go through an in-memory index, key -> (pack, offset, length), built by scanning
+  the packs; a key the index misses first rescans (the names in ``packs/``, then the new
+  tail of every pack not known to be finished), so an entry another process stored before
+  this read began is found. A scan stops at the first record that is incomplete or fails
+  its CRC (a write in progress, retried at the next scan; or a killed writer's torn tail,
+  which stays unread). When several records hold one key, the latest write wins. A store
+  seals its pack at ``close`` (a trailer record): a sealed pack, or one whose writer is dead
+  on this host, is never rescanned.
+- **The old layout** (one file per entry, ``<root>/<key[:2]>/<key>.json``, written by
+  earlier versions) is still read: its keys are listed once, at the first miss, and a pack
+  record wins over a file. Nothing is rewritten: new replies go to packs.
+  ``migrate_directory`` reads both.
 - Leases are open-file-description byte-range locks (``F_OFD_SETLK``) on one lock file,
   ``<root>/leases``: a key's lease is the byte at offset ``int(key[:15], 16)``. Taking or
   giving one back is a single ``fcntl`` call, with no file created, written or removed
-  per key (creating and unlinking a lease file per call cost 2-6 ms each on this
-  machine's disk under load). The kernel drops the locks when their holder's process
-  ends, even by SIGKILL, so a dead holder's lease is free at once and nothing is left
-  behind. Different processes, and different stores in one process, exclude each other;
-  within one store, ``_held`` keeps one owner per key.
+  per key. The kernel drops the locks when their holder's process ends, even by SIGKILL,
+  so a dead holder's lease is free at once. Different processes, and different stores in
+  one process, exclude each other; within one store, ``_held`` keeps one owner per key.
 - Expiry: within a store, a lease past its ttl is taken over. Across processes a lock
   can't expire (the file says nothing about its age); a process that stays alive but
   hangs holding a lease is outwaited by the waiter's own deadline in the runner, which then
   pays without a lease.
 - ``cleanup`` removes temporary files of writers that are dead on this host, or an hour
-  old (a writer on another host, whose pid can't be checked).
+  old (a writer on another host, whose pid can't be checked): the old layout's and the
+  batch records' (``execution/batch.py``).
 
-Degenerate cases: the root and shard directories are made on first use. Where OFD locks
-don't exist (not Linux) or fail (``ENOLCK``/``EOPNOTSUPP`` on some network mounts), or the
-lock file can't be created (a read-only cache), every lease is granted: processes may
-then pay twice, as before leases existed, but never wait. Two keys whose first 15 hex
-digits agree (one pair in about 10^18) share a lease: one of them waits for the other.
+Degenerate cases: the root and ``packs/`` are made on the first put. Where OFD locks don't
+exist (not Linux) or fail (``ENOLCK``/``EOPNOTSUPP`` on some network mounts), or the lock
+file can't be created (a read-only cache), every lease is granted: processes may then pay
+twice, but never wait. Two keys whose first 15 hex digits agree (one pair in about 10^18)
+share a lease. An old-layout file written by an older version *after* this store listed
+them is not seen (run one version at a time on a cache). Packs are never compacted: a
+re-asked entry leaves its old record behind, and every process that stored something
+leaves one pack (``migrate_directory`` into a fresh directory compacts).
 """
 
 from __future__ import annotations
@@ -38,14 +59,25 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable
+import uuid
+import zlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_llmjudge.atomic import write_atomic
 from pytest_llmjudge.execution.stores.base import check_ttl
 
 _TMP_PREFIX = ".tmp-"
 _LOCK_FILE = "leases"
+_PACKS = "packs"
+_PACK_SUFFIX = ".pack"
+_MAGIC = b"LJP1"
+_SEAL = b"LJPE"
+_RECORD = struct.Struct("<4sHIQI")
+"""A pack record's header: magic, key length, data length, write time (ns), CRC-32 of key + data."""
+_MTIME_MARGIN_NS = 5_000_000_000
+"""How close (ns) a directory's mtime may be to a listing before the listing can't be trusted to
+be newer: more than a coarse file-system timestamp's step, and some clock skew of a network mount."""
 _FOREIGN_TMP_AGE = 3600.0
 """Seconds after which a temporary file of another host's writer is taken as abandoned."""
 _OFD_SETLK: int | None = getattr(fcntl, "F_OFD_SETLK", None)
@@ -57,7 +89,7 @@ _READ_ONLY = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
 def _host() -> str:
-    # Part of a temporary file's name: without "-", so the name parses back.
+    # Part of temporary and pack file names: without "-", so the name parses back.
     return socket.gethostname().replace("-", "_").replace(os.sep, "_") or "host"
 
 
@@ -84,8 +116,36 @@ def _offset(key: str) -> int:
     return int(key[:15], 16)
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _record(key: str, data: bytes, written_ns: int) -> bytes:
+    encoded = key.encode("utf-8")
+    return (
+        _RECORD.pack(_MAGIC, len(encoded), len(data), written_ns, zlib.crc32(data, zlib.crc32(encoded)))
+        + encoded
+        + data
+    )
+
+
+@dataclass(eq=False)
+class _Pack:
+    """One pack file as this store reads it."""
+
+    name: str
+    fd: int
+    """Open for reading (``pread``)."""
+    scanned: int = 0
+    """Bytes of whole, valid records indexed so far."""
+    finished: bool = False
+    """Sealed, or its writer is dead on this host: nothing more will be appended."""
+
+
 class DirectoryStore:
-    """Entries as files under ``root`` (see the module docstring)."""
+    """Entries in pack files under ``root`` (see the module docstring)."""
 
     def __init__(self, root: Path, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.root = root
@@ -96,6 +156,27 @@ class DirectoryStore:
         self._lock = threading.Lock()
         self._lock_fd: int | None = None
         self._locks_work = _OFD_SETLK is not None
+        self._read_lock = threading.Lock()
+        self._index: dict[str, tuple[_Pack, int, int, int]] = {}
+        """key -> (pack, offset of the data, its length, write time in ns): the latest record of each key."""
+        self._packs: dict[str, _Pack] = {}
+        self._live: list[_Pack] = []
+        """Other writers' packs that may still grow."""
+        self._listed_at = 0
+        self._listed_mtime = -1
+        """When ``packs/`` was last listed (wall ns), and its mtime then."""
+        self._legacy: set[str] | None = None
+        """Keys of the old one-file-per-entry layout, listed at the first miss."""
+        self._write_lock = threading.Lock()
+        self._sync_lock = threading.Lock()
+        self._own: _Pack | None = None
+        self._write_fd: int | None = None
+        self._size = 0
+        self._appended = 0
+        """Appends made to the own pack (each a ticket); ``_synced`` of them are on disk."""
+        self._synced = 0
+        self.syncs = 0
+        """``fdatasync`` calls made: fewer than puts when puts share them."""
 
     def _entry(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
@@ -103,16 +184,164 @@ class DirectoryStore:
     # -- entries -------------------------------------------------------------------------
 
     def get(self, key: str) -> bytes | None:
-        try:
-            return self._entry(key).read_bytes()
-        except OSError:
-            return None
+        with self._read_lock:
+            self._rescan()
+            found = self._index.get(key)
+            if found is None:
+                if self._legacy is None:
+                    self._legacy = self._list_legacy()
+                legacy = key in self._legacy
+        if found is not None:
+            pack, offset, length, _ = found
+            try:
+                data = os.pread(pack.fd, length, offset)
+            except OSError:
+                return None
+            return data if len(data) == length else None
+        if legacy:
+            try:
+                return self._entry(key).read_bytes()
+            except OSError:
+                return None
+        return None
 
     def put(self, key: str, data: bytes) -> None:
-        target = self._entry(key)
-        # fsynced and private: a paid-for reply lives here. The prefix names the writer, so the
-        # leftovers of a dead one can be cleaned up (the shard directory is made on first use).
-        write_atomic(target, data, fsync=True, private=True, prefix=writer_prefix(), suffix=".json")
+        self.put_many(((key, data),))
+
+    def put_many(self, entries: Iterable[tuple[str, bytes]]) -> None:
+        """Store several entries with one write and (at most) one fsync; durable when it returns."""
+        now = time.time_ns()
+        pending = [(key, bytes(data)) for key, data in entries]
+        records = [_record(key, data, now) for key, data in pending]
+        with self._write_lock:
+            fd, pack = self._writer()
+            start = self._size
+            _write_all(fd, b"".join(records))
+            self._size += sum(map(len, records))
+            self._appended += 1
+            ticket = self._appended
+        self._sync(fd, ticket)
+        with self._read_lock:
+            position = start
+            for (key, data), record in zip(pending, records, strict=True):
+                self._note(key, pack, position + len(record) - len(data), len(data), now)
+                position += len(record)
+
+    def _writer(self) -> tuple[int, _Pack]:
+        """This store's pack, open for appending (made on first use; called under ``_write_lock``)."""
+        if self._write_fd is not None and self._own is not None:
+            return self._write_fd, self._own
+        packs = self.root / _PACKS
+        packs.mkdir(parents=True, exist_ok=True)
+        name = f"{self._host}-{os.getpid()}-{uuid.uuid4().hex[:8]}{_PACK_SUFFIX}"
+        fd = os.open(packs / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        directory = os.open(packs, os.O_RDONLY)
+        try:
+            os.fsync(directory)  # the new file's name survives a crash, not just its bytes
+        finally:
+            os.close(directory)
+        own = _Pack(name, os.open(packs / name, os.O_RDONLY))
+        with self._read_lock:
+            self._packs[name] = own  # indexed as it is written, never scanned
+        self._own, self._write_fd, self._size = own, fd, 0
+        return fd, own
+
+    def _sync(self, fd: int, ticket: int) -> None:
+        """Return once the append numbered ``ticket`` is on disk: a sync another put started after it counts."""
+        with self._sync_lock:
+            if self._synced >= ticket:
+                return
+            with self._write_lock:
+                target = self._appended
+            os.fdatasync(fd)
+            self._synced = target
+            self.syncs += 1
+
+    def _note(self, key: str, pack: _Pack, offset: int, length: int, written_ns: int) -> None:
+        known = self._index.get(key)
+        if known is None or known[3] <= written_ns:
+            self._index[key] = (pack, offset, length, written_ns)
+
+    def _rescan(self) -> None:
+        """Index what other writers appended since the last look (called under ``_read_lock``).
+
+        The names in ``packs/`` are listed again only when the directory changed since the last
+        listing: its mtime moved, or is too close to that listing to tell (file-system
+        timestamps are coarse). Otherwise a look costs one ``stat`` and one ``fstat`` per pack
+        still being written by someone else.
+        """
+        packs = self.root / _PACKS
+        try:
+            changed = os.stat(packs).st_mtime_ns
+        except OSError:
+            return
+        if changed != self._listed_mtime or changed >= self._listed_at - _MTIME_MARGIN_NS:
+            self._listed_at, self._listed_mtime = time.time_ns(), changed
+            try:
+                names = os.listdir(packs)
+            except OSError:
+                return
+            for name in names:
+                if name.endswith(_PACK_SUFFIX) and name not in self._packs:
+                    try:
+                        pack = _Pack(name, os.open(packs / name, os.O_RDONLY))
+                    except OSError:
+                        continue
+                    self._packs[name] = pack
+                    self._live.append(pack)
+        if not self._live:
+            return
+        for pack in self._live:
+            size = os.fstat(pack.fd).st_size
+            if size > pack.scanned:
+                self._scan(pack, size)
+            if not pack.finished and pack.scanned == size and self._writer_dead(pack.name):
+                pack.finished = True
+        self._live = [pack for pack in self._live if not pack.finished and pack is not self._own]
+
+    def _scan(self, pack: _Pack, size: int) -> None:
+        data = os.pread(pack.fd, size - pack.scanned, pack.scanned)
+        view = memoryview(data)
+        position = 0
+        while position + _RECORD.size <= len(data):
+            magic, key_length, length, written_ns, crc = _RECORD.unpack_from(data, position)
+            if magic == _SEAL:
+                pack.finished = True
+                position += _RECORD.size
+                break
+            body = position + _RECORD.size
+            end = body + key_length + length
+            if magic != _MAGIC or end > len(data) or zlib.crc32(view[body:end]) != crc:
+                break  # being written (read again at the next scan), or a killed writer's torn tail
+            key = bytes(view[body : body + key_length]).decode("utf-8", "replace")
+            self._note(key, pack, pack.scanned + body + key_length, length, written_ns)
+            position = end
+        pack.scanned += position
+
+    def _writer_dead(self, name: str) -> bool:
+        parts = name.removesuffix(_PACK_SUFFIX).split("-")
+        return len(parts) == 3 and parts[0] == self._host and parts[1].isdigit() and not _pid_alive(int(parts[1]))
+
+    def _list_legacy(self) -> set[str]:
+        keys: set[str] = set()
+        try:
+            shards = [entry.path for entry in os.scandir(self.root) if len(entry.name) == 2 and entry.is_dir()]
+        except OSError:
+            return keys
+        for shard in shards:
+            try:
+                names = os.listdir(shard)
+            except OSError:
+                continue
+            keys.update(name[:-5] for name in names if name.endswith(".json") and not name.startswith("."))
+        return keys
+
+    def keys(self) -> Sequence[str]:
+        """Every key with an entry, in packs or in the old layout, sorted."""
+        with self._read_lock:
+            self._rescan()
+            self._legacy = self._list_legacy()
+            return sorted(self._index.keys() | self._legacy)
 
     # -- leases --------------------------------------------------------------------------
 
@@ -138,11 +367,27 @@ class DirectoryStore:
             self._lock_range(_offset(key), fcntl.F_UNLCK)
 
     def close(self) -> None:
+        """Let go of the leases, seal this store's pack, close every file (a later use starts afresh)."""
         with self._lock:
             self._held.clear()
             if self._lock_fd is not None:
                 os.close(self._lock_fd)  # drops every lock it held
                 self._lock_fd = None
+        with self._write_lock:
+            if self._write_fd is not None:
+                try:
+                    _write_all(self._write_fd, _RECORD.pack(_SEAL, 0, 0, time.time_ns(), 0))
+                finally:
+                    os.close(self._write_fd)
+                    self._write_fd, self._own = None, None
+        with self._read_lock:
+            for pack in self._packs.values():
+                os.close(pack.fd)
+            self._packs.clear()
+            self._live.clear()
+            self._listed_mtime = -1
+            self._index.clear()
+            self._legacy = None
 
     def _lock_range(self, offset: int, kind: int) -> bool:
         """Lock (or unlock) one byte of the lock file; False if another holder has it."""

@@ -1,14 +1,16 @@
-"""Import a directory cache (``<root>/v1/<xx>/<key>.json``) into another store.
+"""Import a directory cache (``<root>/v1``: pack files, and the old one file per entry) into another store.
 
-Each entry file's bytes are stored unchanged under its file name's stem (the cache key),
-so whatever the cache layer verifies on read (request hash, checksum, signature) still
-holds. Puts run from a small thread pool, so a group-committing store (SQLite) writes
-them in few transactions.
+Each entry's bytes are stored unchanged under its key, read through the directory store
+(``execution/cache_directory.py``: the latest record of a key in the packs, else the old
+layout's ``<xx>/<key>.json``), so whatever the cache layer verifies on read (request hash,
+checksum, signature) still holds. Puts run from a small thread pool, so a group-committing
+store (SQLite, the directory store itself) writes them in few transactions. Migrating into
+a fresh directory store compacts one: one pack, one record per key.
 
-Degenerate cases: ``src`` may be the cache root or its ``v1`` directory; temp files left
-by an interrupted write (``.tmp-*``) and anything not ``*.json`` are skipped; a missing or
-empty directory imports nothing. Entries already in the store are overwritten with the
-directory's bytes.
+Degenerate cases: ``src`` may be the cache root or its ``v1`` directory; temp files left by
+an interrupted write (``.tmp-*``), records torn by a killed writer and anything not an
+entry are skipped; a missing or empty directory imports nothing. Entries already in the
+store are overwritten with the directory's bytes.
 """
 
 from __future__ import annotations
@@ -24,15 +26,25 @@ DIRECTORY_LAYOUT = "v1"
 
 def migrate_directory(src_dir: Path | str, store: CacheStore, *, threads: int = 8) -> int:
     """Copy every entry of the directory cache at ``src_dir`` into ``store``; the count copied."""
+    from pytest_llmjudge.execution.cache_directory import DirectoryStore
+
     root = Path(src_dir)
     if (root / DIRECTORY_LAYOUT).is_dir():
         root = root / DIRECTORY_LAYOUT
-    files = [path for path in sorted(root.glob("*/*.json")) if not path.name.startswith(".")]
+    source = DirectoryStore(root)
+    copied = 0
 
-    def copy(path: Path) -> None:
-        store.put(path.stem, path.read_bytes())
+    def copy(key: str) -> None:
+        nonlocal copied
+        data = source.get(key)
+        if data is not None:
+            store.put(key, data)
+            copied += 1
 
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        for _ in pool.map(copy, files):  # iterating re-raises the first failed put
-            pass
-    return len(files)
+    try:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            for _ in pool.map(copy, source.keys()):  # iterating re-raises the first failed put
+                pass
+    finally:
+        source.close()
+    return copied
