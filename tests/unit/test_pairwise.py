@@ -12,7 +12,7 @@ import pytest
 from pytest_llmjudge.errors import StatisticsError, UnscoredError
 from pytest_llmjudge.judges.prompts import JudgeSettings
 from pytest_llmjudge.pairwise.assertions import parse_assertion
-from pytest_llmjudge.pairwise.bootstrap import bootstrap_leaderboard
+from pytest_llmjudge.pairwise.bootstrap import _disconnected, bootstrap_leaderboard, newton_refit
 from pytest_llmjudge.pairwise.cases import RankedCase
 from pytest_llmjudge.pairwise.leaderboard import annotator_agreement, fit_leaderboard, majority_verdict
 from pytest_llmjudge.pairwise.pairwise_judge import (
@@ -180,6 +180,31 @@ def test_disconnected_bootstrap_resample_is_an_error() -> None:
     matchups = [[(0, 1, "A")], [(1, 2, "A")], [(0, 2, "B")]]
     with pytest.raises(StatisticsError, match="resample"):
         bootstrap_leaderboard(matchups, 3, 200, 0)
+
+
+def test_problems_with_different_players_share_one_newton_call() -> None:
+    # Three problems over four systems: all play; d sits out; a and b play only each other.
+    # Batched with a mask of who played, each equals its own fit without the absent systems.
+    rng = np.random.default_rng(7)
+    points = rng.integers(1, 6, size=(3, 4, 4)).astype(float)
+    points[:, np.arange(4), np.arange(4)] = 0
+    points[1, 3, :] = points[1, :, 3] = 0
+    points[2, 2:, :] = points[2, :, 2:] = 0
+    present = np.array([[True] * 4, [True, True, True, False], [True, True, False, False]])
+    games = points + np.swapaxes(points, 1, 2)
+    together, converged = newton_refit(points, games, np.zeros((3, 4)), present=present)
+    assert converged
+    for row in range(3):
+        keep = present[row]
+        alone, _ = newton_refit(
+            points[row][np.ix_(keep, keep)][None], games[row][np.ix_(keep, keep)][None], np.zeros((1, int(keep.sum())))
+        )
+        np.testing.assert_allclose(together[row, keep], alone[0], atol=1e-9)
+        assert not together[row, ~keep].any(), "an absent system stays at 0"
+    split = games.copy()
+    split[0, :2, 2:] = split[0, 2:, :2] = 0  # {a, b} and {c, d} never meet
+    assert _disconnected(split, present).tolist() == [True, False, False]
+    assert _disconnected(games[1:2]).tolist() == [True], "without the mask, the absent d is unreachable"
 
 
 def test_text_features() -> None:

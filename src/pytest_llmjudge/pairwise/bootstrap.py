@@ -46,10 +46,11 @@ def _log_likelihood(points: FloatArray, theta: FloatArray) -> FloatArray:
     return np.asarray(np.sum(points * log_expit(gaps), axis=(1, 2)), dtype=np.float64)
 
 
-def _disconnected(games: FloatArray) -> npt.NDArray[np.bool_]:
+def _disconnected(games: FloatArray, present: npt.NDArray[np.bool_] | None = None) -> npt.NDArray[np.bool_]:
     """For each ``(k, k)`` games matrix of a batch: is its comparison graph disconnected?
 
     Reachability by repeated squaring of ``(A + I) > 0`` (``ceil(log2 k)`` batched products).
+    With ``present`` (``(batch, k)``), only the present systems need to reach each other.
     """
     k = games.shape[1]
     reach = ((games + np.swapaxes(games, 1, 2)) > 0) | np.eye(k, dtype=bool)
@@ -57,25 +58,49 @@ def _disconnected(games: FloatArray) -> npt.NDArray[np.bool_]:
     while steps < k:
         reach = (reach.astype(np.float64) @ reach.astype(np.float64)) > 0
         steps *= 2
-    return np.asarray(~reach[:, 0, :].all(axis=1))
+    if present is None:
+        return np.asarray(~reach[:, 0, :].all(axis=1))
+    first = np.argmax(present, axis=1)  # reachability is symmetric: from one present system to all
+    return np.asarray(~(reach[np.arange(len(reach)), first, :] | ~present).all(axis=1))
 
 
 def newton_refit(
-    points: FloatArray, games: FloatArray, start: FloatArray, *, tol: float = 1e-10, max_iter: int = 100
+    points: FloatArray,
+    games: FloatArray,
+    start: FloatArray,
+    *,
+    present: npt.NDArray[np.bool_] | None = None,
+    tol: float = 1e-10,
+    max_iter: int = 100,
 ) -> tuple[FloatArray, bool]:
-    """Maximum-likelihood log-strengths of every ``(k, k)`` problem of a batch, centred."""
-    theta = start - start.mean(axis=1, keepdims=True)
+    """Maximum-likelihood log-strengths of every ``(k, k)`` problem of a batch, centred.
+
+    ``present`` (``(batch, k)``, default all) marks the systems each problem fits; an absent
+    one has no games and stays at 0. The system is then ``(L + m m^T + diag(1 - m)) delta = g``
+    with ``m`` the problem's mask: its present block is the problem without the absent
+    systems, its absent block the identity (``g = 0`` there), so problems with different
+    players share one batched solve.
+    """
+    mask = np.ones(start.shape, dtype=bool) if present is None else present
+    weight = mask.astype(np.float64)
+    counts = weight.sum(axis=1, keepdims=True)
+
+    def centred(values: FloatArray) -> FloatArray:
+        return np.asarray((values - (values * weight).sum(axis=1, keepdims=True) / counts) * weight, dtype=np.float64)
+
+    theta = centred(start)
     wins = points.sum(axis=2)
-    ones = np.ones(theta.shape[1])
+    idx = np.arange(theta.shape[1])
+    fixed = weight[:, :, None] * weight[:, None, :]
+    fixed[:, idx, idx] += 1.0 - weight
     current = _log_likelihood(points, theta)
     for _ in range(max_iter):
         p = expit(theta[:, :, None] - theta[:, None, :])
         gradient = wins - np.sum(games * p, axis=2)
         weights = games * p * np.swapaxes(p, 1, 2)
         laplacian = -weights
-        idx = np.arange(theta.shape[1])
         laplacian[:, idx, idx] = weights.sum(axis=2)
-        step = np.linalg.solve(laplacian + np.outer(ones, ones), gradient[:, :, None])[:, :, 0]
+        step = np.linalg.solve(laplacian + fixed, gradient[:, :, None])[:, :, 0]
         candidate = theta + step
         value = _log_likelihood(points, candidate)
         for _ in range(30):
@@ -85,7 +110,7 @@ def newton_refit(
             step[worse] *= 0.5
             candidate[worse] = theta[worse] + step[worse]
             value[worse] = _log_likelihood(points[worse], candidate[worse])
-        theta = candidate - candidate.mean(axis=1, keepdims=True)
+        theta = centred(candidate)
         current = value
         if float(np.max(np.abs(step))) < tol:
             return theta, True

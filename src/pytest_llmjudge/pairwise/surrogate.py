@@ -118,13 +118,18 @@ def _script(char: str) -> str:
 def script_shares(text: str, language: str) -> tuple[float, float]:
     """(share of letters and marks in the language's script, share of Latin ones); 0, 0 without letters."""
     expected = _SCRIPTS.get(language.split("-")[0].lower(), ("LATIN",))
-    # Letters and combining marks: Indic vowel signs and viramas are marks, not letters.
-    letters = [c for c in text if unicodedata.category(c)[0] in "LM"]
+    # Letters and combining marks: Indic vowel signs and viramas are marks, not letters. Each
+    # distinct character is classified once (a text repeats a few dozen characters).
+    letters = 0
+    scripts: Counter[str] = Counter()
+    for char, count in Counter(text).items():
+        if unicodedata.category(char)[0] in "LM":
+            letters += count
+            scripts[_script(char)] += count
     if not letters:
         return 0.0, 0.0
-    scripts = Counter(_script(c) for c in letters)
     native = sum(count for name, count in scripts.items() if name in expected)
-    return native / len(letters), scripts.get("LATIN", 0) / len(letters)
+    return native / letters, scripts["LATIN"] / letters
 
 
 def trigram_f1(text: str, other: str | None) -> float | None:
@@ -254,32 +259,34 @@ def _fit_strengths(matchups: Sequence[Matchup], prior: float) -> dict[str, float
 
 def _fit_points(points: Vector, systems: Sequence[str], prior: float) -> list[dict[str, float] | None]:
     """Strengths from a batch of ``(k, k)`` points matrices over ``systems``: per matrix, of the
-    systems that played, or None (fewer than two, or a disconnected graph). Matrices whose
-    players are the same are refitted in one batched Newton call."""
+    systems that played, or None (fewer than two, or a disconnected graph)."""
+    theta, fitted, present = _fit_batch(points, prior)
+    return [
+        {name: float(value) for name, value, keep in zip(systems, row, mask, strict=True) if keep} if ok else None
+        for row, ok, mask in zip(theta, fitted, present, strict=True)
+    ]
+
+
+def _fit_batch(points: Vector, prior: float) -> tuple[Vector, np.ndarray[Any, np.dtype[np.bool_]], Any]:
+    """Centred strengths ``(batch, k)`` of every points matrix of a batch in one Newton call,
+    whether each was fitted (at least two systems played, connected graph) and which systems
+    played (``(batch, k)``; the others' strengths are 0)."""
     from pytest_llmjudge.pairwise.bootstrap import _disconnected, newton_refit
 
-    results: list[dict[str, float] | None] = [None] * len(points)
-    played_any = (points + np.swapaxes(points, 1, 2)).sum(axis=2) > 0
-    groups: dict[bytes, list[int]] = {}
-    for position, mask in enumerate(played_any):
-        if mask.sum() >= 2:
-            groups.setdefault(mask.tobytes(), []).append(position)
-    for positions in groups.values():
-        mask = played_any[positions[0]]
-        names = [s for s, keep in zip(systems, mask, strict=True) if keep]
-        sub = points[np.ix_(positions, mask, mask)]
-        games = sub + np.swapaxes(sub, 1, 2)
-        played = games > 0
-        sub, games = sub + 0.5 * prior * played, games + prior * played
-        usable = ~_disconnected(games)
-        if prior == 0:
-            usable &= ~(sub.sum(axis=2) == 0).any(axis=1)
-        if not usable.any():
-            continue
-        theta, _ = newton_refit(sub[usable], games[usable], np.zeros((int(usable.sum()), len(names))))
-        for row, position in zip(theta, np.array(positions)[usable], strict=True):
-            results[int(position)] = {name: float(value) for name, value in zip(names, row, strict=True)}
-    return results
+    games = points + np.swapaxes(points, 1, 2)
+    present = games.sum(axis=2) > 0
+    played = games > 0
+    points, games = points + 0.5 * prior * played, games + prior * played
+    fitted = present.sum(axis=1) >= 2
+    fitted[fitted] &= ~_disconnected(games[fitted], present[fitted])
+    if prior == 0:
+        fitted &= ~((points.sum(axis=2) == 0) & present).any(axis=1)
+    theta = np.zeros(points.shape[:2])
+    if fitted.any():
+        theta[fitted], _ = newton_refit(
+            points[fitted], games[fitted], np.zeros((int(fitted.sum()), points.shape[1])), present=present[fitted]
+        )
+    return theta, fitted, present
 
 
 @dataclass(frozen=True)
@@ -317,19 +324,12 @@ class _Arena:
                     features[row, column] = [values.get(name, np.nan) for name in names]
         return cls(tuple(cases), systems, points, features)
 
-    def weights(self, drawn: Sequence[str]) -> Vector:
-        """How often each case occurs in ``drawn`` (a resample with repetition)."""
-        position = {case: i for i, case in enumerate(self.cases)}
-        counts = np.zeros(len(self.cases))
-        for case in drawn:
-            counts[position[case]] += 1
-        return counts
-
     def mean_features(self, weights: Vector) -> Vector:
-        """``(k, features)``: each system's weighted mean over the cases, NaN where it never occurs."""
+        """``(tournaments, k, features)``: each system's mean over the cases weighted by each row
+        of ``weights`` (``(tournaments, cases)``), NaN where it never occurs."""
         present = ~np.isnan(self.features)
-        sums = np.einsum("c,csf->sf", weights, np.where(present, self.features, 0.0))
-        counts = np.einsum("c,csf->sf", weights, present.astype(float))
+        sums = np.einsum("tc,csf->tsf", weights, np.where(present, self.features, 0.0))
+        counts = np.einsum("tc,csf->tsf", weights, present.astype(float))
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(counts > 0, sums / np.maximum(counts, 1e-300), np.nan)
 
@@ -392,39 +392,48 @@ def _fit_model(x: Vector, y: Vector, names: Sequence[str], config: SurrogateConf
     )
 
 
+_BATCH_CELLS = 2_000_000
+"""At most this many points-matrix cells (tournaments x k x k) per Newton call, to bound memory."""
+
+
 def _tournament_rows(
     arena: _Arena,
-    cases: Sequence[str],
     config: SurrogateConfig,
     prior: float,
     rng: np.random.Generator,
-    exclude: str | None = None,
-) -> tuple[Vector | None, Vector | None, int]:
-    """Algorithm 1's tournaments over ``cases`` (without ``exclude``'s battles): stacked features,
-    centred strengths, and the number of tournaments skipped for a disconnected graph."""
-    draws = [[cases[i] for i in rng.integers(0, len(cases), size=len(cases))] for _ in range(config.tournaments)]
-    weights = np.stack([arena.weights(drawn) for drawn in draws])
-    points = np.einsum("tc,cij->tij", weights, arena.points)
-    if exclude is not None:
-        gone = arena.systems.index(exclude)
-        points[:, gone, :] = 0.0
-        points[:, :, gone] = 0.0
-    xs: list[Vector] = []
-    ys: list[float] = []
-    skipped = 0
-    position = {system: i for i, system in enumerate(arena.systems)}
-    for tournament, strengths in enumerate(_fit_points(points, arena.systems, prior)):
-        if strengths is None:
-            skipped += 1
-            continue
-        means = arena.mean_features(weights[tournament])
-        for system, value in _centred(strengths).items():
-            if not np.isnan(means[position[system]]).all():  # no output in the drawn cases: no row
-                xs.append(means[position[system]])
-                ys.append(value)
-    if not xs:
-        return None, None, skipped
-    return np.vstack(xs), np.array(ys), skipped
+    excluded: Sequence[str | None],
+) -> list[tuple[Vector | None, Vector | None, int]]:
+    """Algorithm 1's tournaments over the arena's cases, once per entry of ``excluded`` (a fold
+    without that system's battles; None: with all): stacked features, centred strengths, and
+    the number of tournaments skipped for a disconnected graph. The folds draw their resamples
+    in turn; their tournaments are fitted together in batched Newton calls."""
+    n, per_fold, k = len(arena.cases), config.tournaments, len(arena.systems)
+    folds_per_call = max(1, _BATCH_CELLS // (per_fold * k * k))
+    results: list[tuple[Vector | None, Vector | None, int]] = []
+    for first in range(0, len(excluded), folds_per_call):
+        chunk = excluded[first : first + folds_per_call]
+        weights = np.stack(
+            [np.bincount(rng.integers(0, n, size=n), minlength=n) for _ in range(per_fold * len(chunk))]
+        ).astype(np.float64)
+        points = np.einsum("tc,cij->tij", weights, arena.points)
+        for fold, system in enumerate(chunk):
+            if system is not None:
+                gone = arena.systems.index(system)
+                points[fold * per_fold : (fold + 1) * per_fold, gone, :] = 0.0
+                points[fold * per_fold : (fold + 1) * per_fold, :, gone] = 0.0
+        theta, fitted, present = _fit_batch(points, prior)
+        means = arena.mean_features(weights)
+        # A row per system that played in a fitted tournament and had an output in its cases.
+        has_row = fitted[:, None] & present & ~np.isnan(means).all(axis=2)
+        for fold in range(len(chunk)):
+            block = slice(fold * per_fold, (fold + 1) * per_fold)
+            skipped = int((~fitted[block]).sum())
+            rows = has_row[block]
+            if rows.any():
+                results.append((means[block][rows], theta[block][rows], skipped))
+            else:
+                results.append((None, None, skipped))
+    return results
 
 
 def run_surrogate(
@@ -461,7 +470,7 @@ def run_surrogate(
         return replace(
             result, error="needs at least two training and one held-out case with verdicts and outputs", **fields
         )
-    x, y, skipped = _tournament_rows(_Arena.build(by_case, train, rows, names), train, config, prior, rng)
+    [(x, y, skipped)] = _tournament_rows(_Arena.build(by_case, train, rows, names), config, prior, rng, [None])
     fields.update(tournaments=config.tournaments - skipped, skipped_tournaments=skipped)
     if x is None or y is None:
         return replace(result, error="no training tournament had a connected comparison graph and features", **fields)
@@ -493,14 +502,15 @@ def _leave_systems_out(
     if judged is None:
         return replace(result, error="the judge's comparison graph is disconnected", **fields)
     arena = _Arena.build(by_case, cases, rows, names)
-    all_means = dict(zip(arena.systems, arena.mean_features(np.ones(len(arena.cases))), strict=True))
+    all_means = dict(zip(arena.systems, arena.mean_features(np.ones((1, len(arena.cases))))[0], strict=True))
     candidates = sorted(s for s in judged if s in all_means and not np.isnan(all_means[s]).all())
     predicted: dict[str, float] = {}
     weight_sums: dict[str, float] = {}
     folds = tournaments = skipped = 0
     problems: list[str] = []
-    for system in candidates:
-        x, y, fold_skipped = _tournament_rows(arena, cases, config, prior, rng, exclude=system)
+    for system, (x, y, fold_skipped) in zip(
+        candidates, _tournament_rows(arena, config, prior, rng, candidates), strict=True
+    ):
         tournaments += config.tournaments - fold_skipped
         skipped += fold_skipped
         if x is None or y is None:
