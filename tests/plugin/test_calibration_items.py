@@ -139,11 +139,11 @@ def test_gate_passes_and_fails_per_language_with_full_diagnostics(pytester: pyte
     )
     # The gate table is printed once, inside the one llmjudge summary section.
     assert "llmjudge calibration" not in result.stdout.str()
-    assert result.stdout.str().count("tiny: judge scripted-v1 vs human aggregate") == 1
+    assert result.stdout.str().count("tiny: judge scripted-v1; 95% CIs") == 1
     result.stdout.fnmatch_lines(
         [
             "*= llmjudge summary =*",
-            "tiny: judge scripted-v1 vs human aggregate (weighted F1, 95% CI)",
+            "tiny: judge scripted-v1; 95% CIs",
             "lang  metric    n     F1 CI *",
             "bn    LA       40  0.333 *0.70 * +0.70 1.00/0.50 *FAIL",
             "fr    LA       40  1.000 1.00-1.00    0.70 *pass",

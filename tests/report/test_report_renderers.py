@@ -43,13 +43,15 @@ def case(case_id: str, score: float | None, outcome: str | None, **extra: Any) -
 def test_terminal_fits_100_columns_for_every_language_and_section(real_document: ReportDocument) -> None:
     lines = render_summary(real_document)
     assert max(len(line) for line in lines) <= WIDTH
+    # Fitting by cutting is a last resort: the calibration heading and the ranking lines fit whole.
+    assert [line for line in lines if line.endswith("~")] == []
     text = "\n".join(lines)
     assert "\x1b[" not in text, "no escape codes in the text itself"
     for expected in (
         "suite pariksha-gpt4o-release: ",
         "suite live-judge-openai: 6 case(s), 6 language(s); judge openai:gpt-4o-mini (18 scores, 0 cached)",
         "agreement gates (judge vs human, weighted F1): 10 of 24 pass, 14 failure(s) expected (xfail)",
-        "pariksha-gpt4-vs-native-speakers: judge gpt-4 (PARIKSHA release) vs human aggregate",
+        "pariksha-gpt4-vs-native-speakers: judge gpt-4 (PARIKSHA release); 95% CIs",
         "regression against the baseline: 24 comparison(s)",
         "pairwise rankings (Bradley-Terry strength), strongest first",
         "other results: ranking_check x56, ranking_surrogate x8",

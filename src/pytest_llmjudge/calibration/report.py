@@ -218,7 +218,8 @@ def _gate_table(name: str, judge: str, rows: list[GateRecord]) -> list[StyledLin
     width = max([6] + [len(_group(r)) + 1 for r in rows])
     confidence = rows[0].ci.confidence
     lines: list[StyledLine] = [
-        (f"{name}: judge {judge} vs human aggregate (weighted F1, {100 * (confidence or 0.95):g}% CI)", None),
+        # The count line above says "judge vs human, weighted F1": the heading names the set, the judge, the CIs.
+        (f"{name}: judge {judge}; {100 * (confidence or 0.95):g}% CIs", None),
         (
             f"{'lang' if width == 6 else 'group':<{width}}{'metric':<7}{'n':>4} {'F1':>6} {'CI':<11} {'need':>5} "
             f"{'ceil':>5} {'kappa':>6} {'skew':>6} {'best j/h':>9} {'corr':>7}  result",

@@ -261,14 +261,22 @@ def ranking_entries(record: LeaderboardRecord) -> list[Standing]:
 
 
 def _ranking_lines(rankings: Sequence[LeaderboardRecord]) -> list[StyledLine]:
-    """One line per ranking: its name and the three strongest systems."""
+    """One line per ranking: its name and the strongest systems (three, or as many as fit whole)."""
     lines: list[StyledLine] = [("pairwise rankings (Bradley-Terry strength), strongest first", "bold")]
     for record in rankings:
         entries = ranking_entries(record)
         name = " ".join(v for v in (record.suite or record.ranking, record.metric) if v)
-        leaders = ", ".join(f"{e.name} {format_number(e.strength)}" for e in entries[:3])
-        more = f" (+{len(entries) - 3})" if len(entries) > 3 else ""
-        lines.append((_cut(f"  {name or '-'}: {leaders}{more}", WIDTH), None))
+        head = f"  {name or '-'}: "
+        shown: list[str] = []
+        for entry in entries[:3]:
+            # As many leaders as fit whole; the rest is counted, not cut mid-name.
+            text = f"{entry.name} {format_number(entry.strength)}"
+            rest = len(entries) - len(shown) - 1
+            if shown and len(head + ", ".join([*shown, text]) + (f" (+{rest})" if rest else "")) > WIDTH:
+                break
+            shown.append(text)
+        more = f" (+{len(entries) - len(shown)})" if len(entries) > len(shown) else ""
+        lines.append((_cut(head + ", ".join(shown) + more, WIDTH), None))
     return lines
 
 
