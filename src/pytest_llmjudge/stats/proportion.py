@@ -9,20 +9,23 @@ confidence level::
 clipped to [0, 1]. Unlike the normal (Wald) interval it stays inside [0, 1] and keeps a
 width at ``p = 0`` or ``1``, which matters for the small counts of per-language rates.
 Degenerate case: ``n = 0`` gives ``(0, 1)``, no information.
+
+``z`` comes from the standard library's ``NormalDist().inv_cdf`` (Wichura's AS241, equal to
+``scipy.stats.norm.ppf`` within 1e-15): importing scipy.stats costs about 0.45 s of CPU, and
+most runs need nothing else from it.
 """
 
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """Wilson score interval of ``successes / n`` (module docstring); ``(0, 1)`` for ``n = 0``."""
     if n == 0:
         return 0.0, 1.0
-    from scipy.stats import norm
-
-    z = float(norm.ppf(0.5 + confidence / 2))
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
     p = successes / n
     denominator = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator
