@@ -27,8 +27,8 @@ import pytest_llmjudge
 ROOT = Path(pytest_llmjudge.__file__).parent
 PACKAGE = "pytest_llmjudge"
 
-# The modules allowed to import pytest: hooks and items (``plugin.py``, ``*_plugin.py``, ``items.py``,
-# ``*_items.py`` at any depth) and the session layer they share.
+# The modules allowed to import pytest: hooks and items (``plugin.py``, ``*_plugin.py``, ``items.py``
+# at any depth, and ``suite_items.py``) and the session layer they share.
 SESSION = f"{PACKAGE}.session"
 
 
@@ -118,7 +118,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def _plugin_or_items(module: str) -> bool:
     name = module.rpartition(".")[2]
-    return name in ("plugin", "items") or name.endswith(("_plugin", "_items"))
+    return name in ("plugin", "items") or name.endswith("_plugin") or module == f"{PACKAGE}.suite_items"
 
 
 def _pytest_facing(module: str) -> bool:

@@ -1,8 +1,8 @@
 """The base of every item the plugin collects: one failure type, one failure rendering, one way to record.
 
 Suite cases and aggregates (``suite_items.py``), calibration gates and sanity checks
-(``calibration/items.py``), rankings (``pairwise/plugin.py``) and regression items
-(``regression/plugin.py``) all derive from :class:`LLMJudgeItem`:
+(``calibration/items.py``), rankings (``pairwise/items.py``) and regression items
+(``regression/items.py``) all derive from :class:`LLMJudgeItem`:
 
 * a check that fails, or can't be decided, raises an
   :class:`~pytest_llmjudge.errors.ItemFailure` (or a subclass) whose message is the whole

@@ -1,0 +1,426 @@
+"""Regression items: one suite file's comparisons of the candidate's scores with a baseline.
+
+:class:`RegressionFile` collects, for a suite, one :class:`RegressionItem` per metric of the
+baseline and group of cases (``group_by``, default ``[language]``), node id
+``suite.yaml::regression[metric-hi]``; a suite the baseline does not have gets one skipped
+``regression[not-in-baseline]`` item (:class:`RegressionSkipItem`), a baseline that can't be
+read one failing ``regression[baseline]`` item (:class:`RegressionErrorItem`).
+
+A :class:`RegressionItem` asks the scoreboard for the candidate's scores itself (recorded,
+judged or computed), so it does not depend on the suite's case items having run in the same
+process, and compares them with the baseline (``regression.compare``): a significant drop
+beyond the margin fails, a drop that is not significant passes with a
+:class:`~pytest_llmjudge.regression.compare.RegressionWarning`, missing cases are listed in a
+warning. The options and hooks that create the :class:`RegressionState` are in
+``regression/plugin.py``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_llmjudge.errors import ItemFailure
+from pytest_llmjudge.formatting import format_fixed, format_value
+from pytest_llmjudge.session.items import LLMJudgeItem, record
+from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
+from pytest_llmjudge.session.state import scoreboard_key
+
+if TYPE_CHECKING:
+    from pytest_llmjudge.records import CaseDrop
+    from pytest_llmjudge.regression.baseline import Baseline, BaselineError, MetricScores
+    from pytest_llmjudge.regression.compare import RegressionResult, RegressionSettings
+    from pytest_llmjudge.stats.grouping import Group
+    from pytest_llmjudge.suite.model import Case, Suite
+
+_EXCERPT = 5
+
+
+@dataclass
+class RegressionState:
+    baseline_dir: Path
+    rootdir: Path
+    invocation_dir: Path
+    cli_baseline: Path | None = None
+    save_path: Path | None = None
+    save_name: str | None = None
+    method: str | None = None
+    margin: float | None = None
+    alpha: float | None = None
+    loaded: dict[Path, Baseline | BaselineError] = field(default_factory=dict)
+    saved: str | None = None
+    save_problem: str | None = None
+
+
+state_key = pytest.StashKey[RegressionState]()
+
+
+def _load(state: RegressionState, path: Path) -> Baseline:
+    from pytest_llmjudge.regression.baseline import BaselineError, load_baseline
+
+    cached = state.loaded.get(path)
+    if cached is None:
+        try:
+            cached = load_baseline(path)
+        except BaselineError as exc:
+            cached = exc
+        state.loaded[path] = cached
+    if isinstance(cached, BaselineError):
+        raise cached
+    return cached
+
+
+def _applies(suite: Suite, case: Case, metric: str) -> bool:
+    """Whether ``case`` is scored on ``metric`` in this suite (as its items would be)."""
+    return (
+        metric in case.recorded
+        or any(t.metric == metric for t in case.thresholds)
+        or any(check.spec.metric == metric for check in suite.aggregates)
+    )
+
+
+class RegressionFile(pytest.File):
+    """The regression items of one suite file (next to the suite's own items)."""
+
+    def collect(self) -> list[pytest.Item]:
+        from pytest_llmjudge.errors import LLMJudgeError
+        from pytest_llmjudge.escaping import ONE_LINE, escape_controls
+        from pytest_llmjudge.regression.baseline import BaselineError, resolve_path
+        from pytest_llmjudge.session.suites import built_suite
+        from pytest_llmjudge.stats.grouping import MISSING, Group
+
+        state = self.config.stash[state_key]
+        try:
+            suite = built_suite(self.config, self.path, self.ihook)
+        except LLMJudgeError:
+            return []  # the suite's own collector reports the error
+        config = suite.regression
+        name: str | None
+        try:
+            if state.cli_baseline is not None:
+                path, name = state.cli_baseline, str(self.config.getoption("llmjudge_baseline"))
+            elif config is not None and config.baseline:
+                name = config.baseline
+                path = resolve_path(config.baseline, state.baseline_dir, self.path.parent)
+            else:
+                return []
+            baseline = _load(state, path)
+        except BaselineError as exc:
+            return [RegressionErrorItem.from_parent(self, name="regression[baseline]", message=str(exc))]
+        suite_name = (config.baseline_suite if config is not None else None) or suite.name
+        entry = baseline.suites.get(suite_name)
+        if entry is None:
+            return [
+                RegressionSkipItem.from_parent(
+                    self,
+                    name="regression[not-in-baseline]",
+                    message=f"suite {suite_name!r} is not in baseline {baseline.name!r} ({path}): nothing to compare",
+                )
+            ]
+        wanted = config.metrics if config is not None and config.metrics is not None else sorted(entry.metrics)
+        fields = tuple((config.group_by if config is not None else None) or suite.group_by)
+        items: list[pytest.Item] = []
+        for metric in wanted:
+            scores = entry.metrics.get(metric)
+            groups = {case.group(fields) for case in suite.cases if _applies(suite, case, metric)}
+            # A baseline keeps scores per language, not case fields: a language the suite no
+            # longer scores gets one group, "(none)" for the other fields.
+            placed = {group.value("language") for group in groups}
+            groups |= {
+                Group(fields, (language, *[MISSING] * (len(fields) - 1)))
+                for language in (scores.scores if scores is not None else ())
+                if language not in placed
+            }
+            for group in sorted(groups):
+                items.append(
+                    RegressionItem.from_parent(
+                        self,
+                        name=escape_controls(f"regression[{metric}-{group.name}]", ONE_LINE),
+                        suite=suite,
+                        metric=metric,
+                        group=group,
+                        baseline=baseline,
+                        baseline_name=name,
+                        baseline_suite=suite_name,
+                    )
+                )
+        return items
+
+
+class RegressionFailure(ItemFailure):
+    """A regression item's gate failed, or it could not be checked."""
+
+
+class RegressionErrorItem(LLMJudgeItem):
+    def __init__(self, *, message: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.message = message
+
+    def runtest(self) -> None:
+        raise RegressionFailure(f"ERROR: {self.message}")
+
+
+class RegressionSkipItem(LLMJudgeItem):
+    def __init__(self, *, message: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.message = message
+
+    def runtest(self) -> None:
+        raise pytest.skip.Exception(self.message, _use_item_location=True)
+
+
+def _listing(values: tuple[str, ...]) -> str:
+    shown = ", ".join(values[:_EXCERPT])
+    return shown + (f", … (+{len(values) - _EXCERPT})" if len(values) > _EXCERPT else "")
+
+
+class RegressionItem(LLMJudgeItem):
+    """Candidate vs baseline for one suite, metric and group of cases (a language by default)."""
+
+    def __init__(
+        self,
+        *,
+        suite: Suite,
+        metric: str,
+        group: Group,
+        baseline: Baseline,
+        baseline_name: str,
+        baseline_suite: str,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.suite = suite
+        self.metric = metric
+        self.group = group
+        self.language = group.value("language") or group.name
+        self.baseline = baseline
+        self.baseline_name = baseline_name
+        self.baseline_suite = baseline_suite
+        self.extra_keyword_matches.update({self.language, group.name, metric, "regression"})
+
+    @property
+    def cases(self) -> list[Case]:
+        return [
+            case
+            for case in self.suite.cases
+            if case.group(self.group.fields) == self.group and _applies(self.suite, case, self.metric)
+        ]
+
+    def settings(self) -> RegressionSettings:
+        from pytest_llmjudge.regression.compare import RegressionSettings
+
+        state = self.config.stash[state_key]
+        config = self.suite.regression
+        margin = 0.0
+        values: dict[str, Any] = {}
+        if config is not None:
+            margin = config.per_group.get(
+                self.group.name,
+                config.per_language.get(self.language, config.per_metric.get(self.metric, config.margin)),
+            )
+            values = {
+                "alpha": config.alpha,
+                "confidence": config.confidence,
+                "method": config.method,
+                "resamples": config.resamples,
+                "seed": config.seed,
+                "max_unscored_rate": config.max_unscored_rate,
+                "fail_on_missing": config.fail_on_missing,
+            }
+        if state.margin is not None:
+            margin = state.margin
+        if state.alpha is not None:
+            values["alpha"] = state.alpha
+        if state.method is not None:
+            values["method"] = state.method
+            if config is None or config.method != state.method:
+                values["resamples"] = None
+        return RegressionSettings(margin=margin, **values)
+
+    def planned_calls(self) -> list[tuple[Suite, Case, str]]:
+        kind = self.suite.metric_kinds.get(self.metric)
+        if kind is None:
+            return []
+        return [(self.suite, case, self.metric) for case in self.cases]
+
+    def setup(self) -> None:
+        board = self.config.stash[scoreboard_key]
+        if self.suite.metric_kinds.get(self.metric) != "rubric":
+            return
+        if all(self.metric in case.recorded for case in self.cases):
+            return
+        problem = board.judge_problem(self.suite.judge)
+        if problem is None:
+            return
+        reason = f"judge {self.suite.judge.provider}:{self.suite.judge.model} {problem}"
+        skip_or_fail_without_judge(board.settings, reason, self.suite.judge.required)
+
+    def _candidate(self) -> tuple[dict[str, float | None], dict[str, str], bool | None, set[str]]:
+        board = self.config.stash[scoreboard_key]
+        board.plan(self.planned_calls())
+        scores: dict[str, float | None] = {}
+        reasons: dict[str, str] = {}
+        higher: bool | None = None
+        judges: set[str] = set()
+        known = self.metric in self.suite.metric_kinds
+        for case in self.cases:
+            if not known and self.metric not in case.recorded:
+                scores[case.id], reasons[case.id] = None, f"the suite no longer scores {self.metric!r}"
+                continue
+            score = board.score(self.suite, case, self.metric)
+            value = score.value
+            if score.judge:
+                judges.add(score.judge)
+            if not score.scored or value is None:
+                scores[case.id], reasons[case.id] = None, score.error or "no score"
+            elif isinstance(value, str):
+                scores[case.id], reasons[case.id] = None, f"categorical value {value!r} has no mean"
+            else:
+                scores[case.id] = float(value)
+                higher = score.higher_is_better if higher is None else higher
+        return scores, reasons, higher, judges
+
+    def runtest(self) -> None:
+        from pytest_llmjudge.records import CaseDrop, PairedCase, RegressionRecord
+        from pytest_llmjudge.regression.compare import RegressionWarning, compare
+
+        stored: MetricScores | None = self.baseline.metric(self.baseline_suite, self.metric)
+        in_language = {case.id for case in self.suite.cases if case.language == self.language}
+        base, unplaced = (
+            stored.group(
+                self.language,
+                {case.id for case in self.suite.cases if case.group(self.group.fields) == self.group},
+                in_language,
+            )
+            if stored is not None
+            else ({}, ())
+        )
+        candidate, reasons, higher, judges = self._candidate()
+        if higher is None:
+            higher = stored.higher_is_better if stored is not None else True
+        notes: list[str] = []
+        if not self.cases:
+            notes.append(
+                f"the suite no longer scores {self.metric!r} in {self.group.name!r} (no threshold or aggregate on it)"
+            )
+        if unplaced and len(self.group.fields) > 1:
+            notes.append(
+                f"{len(unplaced)} baseline case(s) of {self.language!r} are no longer in the suite; a baseline "
+                f"stores no case fields, so they are listed in every {self.language!r} group"
+            )
+        if stored is not None and stored.judges and judges and stored.judges != judges:
+            notes.append(
+                f"judge differs: baseline {', '.join(sorted(stored.judges))}, candidate {', '.join(sorted(judges))} "
+                "(the difference mixes a judge change with a system change)"
+            )
+        settings = self.settings()
+        result = compare(
+            candidate, base, higher_is_better=higher, settings=settings, unscored_reasons=reasons, notes=tuple(notes)
+        )
+        sign = 1.0 if higher else -1.0
+        drops: list[tuple[float, str, float, float]] = []
+        for case_id, now in candidate.items():
+            before = base.get(case_id)
+            if now is not None and before is not None and (now - before) * sign < 0:
+                drops.append(((now - before) * sign, case_id, before, now))
+        largest_drops = [
+            CaseDrop(case=case_id, baseline=before, candidate=now)
+            for _, case_id, before, now in sorted(drops)[:_EXCERPT]
+        ]
+        outputs = entry.outputs if (entry := self.baseline.suites.get(self.baseline_suite)) is not None else {}
+        # Per case, baseline and candidate score and the baseline's output: the reports show what changed.
+        paired = [
+            PairedCase(
+                case=case_id,
+                baseline=base.get(case_id),
+                candidate=candidate.get(case_id),
+                baseline_output=outputs.get(case_id),
+            )
+            for case_id in sorted(set(base) | set(candidate))
+        ]
+        kept = RegressionRecord(
+            suite=self.suite.name,
+            suite_path=str(self.suite.path),
+            metric=self.metric,
+            language=self.group.name,
+            group_by=list(self.group.fields),
+            baseline=self.baseline_name,
+            baseline_path=str(self.baseline.path) if self.baseline.path else None,
+            baseline_suite=self.baseline_suite,
+            baseline_created=self.baseline.created,
+            passed=result.gate in ("pass", "warn"),
+            largest_drops=largest_drops,
+            cases=paired,
+            **result.to_dict(),
+        )
+        self.llmjudge_result = kept
+        record(self, kept.junit_properties())
+        message = self._explain(result, largest_drops)
+        missing = result.missing_in_baseline or result.missing_in_candidate or result.baseline_unscored
+        if result.gate in ("fail", "error"):
+            raise RegressionFailure(message)
+        if result.gate == "warn":
+            self._warn(RegressionWarning(message))
+        elif missing:
+            self._warn(RegressionWarning(self._missing_text(result)))
+
+    def _warn(self, warning: Warning) -> None:
+        # Attributed to the suite file (line 0: no source line is echoed), not to this module.
+        warnings.warn_explicit(warning, type(warning), filename=str(self.path), lineno=0, module=__name__)
+
+    def _missing_text(self, result: RegressionResult) -> str:
+        parts = []
+        if result.missing_in_baseline:
+            parts.append(
+                f"{len(result.missing_in_baseline)} not in the baseline ({_listing(result.missing_in_baseline)})"
+            )
+        if result.missing_in_candidate:
+            parts.append(
+                f"{len(result.missing_in_candidate)} no longer in the suite ({_listing(result.missing_in_candidate)})"
+            )
+        if result.baseline_unscored:
+            parts.append(
+                f"{len(result.baseline_unscored)} unscored in the baseline ({_listing(result.baseline_unscored)})"
+            )
+        return f"{self.suite.name} {self.metric} [{self.group.name}]: cases missing: " + "; ".join(parts)
+
+    def _explain(self, result: RegressionResult, largest_drops: list[CaseDrop]) -> str:
+        s = result.settings
+        head = {"fail": "REGRESSION", "error": "ERROR", "warn": "WARNING", "pass": "OK"}[result.gate]
+        direction = "higher is better" if result.higher_is_better else "lower is better"
+        lines = [
+            f"{head}: {self.suite.name} {self.metric} [{self.group.name}] vs baseline {self.baseline_name}: "
+            + (
+                result.problem
+                if result.problem
+                else f"candidate - baseline = {format_fixed(result.mean_difference)} "
+                f"({s.confidence:.0%} CI [{format_fixed(result.ci_low)}, {format_fixed(result.ci_high)}]), "
+                f"p = {format_fixed(result.p_value, 4)} for a drop beyond margin {s.margin:g} (alpha {s.alpha:g}): {result.verdict}"
+            ),
+        ]
+        if result.mean_candidate is not None:
+            lines.append(
+                f"  means:        candidate {format_fixed(result.mean_candidate)}, baseline {format_fixed(result.mean_baseline)} "
+                f"over {result.n} paired cases ({direction})"
+            )
+            lines.append(f"  method:       {result.method_detail}, seed {s.seed}")
+        lines.append(
+            f"  baseline:     {self.baseline.path} (created {self.baseline.created or '?'}), suite {self.baseline_suite!r}"
+        )
+        if largest_drops:
+            shown = ", ".join(
+                f"{d.case} {format_value(d.baseline)} -> {format_value(d.candidate)}" for d in largest_drops
+            )
+            lines.append(f"  largest drops: {shown}")
+        if result.candidate_unscored:
+            shown = "; ".join(f"{c}: {r}" for c, r in result.candidate_unscored[:_EXCERPT])
+            lines.append(f"  unscored now: {len(result.candidate_unscored)} ({shown})")
+        if result.n_missing:
+            lines.append("  " + self._missing_text(result).split(": ", 1)[1])
+        for note in result.notes:
+            lines.append(f"  note:         {note}")
+        return "\n".join(lines)
