@@ -30,6 +30,13 @@ def test_put_overwrites(store: Any) -> None:
     assert store.get(KEY) == b"second, longer than the first"
 
 
+def test_put_many_stores_every_entry_and_a_later_entry_of_a_key_wins(store: Any) -> None:
+    store.put_many([(KEY, b"first"), ("other-key", b"other"), (KEY, b"second")])
+    assert (store.get(KEY), store.get("other-key")) == (b"second", b"other")
+    store.put_many([])
+    assert store.get(KEY) == b"second"
+
+
 def test_bytes_are_kept_exactly_nuls_large_and_empty(store: Any) -> None:
     binary = bytes(range(256)) * 4 + b"\x00\x00tail\x00"
     large = (b"\x00\xff" + "हिन्दी".encode()) * (1024 * 1024 // 20)

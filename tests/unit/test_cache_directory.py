@@ -33,8 +33,11 @@ def test_put_then_get(tmp_path: Path) -> None:
 
 def test_a_batch_is_one_sync_and_concurrent_puts_share_syncs(tmp_path: Path) -> None:
     store = DirectoryStore(tmp_path)
-    store.put_many([(f"{n:064x}", b"entry %d" % n) for n in range(50)])
+    store.put_many([])
+    assert (store.syncs, files(tmp_path)) == (0, [])  # nothing to write: no pack, no sync
+    store.put_many([(f"{n:064x}", b"entry %d" % n) for n in range(50)] + [(KEY, b"first"), (KEY, b"later")])
     assert store.syncs == 1
+    assert store.get(KEY) == DirectoryStore(tmp_path).get(KEY) == b"later"  # the later entry of a key wins
     assert [store.get(f"{n:064x}") for n in range(50)] == [b"entry %d" % n for n in range(50)]
 
     barrier = threading.Barrier(8)

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_llmjudge.atomic import write_atomic
 from pytest_llmjudge.errors import LLMJudgeError
-from pytest_llmjudge.execution.cache import JudgeCache, cache_key, redact
+from pytest_llmjudge.execution.cache import JudgeCache, redact
 from pytest_llmjudge.execution.cache_directory import writer_prefix
 from pytest_llmjudge.judges.base import JudgeProvider, LazyProvider, ProviderRequest
 from pytest_llmjudge.judges.batches import BatchAdapter, BatchProgress, BatchRequest, adapter_for, describe_error
@@ -214,7 +214,7 @@ class BatchPhase:
                 except Exception:  # the online path reports the failed output on the item
                     continue
             request = board.judge_request(suite, case, group, sample, output)
-            key = cache_key(request.cache_payload())
+            key = request.cache_key
             if key in seen:
                 continue
             seen.add(key)
@@ -375,7 +375,7 @@ class BatchPhase:
                     # A key an earlier run needed: without its request the entry couldn't be
                     # verified on read (execution/cache.py). The record keeps it (below).
                     continue
-                self.cache.put(key, request.cache_payload(), reply)
+                self.cache.put(key, request, reply)
                 self.board.runner.received(key)  # paid for in this run: not asked again if unparseable
                 answered += 1
                 self.summary.input_tokens += reply.usage.input_tokens

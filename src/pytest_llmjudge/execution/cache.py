@@ -58,7 +58,7 @@ from typing import Any, Literal
 
 from pytest_llmjudge.execution.cache_directory import DirectoryStore
 from pytest_llmjudge.execution.stores.base import CacheStore
-from pytest_llmjudge.judges.base import ProviderReply, Usage
+from pytest_llmjudge.judges.base import ProviderReply, ProviderRequest, Usage, canonical_json
 
 CacheMode = Literal["use", "refresh", "off"]
 SECRET_ENV = "LLMJUDGE_CACHE_SECRET"
@@ -67,13 +67,9 @@ _REQUEST_MEMBER = b',"request":'
 _MIN_REDACTED = 4
 
 
-def _canonical(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-
-
 def cache_key(payload: Mapping[str, Any]) -> str:
-    """Hex sha256 of the canonical JSON of ``payload``."""
-    return hashlib.sha256(_canonical(payload)).hexdigest()
+    """Hex sha256 of the canonical JSON of ``payload`` (for a request: ``ProviderRequest.cache_key``)."""
+    return hashlib.sha256(canonical_json(payload)).hexdigest()
 
 
 def secret_from_environment(environ: Mapping[str, str] = os.environ) -> str | None:
@@ -178,7 +174,7 @@ class JudgeCache:
             return "wrongly shaped entry"
         if hashlib.sha256(request).hexdigest() != key:
             return "its request does not hash to its key (a copied or misplaced entry)"
-        canonical_reply = _canonical(reply)
+        canonical_reply = canonical_json(reply)
         if hashlib.sha256(canonical_reply).hexdigest() != checksum:
             return "its reply does not match its checksum (edited or damaged)"
         if self._secret is not None:
@@ -200,27 +196,45 @@ class JudgeCache:
 
     # -- writing -----------------------------------------------------------------------
 
-    def put(self, key: str, payload: Mapping[str, Any], reply: ProviderReply) -> ProviderReply:
+    def put(self, key: str, payload: Mapping[str, Any] | ProviderRequest, reply: ProviderReply) -> ProviderReply:
         """Store ``reply`` (redacted) as the answer to ``payload``; return the reply as stored.
 
         ``key`` must be ``cache_key(payload)``: an entry that couldn't be verified on read
         would only cost a re-ask later, so a mismatch is refused here, as the bug it is.
+        """
+        data, stored = self.encode(key, payload, reply)
+        if data is not None and self.store is not None:
+            self.store.put(key, data)
+        return stored
+
+    def encode(
+        self, key: str, payload: Mapping[str, Any] | ProviderRequest, reply: ProviderReply
+    ) -> tuple[bytes | None, ProviderReply]:
+        """The entry bytes :meth:`put` would store under ``key`` (None when the cache is off), and the reply as stored.
+
+        For callers that write entries in batches (``store.put_many``: the runner). A
+        :class:`ProviderRequest` brings its canonical bytes and key, computed once per request,
+        so the check that ``key`` is its hash is a comparison, not a second hashing.
         """
         if self.secrets:
             reply = ProviderReply(
                 text=redact(reply.text, self.secrets), model=redact(reply.model, self.secrets), usage=reply.usage
             )
         if self.mode == "off" or self.store is None:
-            return reply
-        canonical_request = _canonical(payload)
-        if hashlib.sha256(canonical_request).hexdigest() != key:
+            return None, reply
+        if isinstance(payload, ProviderRequest):
+            canonical_request, actual = payload.canonical_payload, payload.cache_key
+        else:
+            canonical_request = canonical_json(payload)
+            actual = hashlib.sha256(canonical_request).hexdigest()
+        if actual != key:
             raise ValueError(f"cache key {key[:12]}... is not the hash of the request it is stored with")
         stored = {
             "text": reply.text,
             "model": reply.model,
             "usage": {"input_tokens": reply.usage.input_tokens, "output_tokens": reply.usage.output_tokens},
         }
-        canonical_reply = _canonical(stored)
+        canonical_reply = canonical_json(stored)
         record: dict[str, Any] = {
             "key": key,
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -232,9 +246,7 @@ class JudgeCache:
             record["hmac_sha256"] = self._sign(key, canonical_request, canonical_reply)
         # Canonical JSON with the request as its last member ("request" sorts after every
         # other member), spliced in as the very bytes its key was hashed from.
-        data = _canonical(record)[:-1] + _REQUEST_MEMBER + canonical_request + b"}"
-        self.store.put(key, data)
-        return reply
+        return canonical_json(record)[:-1] + _REQUEST_MEMBER + canonical_request + b"}", reply
 
     # -- coordination ------------------------------------------------------------------
 

@@ -61,7 +61,7 @@ import threading
 import time
 import uuid
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -208,8 +208,10 @@ class DirectoryStore:
     def put(self, key: str, data: bytes) -> None:
         self.put_many(((key, data),))
 
-    def put_many(self, entries: Iterable[tuple[str, bytes]]) -> None:
+    def put_many(self, entries: Sequence[tuple[str, bytes]]) -> None:
         """Store several entries with one write and (at most) one fsync; durable when it returns."""
+        if not entries:
+            return
         now = time.time_ns()
         pending = [(key, bytes(data)) for key, data in entries]
         records = [_record(key, data, now) for key, data in pending]

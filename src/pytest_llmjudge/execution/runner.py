@@ -21,7 +21,10 @@ Per call:
    outside the concurrency slot so other calls proceed;
 2. store the reply in the cache (redacted: see ``execution/cache.py``) *before* giving back
    its concurrency slot and before parsing it (paid-for work survives a crash, and a kill
-   loses at most one round), then release the lease;
+   loses at most one round), then release the lease. Replies are stored in batches (group
+   commit): the entry is encoded on the loop, and one job in a worker thread at a time
+   writes every entry waiting with one ``store.put_many`` (for the directory store: one
+   write and one fsync), so neither an fsync nor a thread hop is paid per reply;
 3. parse; if the reply is unusable, re-ask with a note naming the problem (a changed
    prompt, hence its own cache entry) up to ``max_reasks`` times, keeping every valid
    verdict seen; rubrics still without one are unscored with the parser's reason (and the
@@ -199,6 +202,9 @@ class JudgeRunner:
         self._providers: list[JudgeProvider] = []
         self._loop = asyncio.new_event_loop()
         self._semaphore: asyncio.Semaphore | None = None
+        self._to_store: list[tuple[str, bytes, Lease, asyncio.Future[None]]] = []
+        """Encoded replies waiting for the next batch write: (key, entry, lease, done)."""
+        self._storing = False
         self._thread = threading.Thread(target=self._loop.run_forever, name="llmjudge-runner", daemon=True)
         self._thread.start()
 
@@ -244,7 +250,7 @@ class JudgeRunner:
 
         ``owner_elsewhere``: another xdist worker makes this call; wait for its reply.
         """
-        reply_key = cache_key(request.cache_payload())
+        reply_key = request.cache_key
         key = f"{reply_key}|{','.join(r.name for r in rubrics)}|{max_reasks}"
         with self._lock:
             existing = self._futures.get(key)
@@ -365,8 +371,7 @@ class JudgeRunner:
         """
         current = request
         for reask in range(max_reasks + 1):
-            payload = current.cache_payload()
-            key = cache_key(payload)
+            key = current.cache_key
             found, shared = await self._find_reply(key, owner_elsewhere)
             problem = None if found is None else interpret(found)
             stale: str | None = None
@@ -398,7 +403,7 @@ class JudgeRunner:
                 assert lease is not None  # a miss always comes with the claim to pay for it
                 asked.cached = False
                 try:
-                    reply = await self._call_with_retries(provider, current, key, payload, lease)
+                    reply = await self._call_with_retries(provider, current, key, lease)
                 except ProviderError as exc:
                     if self.share is not None:
                         self.share.mark_failed(self.cache, key, str(exc))
@@ -524,21 +529,58 @@ class JudgeRunner:
             self.stats.unscored += sum(isinstance(v, UnscoredError) for v in outcome.results.values())
         return outcome
 
-    async def _store(self, key: str, payload: Mapping[str, Any], reply: ProviderReply, lease: Lease) -> ProviderReply:
-        """Store a reply, then let go of its lease, off the event loop (an fsync would stall every call).
+    async def _store(self, key: str, request: ProviderRequest, reply: ProviderReply, lease: Lease) -> ProviderReply:
+        """Store a reply, then let go of its lease; return the reply as stored (secrets redacted), which the run uses.
 
-        Returns the reply as stored (secrets redacted), which is the one the run uses.
+        The entry joins the batch the next write takes (:meth:`_write_stored`): this returns
+        once the batch is durable.
         """
         if self.cache.mode == "off":
             return reply
+        data, stored = self.cache.encode(key, request, reply)
+        if data is None:
+            lease.release()
+            return stored
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._to_store.append((key, data, lease, done))
+        if not self._storing:
+            self._storing = True
+            asyncio.get_running_loop().create_task(self._write_stored())
+        await done
+        return stored
 
-        def put_and_release() -> ProviderReply:
-            try:
-                return self.cache.put(key, payload, reply)
-            finally:
+    async def _write_stored(self) -> None:
+        """Write the waiting entries, a batch at a time, off the loop (an fsync would stall every call).
+
+        One batch is in flight at a time; the replies that finish meanwhile form the next one,
+        so the batches grow with the rate of replies, and each costs one thread hop and one
+        ``put_many``.
+        """
+        loop = asyncio.get_running_loop()
+        try:
+            while self._to_store:
+                batch, self._to_store = self._to_store, []
+                try:
+                    await loop.run_in_executor(None, self._put_batch, batch)
+                except Exception as exc:
+                    for *_, done in batch:
+                        if not done.done():
+                            done.set_exception(exc)
+                else:
+                    for *_, done in batch:
+                        if not done.done():
+                            done.set_result(None)
+        finally:
+            self._storing = False
+
+    def _put_batch(self, batch: list[tuple[str, bytes, Lease, asyncio.Future[None]]]) -> None:
+        """Store a batch's entries (one ``put_many``), then let go of their leases, stored or not."""
+        try:
+            assert self.cache.store is not None  # encode gave entries, so there is a store
+            self.cache.store.put_many([(key, data) for key, data, _, _ in batch])
+        finally:
+            for _, _, lease, _ in batch:
                 lease.release()
-
-        return await asyncio.get_running_loop().run_in_executor(None, put_and_release)
 
     async def _claim(self, key: str, stale: str | None = None) -> tuple[ProviderReply | None, Lease | None]:
         """The lease to pay for ``key``, or the reply of the process that held it.
@@ -614,7 +656,7 @@ class JudgeRunner:
         return (waited.reply, True) if waited is not None else (None, False)
 
     async def _call_with_retries(
-        self, provider: JudgeProvider, request: ProviderRequest, key: str, payload: Mapping[str, Any], lease: Lease
+        self, provider: JudgeProvider, request: ProviderRequest, key: str, lease: Lease
     ) -> ProviderReply:
         """One provider call with retries; when it returns, the reply is cached under ``key`` and ``lease`` released.
 
@@ -646,7 +688,7 @@ class JudgeRunner:
                             redact(f"{provider.name} raised {exc.__class__.__name__}: {exc}", self.secrets)
                         ) from None
                     else:
-                        return await self._store(key, payload, reply, lease)
+                        return await self._store(key, request, reply, lease)
             finally:
                 budget.release(
                     ticket,

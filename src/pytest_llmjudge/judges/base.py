@@ -13,12 +13,15 @@ help (429, 5xx, timeouts, dropped connections) and how long the server asked us 
 from __future__ import annotations
 
 import email.utils
+import hashlib
+import json
 import os
 import re
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -61,6 +64,11 @@ def public_url(url: str | None) -> str | None:
     return urlunsplit((parts.scheme, host, parts.path, urlencode(kept), parts.fragment))
 
 
+def canonical_json(value: Any) -> bytes:
+    """``value`` as canonical JSON (sorted keys, no whitespace, UTF-8): the bytes a cache key hashes."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
 @dataclass(frozen=True)
 class ProviderRequest:
     """Everything that determines a judge reply (and so the cache key), and nothing else."""
@@ -94,6 +102,17 @@ class ProviderRequest:
             "json_schema": self.json_schema,
             "structured_output": self.structured_output,
         }
+
+    @cached_property
+    def canonical_payload(self) -> bytes:
+        """:meth:`cache_payload` as canonical JSON, built once per request (planning, the ask and
+        the cache write all need it; the fields are frozen, so it can't go stale)."""
+        return canonical_json(self.cache_payload())
+
+    @cached_property
+    def cache_key(self) -> str:
+        """The judge cache's key of this request: hex sha256 of :attr:`canonical_payload`."""
+        return hashlib.sha256(self.canonical_payload).hexdigest()
 
 
 @dataclass(frozen=True)

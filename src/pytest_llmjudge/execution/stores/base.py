@@ -11,6 +11,10 @@ Contract every store keeps (tests/stores/test_store_contract.py checks it on eac
   a reader never sees part of an entry.
 - ``put`` is atomic, and has reached the store's durable medium when it returns (for a
   remote store: the server acknowledged it; how durable the server is, is its config).
+  ``put_many`` is that for each of its entries, in order (a later entry of the same key
+  wins), at the cost the store can make it: the directory store and SQLite write a batch
+  with one fsync, Redis sends it in one pipeline, S3 puts one object after another. If it
+  raises, any of its entries may or may not be stored.
 - ``try_lease(key, owner, ttl)`` is True when ``owner`` holds the lease afterwards: it
   took a free or expired lease, or already held it (then the ttl restarts). Exactly one of
   several concurrent owners wins a free lease.
@@ -26,6 +30,7 @@ protects nothing).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 
@@ -39,6 +44,10 @@ class CacheStore(Protocol):
 
     def put(self, key: str, data: bytes) -> None:
         """Store ``data`` under ``key``: atomic, durable when it returns."""
+        ...
+
+    def put_many(self, entries: Sequence[tuple[str, bytes]]) -> None:
+        """Store every ``(key, data)`` of ``entries`` as ``put`` would; all durable when it returns."""
         ...
 
     def try_lease(self, key: str, owner: str, ttl_seconds: float) -> bool:

@@ -25,7 +25,7 @@ fall back to); ``close`` closes both stores and ignores the remote store's error
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from pytest_llmjudge.execution.stores.base import CacheStore
@@ -67,6 +67,9 @@ class FallbackStore:
 
     def put(self, key: str, data: bytes) -> None:
         self._call("put", lambda store: store.put(key, data))
+
+    def put_many(self, entries: Sequence[tuple[str, bytes]]) -> None:
+        self._call("put", lambda store: store.put_many(entries))
 
     def try_lease(self, key: str, owner: str, ttl_seconds: float) -> bool:
         return self._call("lease", lambda store: store.try_lease(key, owner, ttl_seconds))

@@ -22,6 +22,7 @@ Degenerate cases: a ttl below a millisecond rounds up to 1 ms (``PX`` takes inte
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -91,6 +92,12 @@ class RedisStore:
 
     def put(self, key: str, data: bytes) -> None:
         self._client.set(self._entry(key), data)
+
+    def put_many(self, entries: Sequence[tuple[str, bytes]]) -> None:
+        pipeline = self._client.pipeline(transaction=False)  # one round trip; SETs apply in order
+        for key, data in entries:
+            pipeline.set(self._entry(key), data)
+        pipeline.execute()
 
     def try_lease(self, key: str, owner: str, ttl_seconds: float) -> bool:
         check_ttl(ttl_seconds)

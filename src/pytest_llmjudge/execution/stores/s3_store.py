@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -110,6 +110,10 @@ class S3Store:
 
     def put(self, key: str, data: bytes) -> None:
         self._client.put_object(Bucket=self._bucket, Key=self._entry(key), Body=data)
+
+    def put_many(self, entries: Sequence[tuple[str, bytes]]) -> None:
+        for key, data in entries:  # S3 has no multi-object put
+            self.put(key, data)
 
     def try_lease(self, key: str, owner: str, ttl_seconds: float) -> bool:
         check_ttl(ttl_seconds)

@@ -33,7 +33,7 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -111,15 +111,22 @@ class SQLiteStore:
         return None if row is None else bytes(row[0])
 
     def put(self, key: str, data: bytes) -> None:
+        self.put_many(((key, data),))
+
+    def put_many(self, entries: Sequence[tuple[str, bytes]]) -> None:
+        """Queue every entry for the writer at once (so they share a transaction) and wait for all."""
         if self._closed:
             raise RuntimeError(f"SQLite cache store {self.path} is closed")
-        item = _Put(key, bytes(data))
+        items = [_Put(key, bytes(data)) for key, data in entries]
         with self._lock:
-            self.uncommitted += 1
-        self._queue.put(item)
-        item.done.wait()
-        if item.error is not None:
-            raise item.error
+            self.uncommitted += len(items)
+        for item in items:
+            self._queue.put(item)
+        for item in items:
+            item.done.wait()
+        for item in items:
+            if item.error is not None:
+                raise item.error
 
     def _write_loop(self, connection: sqlite3.Connection) -> None:
         stopping = False
