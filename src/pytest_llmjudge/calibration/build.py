@@ -22,12 +22,14 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
 from pytest_llmjudge.calibration import schema
+from pytest_llmjudge.calibration.plain_items import GROUPABLE, ItemFields, item_fields, plain_item
 from pytest_llmjudge.calibration.schema import (
     CalibrationConfig,
     CalibrationItemConfig,
@@ -39,11 +41,10 @@ from pytest_llmjudge.errors import SuiteError
 from pytest_llmjudge.judges.rubrics import Rubric
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.stats.annotators import AggregationRule, AgreementConvention
-from pytest_llmjudge.stats.grouping import Group, group_of
+from pytest_llmjudge.stats.grouping import Group, field_value, group_of
 from pytest_llmjudge.suite.build import (
     _field_names,
     _loc_text,
-    _recorded,
     _rubric_from_config,
     read_records,
     validation_error,
@@ -132,11 +133,18 @@ class GateSettings:
 
 @dataclass(frozen=True)
 class LabelledItem:
-    """One item's labels on one metric."""
+    """One item's labels on one metric: ``values[i]`` is annotator ``annotators[i]``'s label, in the order given."""
 
     case: Case
     metric: str
-    labels: tuple[tuple[str, int], ...]
+    annotators: tuple[str, ...]
+    """Shared by the items with the same annotator ids in the same order (the gate's label matrix groups by it)."""
+    values: tuple[int, ...]
+
+    @property
+    def labels(self) -> tuple[tuple[str, int], ...]:
+        """``(annotator id, label)`` pairs."""
+        return tuple(zip(self.annotators, self.values, strict=True))
 
 
 @dataclass(frozen=True)
@@ -249,11 +257,12 @@ def _unknown(kind: str, name: str, known: Iterable[str]) -> str:
 def _thresholds(
     known: dict[tuple[str, ...], tuple[Threshold, ...]], metrics: tuple[str, ...], rubrics: Mapping[str, Rubric]
 ) -> tuple[Threshold, ...]:
-    """An item's thresholds (each metric scored at all: ``>=`` the scale's bottom), shared per metric set."""
+    """An item's thresholds (each metric scored at all: ``>=`` the scale's bottom), in metric name order,
+    shared per metric set (keyed as the item lists its metrics)."""
     found = known.get(metrics)
     if found is None:
         found = known[metrics] = tuple(
-            Threshold(metric=metric, op=">=", value=float(rubrics[metric].scale[0])) for metric in metrics
+            Threshold(metric=metric, op=">=", value=float(rubrics[metric].scale[0])) for metric in sorted(metrics)
         )
     return found
 
@@ -271,10 +280,15 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
     def at(*loc: Any) -> int | None:
         return line_for(doc.lines, loc)
 
-    # (item config, file, line) for every item, inline or from JSONL.
-    sources: list[tuple[CalibrationItemConfig, Path, int | None]] = [
-        (item, path, at("items", index)) for index, item in enumerate(config.items)
-    ]
+    # A group_by naming an item field that ItemFields.grouping() lacks needs the model's dump of every item.
+    plain = GROUPABLE.issuperset(set(config.group_by) & _ITEM_FIELDS)
+    group_fields = {*config.group_by, "metadata"}
+    # (item fields, file, line, grouping record) for every item, inline or from JSONL.
+    sources: list[tuple[ItemFields, Path, int | None, Mapping[str, Any]]] = []
+    for index, inline in enumerate(config.items):
+        fields = item_fields(inline)
+        grouping = fields.grouping() if plain else inline.model_dump(include=group_fields)
+        sources.append((fields, path, at("items", index), grouping))
     for entry, loc in _items_files(config):
         items_path = path.parent / entry.path
         if not items_path.is_file():
@@ -286,10 +300,17 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
                 hint="items_file is resolved relative to the calibration file",
             )
         for number, record in read_records(items_path, entry.where, entry.extra_fields, _ITEM_FIELDS):
-            try:
-                sources.append((CalibrationItemConfig.model_validate(record), items_path, number))
+            shaped = plain_item(record) if plain else None
+            if shaped is not None:
+                sources.append((shaped, items_path, number, shaped.grouping()))
+                continue
+            try:  # a shape plain_item leaves to the model: it accepts it, or names what is wrong
+                validated = CalibrationItemConfig.model_validate(record)
             except ValidationError as exc:
                 raise _validation_error(exc, items_path, {(): number}, record, CalibrationItemConfig) from None
+            fields = item_fields(validated)
+            grouping = fields.grouping() if plain else validated.model_dump(include=group_fields)
+            sources.append((fields, items_path, number, grouping))
 
     rubrics: dict[str, Rubric] = {name: _rubric_from_config(name, rc) for name, rc in config.rubrics.items()}
 
@@ -317,10 +338,14 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
     labelled: dict[tuple[str, str], list[LabelledItem]] = {}
     group_info: dict[str, Group] = {}
     seen: dict[str, tuple[Path, int | None]] = {}
-    group_fields = {*config.group_by, "metadata"}
-    # Items labelled on the same metrics share one thresholds tuple (100,000 items, a handful of metric sets).
+    # Shared across items (100,000 items, a handful of each): thresholds per metric set, groups per
+    # field values, annotator id sequences, and each metric's scale as a set.
     thresholds: dict[tuple[str, ...], tuple[Threshold, ...]] = {}
-    for item, source, line in sources:
+    groups: dict[tuple[str, ...], Group] = {}
+    sequences: dict[tuple[str, ...], tuple[str, ...]] = {}
+    label_scales: dict[str, tuple[frozenset[float], tuple[int, ...]]] = {}
+    recorded_scales: dict[str, tuple[frozenset[float], tuple[int, ...]] | None] = {}
+    for item, source, line, group_record in sources:
         if language_filter is not None and item.language not in language_filter:
             continue
         if item.id in seen:
@@ -332,28 +357,35 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
                 field="id",
             )
         seen[item.id] = (source, line)
-        label_sets = {m: labels for m, labels in item.label_sets().items() if wanted is None or m in wanted}
+        label_sets = item.label_sets
+        if wanted is not None and not wanted.issuperset(label_sets):
+            label_sets = {m: labels for m, labels in label_sets.items() if m in wanted}
         for metric, labels in label_sets.items():
-            scale = rubric(metric, source, line, f"human.{metric}").scale
-            off = sorted({value for value in labels.values() if value not in scale})
-            if off:
+            found_scale = label_scales.get(metric)
+            if found_scale is None:
+                scale = rubric(metric, source, line, f"human.{metric}").scale
+                found_scale = label_scales[metric] = (frozenset(scale), scale)
+            on_scale, scale = found_scale
+            if not on_scale.issuperset(labels.values()):
                 raise SuiteError(
-                    f"labels {off} of item {item.id!r} are not on the {metric} scale {list(scale)}",
+                    f"labels {sorted(set(labels.values()) - on_scale)} of item {item.id!r} are not on the {metric} "
+                    f"scale {list(scale)}",
                     path=source,
                     line=line,
                     field=f"human.{metric}",
                 )
-        recorded = _recorded(item.recorded)
-        for metric, value in recorded.items():
-            found = rubrics.get(metric) or registry.rubric(metric)
-            if found is not None and value.score is not None and value.score not in found.scale:
+        for metric, value in item.recorded.items():
+            if metric not in recorded_scales:
+                found = rubrics.get(metric) or registry.rubric(metric)
+                recorded_scales[metric] = None if found is None else (frozenset(found.scale), found.scale)
+            known = recorded_scales[metric]
+            if known is not None and value.score is not None and value.score not in known[0]:
                 raise SuiteError(
-                    f"recorded {metric} score {value.score:g} of item {item.id!r} is not on the scale {list(found.scale)}",
+                    f"recorded {metric} score {value.score:g} of item {item.id!r} is not on the scale {list(known[1])}",
                     path=source,
                     line=line,
                     field=f"recorded.{metric}",
                 )
-        context = item.context
         case = Case(
             suite=suite_name,
             id=item.id,
@@ -361,20 +393,30 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
             input=item.input,
             output=item.output,
             reference=item.reference,
-            context=(context,) if isinstance(context, str) else tuple(context or ()),
-            metadata=dict(item.metadata),
-            recorded=recorded,
-            thresholds=_thresholds(thresholds, tuple(sorted(label_sets)), rubrics),
+            context=item.context,
+            metadata=item.metadata,
+            recorded=item.recorded,
+            thresholds=_thresholds(thresholds, tuple(label_sets), rubrics),  # sorted by metric
             path=source,
             line=line,
         )
         cases.append(case)
-        # Only the grouping fields (and metadata, where a field may also be found) are dumped.
-        group = group_of(item.model_dump(include=group_fields), config.group_by)
-        group_info[group.name] = group
-        for metric, labels in sorted(label_sets.items()):
+        values = tuple(field_value(group_record, name) for name in config.group_by)
+        group = groups.get(values)
+        if group is None:
+            group = groups[values] = group_of(group_record, config.group_by)
+            group_info[group.name] = group
+        for threshold in case.thresholds:
+            metric = threshold.metric
+            labels = label_sets[metric]
+            annotators = tuple(labels)
             labelled.setdefault((group.name, metric), []).append(
-                LabelledItem(case=case, metric=metric, labels=tuple(labels.items()))
+                LabelledItem(
+                    case=case,
+                    metric=metric,
+                    annotators=sequences.setdefault(annotators, annotators),
+                    values=tuple(labels.values()),
+                )
             )
 
     if not cases:
@@ -464,8 +506,8 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
         judge=config.judge,
         scores=config.scores,
         rubrics=rubrics,
-        cases=tuple(sorted(cases, key=lambda case: case.id)),
-        labelled={key: tuple(sorted(items, key=lambda item: item.case.id)) for key, items in sorted(labelled.items())},
+        cases=tuple(sorted(cases, key=attrgetter("id"))),
+        labelled={key: tuple(sorted(items, key=attrgetter("case.id"))) for key, items in sorted(labelled.items())},
         metrics=metrics,
         languages=languages,
         gate=GateSettings(
