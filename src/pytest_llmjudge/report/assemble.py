@@ -59,7 +59,7 @@ import math
 import re
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypeVar
@@ -298,7 +298,27 @@ def build_summary(
     for record in cases:
         if record.judge:
             judges.setdefault(record.suite, set()).add(record.judge)
-    groups: dict[tuple[str, str, str], _Group] = defaultdict(_Group)
+    groups, languages_of = _groups(cases, aggregates, blocked)
+    gate_of = _gate_finder(gates)
+    rows = [
+        _summary_row(key, group, gate_of(key, judges.get(key[0], ())))
+        for key, group in groups.items()
+        # An ``all`` row repeats a one-language suite's row, unless an aggregate asserts on it.
+        if not (key[2] == ALL and len(languages_of[key[0]]) < 2 and not group.aggregates)
+    ]
+    rows.sort(key=lambda r: (r.suite, r.metric, r.language == ALL, r.language))
+    return rows
+
+
+_Key = tuple[str, str, str]
+"""suite, metric, language (``all`` for every language)."""
+
+
+def _groups(
+    cases: Sequence[CaseRecord], aggregates: Sequence[AggregateRecord], blocked: Sequence[UncalibratedRecord]
+) -> tuple[dict[_Key, _Group], dict[str, set[str]]]:
+    """What each row is made of, and each suite's languages."""
+    groups: dict[_Key, _Group] = defaultdict(_Group)
     languages_of: dict[str, set[str]] = defaultdict(set)
     for blocked_record in blocked:
         suite, metric, language = blocked_record.suite, blocked_record.metric, blocked_record.language
@@ -329,72 +349,79 @@ def build_summary(
             languages_of[aggregate_record.suite].add(aggregate_record.language)
         key = (aggregate_record.suite, aggregate_record.metric, aggregate_record.language)
         groups[key].aggregates.append(_aggregate_brief(aggregate_record))
-    gate_index: dict[tuple[str, str, str], GateRecord] = {}
-    by_judge: dict[tuple[str, str, str], GateRecord] = {}
+    return groups, languages_of
+
+
+def _gate_finder(gates: Sequence[GateRecord]) -> Callable[[_Key, Iterable[str]], GateRecord | None]:
+    """The gate a row shows: its suite's, else the first (by name) of its judges'."""
+    gate_index: dict[_Key, GateRecord] = {}
+    by_judge: dict[_Key, GateRecord] = {}
     for gate_record in gates:
         metric, language = gate_record.metric, gate_record.language
         gate_index.setdefault((gate_record.suite, metric, language), gate_record)
         if gate_record.judge:
             by_judge.setdefault((gate_record.judge, metric, language), gate_record)
 
-    rows: list[SummaryRow] = []
-    for (suite, metric, language), group in groups.items():
-        if language == ALL and len(languages_of[suite]) < 2 and not group.aggregates:
-            continue
-        numeric = [
-            float(v)
-            for case_id, v in group.scores.items()
-            if case_id not in group.unscored and isinstance(v, (int, float))
-        ]
-        categorical = len(group.scores) - len(group.unscored) - len(numeric) > 0
-        mean, ci_low, ci_high = (None, None, None) if categorical else _mean_ci(numeric)
-        n, n_unscored = len(group.scores), len(group.unscored)
-        mean_check = next((a for a in group.aggregates if a.stat == "mean"), None)
-        if not group.scores and group.aggregates:
-            first = mean_check or group.aggregates[0]
-            n = (first.n_scored or 0) + (first.n_unscored or 0)
-            n_unscored = first.n_unscored or 0
-            if mean_check is not None:
-                mean, ci_low, ci_high = mean_check.value, mean_check.ci_low, mean_check.ci_high
-        decided = group.items_passed + group.items_failed
-        pass_rate = group.items_passed / decided if decided else None
-        rate_check = next((a for a in group.aggregates if a.stat == "pass_rate"), None)
-        rate_ci: tuple[float | None, float | None] = (None, None)
-        if pass_rate is None and rate_check is not None:
-            pass_rate = rate_check.value
-            rate_ci = (rate_check.ci_low, rate_check.ci_high)  # Wilson
-        gate = gate_index.get((suite, metric, language))
-        for judge in sorted(judges.get(suite, ())):
+    def find(key: _Key, judges: Iterable[str]) -> GateRecord | None:
+        suite, metric, language = key
+        gate = gate_index.get(key)
+        for judge in sorted(judges):
             if gate is None:
                 gate = by_judge.get((judge, metric, language))
-        failed_checks = [a for a in group.aggregates if not a.passed]
-        rows.append(
-            SummaryRow(
-                suite=suite,
-                metric=metric,
-                language=language,
-                n=n,
-                n_unscored=n_unscored,
-                mean=mean,
-                ci_low=ci_low,
-                ci_high=ci_high,
-                pass_rate=pass_rate,
-                pass_rate_ci_low=rate_ci[0],
-                pass_rate_ci_high=rate_ci[1],
-                case_thresholds=group.thresholds,
-                items_passed=group.items_passed,
-                items_failed=group.items_failed,
-                items_skipped=group.items_skipped,
-                judged=len(group.judged),
-                cached=len(group.cached),
-                aggregates=sorted(group.aggregates, key=lambda a: (a.label, a.nodeid or "")),
-                gate=None if gate is None else _gate_brief(gate),
-                passed=group.items_failed == 0 and not failed_checks,
-                status=_row_status(group, failed_checks),
-            )
-        )
-    rows.sort(key=lambda r: (r.suite, r.metric, r.language == ALL, r.language))
-    return rows
+        return gate
+
+    return find
+
+
+def _summary_row(key: _Key, group: _Group, gate: GateRecord | None) -> SummaryRow:
+    """One row: n, mean and interval over the scored numeric cases (or the aggregate's when
+    only aggregates assert the metric), the case pass rate (or the ``pass_rate`` aggregate's),
+    item counts, checks, gate and status."""
+    suite, metric, language = key
+    numeric = [
+        float(v) for case_id, v in group.scores.items() if case_id not in group.unscored and isinstance(v, (int, float))
+    ]
+    categorical = len(group.scores) - len(group.unscored) - len(numeric) > 0
+    mean, ci_low, ci_high = (None, None, None) if categorical else _mean_ci(numeric)
+    n, n_unscored = len(group.scores), len(group.unscored)
+    mean_check = next((a for a in group.aggregates if a.stat == "mean"), None)
+    if not group.scores and group.aggregates:
+        first = mean_check or group.aggregates[0]
+        n = (first.n_scored or 0) + (first.n_unscored or 0)
+        n_unscored = first.n_unscored or 0
+        if mean_check is not None:
+            mean, ci_low, ci_high = mean_check.value, mean_check.ci_low, mean_check.ci_high
+    decided = group.items_passed + group.items_failed
+    pass_rate = group.items_passed / decided if decided else None
+    rate_check = next((a for a in group.aggregates if a.stat == "pass_rate"), None)
+    rate_ci: tuple[float | None, float | None] = (None, None)
+    if pass_rate is None and rate_check is not None:
+        pass_rate = rate_check.value
+        rate_ci = (rate_check.ci_low, rate_check.ci_high)  # Wilson
+    failed_checks = [a for a in group.aggregates if not a.passed]
+    return SummaryRow(
+        suite=suite,
+        metric=metric,
+        language=language,
+        n=n,
+        n_unscored=n_unscored,
+        mean=mean,
+        ci_low=ci_low,
+        ci_high=ci_high,
+        pass_rate=pass_rate,
+        pass_rate_ci_low=rate_ci[0],
+        pass_rate_ci_high=rate_ci[1],
+        case_thresholds=group.thresholds,
+        items_passed=group.items_passed,
+        items_failed=group.items_failed,
+        items_skipped=group.items_skipped,
+        judged=len(group.judged),
+        cached=len(group.cached),
+        aggregates=sorted(group.aggregates, key=lambda a: (a.label, a.nodeid or "")),
+        gate=None if gate is None else _gate_brief(gate),
+        passed=group.items_failed == 0 and not failed_checks,
+        status=_row_status(group, failed_checks),
+    )
 
 
 RowStatus = Literal["pass", "warn", "fail", "error", "skip", "none"]
