@@ -223,7 +223,7 @@ def test_xdist_gives_the_same_verdicts_and_junit(
         else (0 if q.metric == "hallucinations" else 2)
     )
     pytester.makefile(".yaml", suite=live_suite(loopback.openai_base_url))
-    result = pytester.runpytest_subprocess("--llmjudge", "-n", "2", "--junitxml=r.xml", "--llmjudge-junit-properties")
+    result = pytester.runpytest_inprocess("--llmjudge", "-n", "2", "--junitxml=r.xml", "--llmjudge-junit-properties")
     result.assert_outcomes(passed=4, failed=3)
     properties = _properties(pytester.path / "r.xml")
     assert len(properties) == 7

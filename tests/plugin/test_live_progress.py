@@ -55,7 +55,7 @@ def test_under_xdist_the_controller_shows_the_workers_sum(
     pytester: pytest.Pytester, slow_server: LoopbackServer
 ) -> None:
     pytester.makefile(".yaml", suite=_suite(slow_server.openai_base_url))
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest_inprocess(
         "--llmjudge", "-n", "2", "--llmjudge-concurrency", "1", "--llmjudge-progress-interval", "0.05"
     )
     result.assert_outcomes(passed=3, failed=1)

@@ -187,7 +187,7 @@ def test_save_and_compare_under_xdist(pytester: pytest.Pytester) -> None:
     pytest.importorskip("xdist")
     save_baseline(pytester)
     pytester.makefile(".yaml", suite=suite_text({"hi": [0] * 12, "fr": [2] * 12, "de": [1] * 12}))
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest_inprocess(
         "--llmjudge", "-n", "2", "--llmjudge-baseline=prod", "--llmjudge-save-baseline=next", "-p", "xdist"
     )
     result.assert_outcomes(passed=38, failed=1)
