@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -773,6 +773,41 @@ def test_base_url_credentials_never_enter_the_cache(tmp_path: Path, make_runner:
     assert files
     for path in files:
         assert password.encode() not in path.read_bytes()
+
+
+class SlowDisk(DirectoryStore):
+    """The directory store on a disk whose every write takes 50 ms: the batches it was handed."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.batches: list[int] = []
+
+    def put_many(self, entries: Sequence[tuple[str, bytes]]) -> None:
+        time.sleep(0.05)
+        super().put_many(entries)
+        self.batches.append(len(entries))
+
+
+def test_replies_that_finish_while_a_write_is_in_flight_are_stored_as_one_batch(tmp_path: Path) -> None:
+    prompts = 64
+    store = SlowDisk(tmp_path / "c")
+    with LoopbackServer(latency=0.01, responder=ScriptedJudge({"linguistic_acceptability": 2})) as server:
+        runner = JudgeRunner(JudgeCache(None, store=store), concurrency=16, backoff_base=0.01)
+        try:
+            futures = [
+                runner.submit_judgment(openai_provider(runner, server), request_for(server, output=f"उत्तर {i}"), [LA])
+                for i in range(prompts)
+            ]
+            outcomes = [future.result(timeout=TIMEOUT) for future in futures]
+        finally:
+            runner.close()
+    assert all(verdict(outcome).score == 2.0 and not outcome.cached for outcome in outcomes)
+    # One write in flight at a time; the replies that arrive meanwhile wait for the next one,
+    # together (a write per reply would be 64 writes of one).
+    assert sum(store.batches) == prompts
+    assert len(store.batches) < prompts / 2
+    assert store.syncs == len(store.batches)
+    assert len(DirectoryStore(tmp_path / "c").keys()) == prompts  # every reply durable
 
 
 def test_two_runners_on_one_cache_directory_pay_once_per_prompt(tmp_path: Path) -> None:
