@@ -122,15 +122,16 @@ def test_three_shards_pay_once_per_prompt_and_merge_to_the_single_run(
         shard_outputs = [shard.communicate(timeout=120)[0] for shard in shards]
         shard_requests = server.stats()["requests"] - single_requests
 
-        merge = _run(_args(tmp_path, "merge.xml", f"--llmjudge-cache-url={url}"), tmp_path)
-        merge_output = merge.communicate(timeout=120)[0]
+        # The shards must be processes of their own (they run at the same time); the merge run needn't.
+        merge = pytester.runpytest_inprocess(*_args(tmp_path, "merge.xml", f"--llmjudge-cache-url={url}"))
+        merge_output = merge.stdout.str()
         merge_requests = server.stats()["requests"] - single_requests - shard_requests
 
     assert single.ret == 1, single_output[-2000:]  # some cases score 0
     assert single_requests == DISTINCT, single_output[-2000:]
     assert shard_requests == DISTINCT, "every prompt paid once over the three shards"
     assert merge_requests == 0, merge_output[-2000:]
-    assert merge.returncode == single.ret, merge_output[-2000:]
+    assert merge.ret == single.ret, merge_output[-2000:]
     single_outcomes = _outcomes(tmp_path / "single.xml")
     assert _outcomes(tmp_path / "merge.xml") == single_outcomes
     assert sum(outcome == "failed" for outcome in single_outcomes.values()) > 1
