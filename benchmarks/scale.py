@@ -24,11 +24,12 @@ LoopbackServer) in a thread of this process, so its CPU is not a child's: it ans
 API keys or ``LLMJUDGE_*`` settings, after one untimed ``--collect-only`` that compiles the
 bytecode. The machine is shared: compare the ratios, which are taken within one run.
 
-    python benchmarks/scale.py [--quick]
+    python benchmarks/scale.py [--quick] [--only judged|recorded|calibration|latency ...]
 
 ``--quick`` runs tiny workloads (20 judged cases, 100 recorded cases and calibration items,
 32 cases at 200 ms): a smoke test of the script (tests/test_benchmark_scale.py); its
-numbers mean nothing. The last line is
+numbers mean nothing. ``--only`` runs some workloads (while working on one of them; the
+last line then holds only their ratios). The last line of a full run is
 ``cpu_ratio=<x> cached_ratio=<x> recorded_time_ratio=<x> recorded_mem_ratio=<x>
 calibration_100k_s=<x> wall_over_floor=<x>``.
 """
@@ -218,77 +219,104 @@ def write_plain(directory: Path, tests: int) -> None:
     )
 
 
+WORKLOADS = ("judged", "recorded", "calibration", "latency")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="tiny N: a smoke test of the script")
+    parser.add_argument(
+        "--only",
+        choices=WORKLOADS,
+        action="append",
+        help="run only these workloads (repeatable): judged = 1 and 2, recorded = 3, calibration = 4, latency = 5;"
+        " the last line then holds only their ratios",
+    )
     args = parser.parse_args()
+    only = set(args.only or WORKLOADS)
     judged_n, recorded_n, calibration_n, latency_n = (
         (20, 100, 100, 32) if args.quick else (10_000, 100_000, 100_000, 2_000)
     )
     python = sys.executable
     floor_script = str(Path(__file__).resolve().parent / "sdk_floor.py")
     pytest_cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+    lines: list[str] = []
+    ratios: list[str] = []
     with tempfile.TemporaryDirectory(prefix="llmjudge-scale-") as tmp:
         root = Path(tmp)
-        with MinimalServer(latency=0.0) as fast:
-            write_judged(root / "judged", judged_n, fast.base_url)
-            write_plain(root / "plain10k", judged_n)
-            judged = [*pytest_cmd, "--llmjudge", "judged.yaml", "--llmjudge-concurrency=64"]
-            judged.append(f"--llmjudge-cache-dir={root / 'judged-cache'}")
-            run([*judged, "--collect-only"], root / "judged")  # compiles bytecode; sends nothing
-            cold = run(judged, root / "judged")
-            if fast.requests != judged_n:
-                raise SystemExit(f"expected {judged_n} requests, the server saw {fast.requests}")
-            cached = run(judged, root / "judged")
-            if fast.requests != judged_n:
-                raise SystemExit("the cached re-run sent requests")
-            plain10k = run([*pytest_cmd, "test_plain.py"], root / "plain10k")
-            floor_cpu = run(
-                [python, floor_script, f"--base-url={fast.base_url}", f"--cases={judged_n}", "--concurrency=64"], root
+        if "judged" in only:
+            with MinimalServer(latency=0.0) as fast:
+                write_judged(root / "judged", judged_n, fast.base_url)
+                write_plain(root / "plain10k", judged_n)
+                judged = [*pytest_cmd, "--llmjudge", "judged.yaml", "--llmjudge-concurrency=64"]
+                judged.append(f"--llmjudge-cache-dir={root / 'judged-cache'}")
+                run([*judged, "--collect-only"], root / "judged")  # compiles bytecode; sends nothing
+                cold = run(judged, root / "judged")
+                if fast.requests != judged_n:
+                    raise SystemExit(f"expected {judged_n} requests, the server saw {fast.requests}")
+                cached = run(judged, root / "judged")
+                if fast.requests != judged_n:
+                    raise SystemExit("the cached re-run sent requests")
+                plain10k = run([*pytest_cmd, "test_plain.py"], root / "plain10k")
+                floor_cpu = run(
+                    [python, floor_script, f"--base-url={fast.base_url}", f"--cases={judged_n}", "--concurrency=64"],
+                    root,
+                )
+            lines.append(
+                f"1. {judged_n} judged cases, latency 0, concurrency 64: ours CPU {cold.cpu:.2f} s"
+                f" (wall {cold.wall:.2f} s);\n   sdk_floor CPU {floor_cpu.cpu:.2f} s"
+                f" + plain pytest {judged_n} trivial tests CPU {plain10k.cpu:.2f} s"
             )
-
-        write_recorded(root / "recorded", recorded_n)
-        write_plain(root / "plain100k", recorded_n)
-        recorded = run([*pytest_cmd, "--llmjudge", "recorded.yaml"], root / "recorded")
-        plain100k = run([*pytest_cmd, "test_plain.py"], root / "plain100k")
-
-        write_calibration(root / "calibration", calibration_n)
-        calibration = run([*pytest_cmd, "--llmjudge", "calibration.yaml"], root / "calibration")
-
-        with MinimalServer(latency=0.2) as slow:
-            write_judged(root / "latency", latency_n, slow.base_url)
-            latency_cmd = [*pytest_cmd, "--llmjudge", "judged.yaml", "--llmjudge-concurrency=32"]
-            latency_cmd.append(f"--llmjudge-cache-dir={root / 'latency-cache'}")
-            run([*latency_cmd, "--collect-only"], root / "latency")
-            ours = run(latency_cmd, root / "latency")
-            floor = run(
-                [python, floor_script, f"--base-url={slow.base_url}", f"--cases={latency_n}", "--concurrency=32"], root
+            lines.append(
+                f"2. cached re-run: wall {cached.wall:.2f} s (CPU {cached.cpu:.2f} s);"
+                f" plain pytest {judged_n} trivial tests: wall {plain10k.wall:.2f} s"
             )
-            if slow.requests != 2 * latency_n:
-                raise SystemExit(f"expected {2 * latency_n} requests at 200 ms, the server saw {slow.requests}")
+            ratios.append(f"cpu_ratio={cold.cpu / (floor_cpu.cpu + plain10k.cpu):.3f}")
+            ratios.append(f"cached_ratio={cached.wall / plain10k.wall:.3f}")
+
+        if "recorded" in only:
+            write_recorded(root / "recorded", recorded_n)
+            write_plain(root / "plain100k", recorded_n)
+            recorded = run([*pytest_cmd, "--llmjudge", "recorded.yaml"], root / "recorded")
+            plain100k = run([*pytest_cmd, "test_plain.py"], root / "plain100k")
+            lines.append(
+                f"3. {recorded_n} recorded cases: wall {recorded.wall:.2f} s, peak RSS {recorded.max_rss_mb:.0f} MB;"
+                f" plain pytest {recorded_n} trivial tests: wall {plain100k.wall:.2f} s,"
+                f" peak RSS {plain100k.max_rss_mb:.0f} MB"
+            )
+            ratios.append(f"recorded_time_ratio={recorded.wall / plain100k.wall:.3f}")
+            ratios.append(f"recorded_mem_ratio={recorded.max_rss_mb / plain100k.max_rss_mb:.3f}")
+
+        if "calibration" in only:
+            write_calibration(root / "calibration", calibration_n)
+            calibration = run([*pytest_cmd, "--llmjudge", "calibration.yaml"], root / "calibration")
+            lines.append(
+                f"4. calibration set of {calibration_n} items x 3 metrics, 5 languages: wall {calibration.wall:.2f} s"
+            )
+            ratios.append(f"calibration_100k_s={calibration.wall:.2f}")
+
+        if "latency" in only:
+            with MinimalServer(latency=0.2) as slow:
+                write_judged(root / "latency", latency_n, slow.base_url)
+                latency_cmd = [*pytest_cmd, "--llmjudge", "judged.yaml", "--llmjudge-concurrency=32"]
+                latency_cmd.append(f"--llmjudge-cache-dir={root / 'latency-cache'}")
+                run([*latency_cmd, "--collect-only"], root / "latency")
+                ours = run(latency_cmd, root / "latency")
+                floor = run(
+                    [python, floor_script, f"--base-url={slow.base_url}", f"--cases={latency_n}", "--concurrency=32"],
+                    root,
+                )
+                if slow.requests != 2 * latency_n:
+                    raise SystemExit(f"expected {2 * latency_n} requests at 200 ms, the server saw {slow.requests}")
+            lines.append(
+                f"5. {latency_n} judged cases at 200 ms, concurrency 32: wall {ours.wall:.2f} s;"
+                f" sdk_floor {floor.wall:.2f} s"
+            )
+            ratios.append(f"wall_over_floor={ours.wall / floor.wall:.3f}")
 
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}")
-    print(f"1. {judged_n} judged cases, latency 0, concurrency 64: ours CPU {cold.cpu:.2f} s (wall {cold.wall:.2f} s);")
-    print(f"   sdk_floor CPU {floor_cpu.cpu:.2f} s + plain pytest {judged_n} trivial tests CPU {plain10k.cpu:.2f} s")
-    print(
-        f"2. cached re-run: wall {cached.wall:.2f} s; plain pytest {judged_n} trivial tests: wall {plain10k.wall:.2f} s"
-    )
-    print(
-        f"3. {recorded_n} recorded cases: wall {recorded.wall:.2f} s, peak RSS {recorded.max_rss_mb:.0f} MB;"
-        f" plain pytest {recorded_n} trivial tests: wall {plain100k.wall:.2f} s, peak RSS {plain100k.max_rss_mb:.0f} MB"
-    )
-    print(f"4. calibration set of {calibration_n} items x 3 metrics, 5 languages: wall {calibration.wall:.2f} s")
-    print(
-        f"5. {latency_n} judged cases at 200 ms, concurrency 32: wall {ours.wall:.2f} s; sdk_floor {floor.wall:.2f} s"
-    )
-    print(
-        f"cpu_ratio={cold.cpu / (floor_cpu.cpu + plain10k.cpu):.3f}"
-        f" cached_ratio={cached.wall / plain10k.wall:.3f}"
-        f" recorded_time_ratio={recorded.wall / plain100k.wall:.3f}"
-        f" recorded_mem_ratio={recorded.max_rss_mb / plain100k.max_rss_mb:.3f}"
-        f" calibration_100k_s={calibration.wall:.2f}"
-        f" wall_over_floor={ours.wall / floor.wall:.3f}"
-    )
+    print("\n".join(lines))
+    print(" ".join(ratios))
 
 
 if __name__ == "__main__":

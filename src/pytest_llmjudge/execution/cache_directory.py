@@ -149,6 +149,7 @@ class DirectoryStore:
 
     def __init__(self, root: Path, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.root = root
+        self._packs_dir = os.path.join(root, _PACKS)
         self._host = _host()
         self._clock = clock
         self._held: dict[str, tuple[str, float]] = {}
@@ -272,7 +273,7 @@ class DirectoryStore:
         timestamps are coarse). Otherwise a look costs one ``stat`` and one ``fstat`` per pack
         still being written by someone else.
         """
-        packs = self.root / _PACKS
+        packs = self._packs_dir  # a str: a Path built per look costs more than the stat
         try:
             changed = os.stat(packs).st_mtime_ns
         except OSError:
@@ -286,7 +287,7 @@ class DirectoryStore:
             for name in names:
                 if name.endswith(_PACK_SUFFIX) and name not in self._packs:
                     try:
-                        pack = _Pack(name, os.open(packs / name, os.O_RDONLY))
+                        pack = _Pack(name, os.open(os.path.join(packs, name), os.O_RDONLY))
                     except OSError:
                         continue
                     self._packs[name] = pack
