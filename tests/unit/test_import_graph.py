@@ -18,6 +18,7 @@ The rules:
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -41,11 +42,17 @@ def _modules() -> dict[str, Path]:
     return {_module_name(path): path for path in sorted(ROOT.rglob("*.py"))}
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once per process (several tests read every module)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def _imported_names(module: str, path: Path) -> set[str]:
     """Every dotted name ``module`` imports, at any depth of its source."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -126,20 +133,26 @@ def _pytest_facing(module: str) -> bool:
 
 
 MODULES = _modules()
-GRAPH = _graph(MODULES)
+
+
+@functools.cache
+def _package_graph() -> dict[str, set[str]]:
+    """The package's graph, built at the first test that needs it, not when the file is
+    collected (every xdist worker collects it; one runs these tests)."""
+    return _graph(MODULES)
 
 
 def test_the_graph_sees_lazy_imports_and_finds_a_cycle() -> None:
     """The checker itself: a cycle made only of a function-level import is found."""
-    graph = _graph(MODULES)
+    graph = dict(_package_graph())
     graph[f"{PACKAGE}.judges.base"] = graph[f"{PACKAGE}.judges.base"] | {f"{PACKAGE}.judges.diagnosis"}
     assert [f"{PACKAGE}.judges.base", f"{PACKAGE}.judges.diagnosis"] in _cycles(graph)
     # ... and function-level imports are read: plugin.py imports suite_items.py only inside functions.
-    assert f"{PACKAGE}.suite_items" in GRAPH[f"{PACKAGE}.plugin"]
+    assert f"{PACKAGE}.suite_items" in _package_graph()[f"{PACKAGE}.plugin"]
 
 
 def test_no_import_cycle_in_the_package() -> None:
-    assert _cycles(GRAPH) == []
+    assert _cycles(_package_graph()) == []
 
 
 def test_only_pytest_facing_modules_import_pytest() -> None:
@@ -153,19 +166,19 @@ def test_only_pytest_facing_modules_import_pytest() -> None:
 
 
 def test_nothing_imports_the_core_plugin() -> None:
-    assert sorted(module for module, edges in GRAPH.items() if f"{PACKAGE}.plugin" in edges) == []
+    assert sorted(module for module, edges in _package_graph().items() if f"{PACKAGE}.plugin" in edges) == []
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if _pytest_facing(m) and m.startswith(SESSION)))
 def test_the_session_layer_imports_no_plugin_or_item_module(module: str) -> None:
-    upward = sorted(edge for edge in GRAPH[module] if _plugin_or_items(edge))
+    upward = sorted(edge for edge in _package_graph()[module] if _plugin_or_items(edge))
     assert upward == []
 
 
 def test_the_engine_imports_no_pytest_facing_module() -> None:
     offenders = sorted(
         f"{module} -> {edge}"
-        for module, edges in GRAPH.items()
+        for module, edges in _package_graph().items()
         if not _pytest_facing(module)
         for edge in edges
         if _pytest_facing(edge)
@@ -178,7 +191,7 @@ def test_every_item_derives_from_the_one_item_base() -> None:
     direct = sorted(
         f"{module}.{node.name}"
         for module, path in MODULES.items()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        for node in ast.walk(_tree(path))
         if isinstance(node, ast.ClassDef) and any(ast.unparse(base) in ("pytest.Item", "Item") for base in node.bases)
     )
     assert direct == [f"{SESSION}.items.LLMJudgeItem"]
