@@ -279,7 +279,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if not is_enabled(session.config) or session.config.option.collectonly:
         return  # --collect-only runs no item: send no (paid) judge call
     board = session.config.stash[scoreboard_key]
-    planned = board.plan(selected_calls(session.items))
+    planned = board.plan(selected_calls(session.items, session.config))
     # With a remote store the line is printed even when all is cached: a log should say which store served it.
     if (planned or board.settings.cache_url) and session.config.get_verbosity() >= 0:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")

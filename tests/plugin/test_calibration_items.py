@@ -270,6 +270,22 @@ def live_calibration(base_url: str, gate: str = "  threshold: 0.7\n  min_items: 
     return calibration_yaml(gate, extra=judge)
 
 
+def test_batch_mode_sends_the_calls_of_a_calibrated_suites_gate(
+    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
+) -> None:
+    """One planner: the gate a calibrated suite's judge must pass is asked for by no selected item (only
+    the suite is selected here), yet its calls join the plan after collection, so batch mode sends them
+    with the suite's own and nothing goes online."""
+    scripted_judge.scores = by_quality
+    write_items(pytester.path / "items.jsonl")
+    pytester.makefile(".yaml", cal=live_calibration(loopback.openai_base_url))
+    pytester.makefile(".yaml", suite=suite_yaml("s", loopback.openai_base_url, "  uncalibrated: fail"))
+    result = pytester.runpytest("--llmjudge", "suite.yaml", "--llmjudge-batch", "--llmjudge-batch-poll=0.05")
+    result.assert_outcomes(passed=3, failed=3)  # as without batch mode: bn is not calibrated
+    assert loopback.requests == [], "the gate's calls went through the batch too"
+    assert loopback.stats()["batch"]["batch_requests"] > 2, "more than the suite's two judged cases"
+
+
 def test_calibrated_suite_items_fail_xfail_or_skip_in_uncalibrated_languages(
     pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
 ) -> None:

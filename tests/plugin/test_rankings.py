@@ -319,3 +319,22 @@ def test_live_ranking_without_credentials_is_skipped(pytester: pytest.Pytester) 
     result = pytester.runpytest("--llmjudge", "-rs")
     result.assert_outcomes(skipped=4)
     result.stdout.fnmatch_lines(["*pairwise judge openai:loopback-judge*OPENAI_API_KEY*"])
+
+
+def test_batch_mode_sends_a_rankings_battles_in_the_batch(
+    pytester: pytest.Pytester, pairwise_server: tuple[LoopbackServer, ScriptedPairwiseJudge]
+) -> None:
+    """One planner: --llmjudge-batch sees a ranking's pairwise calls as it sees rubric calls, so none goes
+    online; the replies reach the items through the cache, and a rerun asks nothing."""
+    server, _ = pairwise_server
+    write_cases(pytester, n=6)
+    pytester.makefile(".yaml", arena=live_ranking(server.openai_base_url, "both"))
+    result = pytester.runpytest("--llmjudge", "--llmjudge-batch", "--llmjudge-batch-poll=0.05")
+    result.assert_outcomes(passed=4)
+    assert server.requests == [], "every battle went through the batch"
+    battles = 6 * 3 * 2  # cases x system pairs x both orders
+    assert server.stats()["batch"]["batch_requests"] == battles
+    result.stdout.fnmatch_lines([f"llmjudge: batch mode: {battles} uncached request(s), 0 cached; {battles} submitted*"])
+    rerun = pytester.runpytest("--llmjudge")
+    rerun.assert_outcomes(passed=4)
+    assert server.requests == [] and server.stats()["batch"]["batch_requests"] == battles

@@ -403,15 +403,16 @@ class GateComputer:
             failed[0] = f"{compared} {'-' if value is None else f'{value:.2f}'} < {gate.threshold:.2f}"
         return verdict(gate, f"{prefix}: {'; '.join(failed)}{where}")
 
-    def plan_suite(self, suite: Suite) -> int:
-        """Plan the live calibration calls a suite's calibrated judge needs (if any)."""
+    def suite_gate_needs(self, suite: Suite) -> Iterator[tuple[Suite, Case, str]]:
+        """The live calibration calls a suite's calibrated judge needs (none for a set that
+        does not load: the suite's items report that)."""
         if suite.judge.calibration is None:
-            return 0
+            return
         try:
             cal = self.load(suite.judge.calibration)
         except SuiteError:
-            return 0
-        return self.plan_gate(cal, suite.judge)
+            return
+        yield from self.gate_needs(cal, suite.judge)
 
     def adjust(self, suite: Suite, case: Case, score: Score) -> Score:
         """The score correction (``judge.correction: true``) applied to one live judge score."""

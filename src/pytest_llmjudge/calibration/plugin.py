@@ -5,9 +5,10 @@ Registered by the main plugin (``FEATURE_PLUGINS``) and, like it, inert without
 
 * ``pytest_collect_file``: YAML files with a top-level ``calibration:`` key become
   :class:`~pytest_llmjudge.calibration.items.CalibrationFile` nodes;
-* ``pytest_collection_finish``: plans the live judge calls that the selected gate and
-  sanity items, and the selected items of suites with ``judge.calibration``, will need.
-  Every xdist worker plans the same calls, which the scoreboard shares between workers;
+* a planner (``session.items.planners_key``): the live judge calls of the gates that the
+  selected items of suites with ``judge.calibration`` need join the one plan after
+  collection (gate and sanity items plan theirs as every item does, ``planned_calls``), so
+  batch mode, xdist sharing and the cache see them;
 * ``pytest_runtest_call`` (first): the guard that stops judge-scored suite items in
   languages where their judge failed the gate (:func:`guard_suite_item`);
 * the ``llmjudge_calibrated_judge`` fixture, bound to ``--llmjudge-calibration`` or the ini
@@ -23,12 +24,13 @@ once, inside the ``llmjudge summary`` section, from the items' records
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_llmjudge.session.items import planners_key
 from pytest_llmjudge.session.state import has_top_level_key, is_enabled, scoreboard_key
 
 if TYPE_CHECKING:
@@ -63,6 +65,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return get_store(config).adjust(suite, case, score)
 
     board.score_adjusters.append(adjust)
+    config.stash.setdefault(planners_key, []).append(lambda items: _calibrated_gate_needs(config, items))
 
 
 def _calibrated_suite(item: pytest.Item) -> Suite | None:
@@ -81,25 +84,22 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Calibratio
     return node
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    if not is_enabled(session.config):
-        return
-    # Gate and sanity-check items plan through the one planner (their planned_calls); what is
-    # left here is the gate of a calibrated suite's judge, which no calibration item may ask for.
-    if not any(_calibrated_suite(item) is not None for item in session.items):
+def _calibrated_gate_needs(config: pytest.Config, items: Sequence[pytest.Item]) -> Iterator[tuple[Suite, Case, str]]:
+    """The live judge calls of the gates that selected suite items' calibrated judges must pass
+    (no calibration item asks for them): part of the one plan, so batch mode sends them too."""
+    if not any(_calibrated_suite(item) is not None for item in items):
         return  # no selected suite names a calibration: nothing to plan
     from pytest_llmjudge.calibration.items import get_store
     from pytest_llmjudge.suite_items import AggregateItem, CaseItem
 
-    store = get_store(session.config)
-    suites: dict[str, Any] = {}
-    for item in session.items:
+    store = get_store(config)
+    suites: dict[str, Suite] = {}
+    for item in items:
         if isinstance(item, (CaseItem, AggregateItem)) and item.judge_problem is None:
-            if item.suite.judge.calibration is not None:
+            if item.suite.judge.calibration is not None and item.suite.needs_live_judge:
                 suites.setdefault(str(item.suite.path), item.suite)
     for suite in suites.values():
-        if suite.needs_live_judge:
-            store.plan_suite(suite)
+        yield from store.suite_gate_needs(suite)
 
 
 @pytest.hookimpl(tryfirst=True)

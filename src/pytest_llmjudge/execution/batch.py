@@ -178,14 +178,21 @@ class BatchPhase:
 
     # -- main thread ---------------------------------------------------------------------
 
-    def run(self, needs: Iterable[tuple[Suite, Case, str]]) -> BatchSummary:
-        """Do the whole phase; blocks until every batch ended (or the wait ran out)."""
+    def run(
+        self,
+        needs: Iterable[tuple[Suite, Case, str]],
+        requests: Iterable[tuple[JudgeProvider, ProviderRequest]] = (),
+    ) -> BatchSummary:
+        """Do the whole phase; blocks until every batch ended (or the wait ran out).
+
+        ``needs``: the scoreboard's (suite, case, metric) calls; ``requests``: other judge
+        requests with their provider (a ranking's pairwise battles), batched alike."""
         if self.cache.mode != "use" or self.cache.root is None:
             raise LLMJudgeError(
                 "--llmjudge-batch needs the judge cache in mode 'use' (replies travel through it); "
                 "to re-judge in batch, point --llmjudge-cache-dir at an empty directory"
             )
-        endpoints = self._collect(needs)
+        endpoints = self._collect(needs, requests)
         if not endpoints:
             return self.summary
         runner = self.board.runner
@@ -198,7 +205,9 @@ class BatchPhase:
             raise LLMJudgeError(redact(f"batch mode failed: {describe_error(error)}", runner.secrets)) from None
         return self.summary
 
-    def _collect(self, needs: Iterable[tuple[Suite, Case, str]]) -> dict[int, _Endpoint]:
+    def _collect(
+        self, needs: Iterable[tuple[Suite, Case, str]], extra: Iterable[tuple[JudgeProvider, ProviderRequest]]
+    ) -> dict[int, _Endpoint]:
         board = self.board
         calls = [call for call in board.planned_calls(needs) if board.owns_call(call[1], call[2], call[3])]
         outputs = {case.key: board.output_future(suite, case) for suite, case, _, _ in calls if case.output is None}
@@ -213,22 +222,33 @@ class BatchPhase:
                     output = outputs[case.key].result()
                 except Exception:  # the online path reports the failed output on the item
                     continue
-            request = board.judge_request(suite, case, group, sample, output)
-            key = request.cache_key
-            if key in seen:
-                continue
-            seen.add(key)
-            if self.cache.get(key) is not None:
-                self.summary.cached += 1
-                continue
-            self.summary.requests += 1
-            provider = board.provider_for(suite.judge)
-            endpoint = endpoints.get(id(provider))
-            if endpoint is None:
-                endpoint = _Endpoint(provider, request.provider, request.base_url)
-                endpoints[id(provider)] = endpoint
-            endpoint.requests[key] = request
+            self._add(
+                endpoints,
+                seen,
+                board.provider_for(suite.judge),
+                board.judge_request(suite, case, group, sample, output),
+            )
+        for provider, request in extra:
+            self._add(endpoints, seen, provider, request)
         return endpoints
+
+    def _add(
+        self, endpoints: dict[int, _Endpoint], seen: set[str], provider: JudgeProvider, request: ProviderRequest
+    ) -> None:
+        """``request`` into its endpoint's batch, unless it is a repeat or already cached."""
+        key = request.cache_key
+        if key in seen:
+            return
+        seen.add(key)
+        if self.cache.get(key) is not None:
+            self.summary.cached += 1
+            return
+        self.summary.requests += 1
+        endpoint = endpoints.get(id(provider))
+        if endpoint is None:
+            endpoint = _Endpoint(provider, request.provider, request.base_url)
+            endpoints[id(provider)] = endpoint
+        endpoint.requests[key] = request
 
     def _wait(self, future: concurrent.futures.Future[Any]) -> None:
         """Block on ``future``, printing queued progress lines (Ctrl-C still interrupts)."""

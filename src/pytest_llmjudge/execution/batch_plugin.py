@@ -54,7 +54,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     from pytest_llmjudge.errors import LLMJudgeError
     from pytest_llmjudge.execution.batch import BatchPending, BatchPhase
-    from pytest_llmjudge.session.items import selected_calls
+    from pytest_llmjudge.session.items import selected_calls, selected_requests
 
     settings = config.stash[settings_key]
     reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -71,7 +71,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         report=report,
     )
     try:
-        summary = phase.run(selected_calls(session.items))
+        summary = phase.run(selected_calls(session.items, config), selected_requests(session.items))
     except BatchPending as exc:
         pytest.exit(f"pytest-llmjudge: {exc}", returncode=pytest.ExitCode.INTERRUPTED)
     except LLMJudgeError as exc:

@@ -31,6 +31,7 @@ from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
 from pytest_llmjudge.session.state import scoreboard_key
 
 if TYPE_CHECKING:
+    from pytest_llmjudge.judges.base import JudgeProvider, ProviderRequest
     from pytest_llmjudge.pairwise.evaluator import RankingEvaluator
     from pytest_llmjudge.pairwise.leaderboard import Leaderboard
     from pytest_llmjudge.pairwise.pairwise_judge import BattleResult, PairwiseJudge
@@ -102,6 +103,14 @@ class RankingRun:
             return 0
         judge = self.pairwise_judge()
         return judge.submit((b for lang in sorted(languages) for b in self.ranking.live_battles(lang)), eager=True)
+
+    def planned_requests(self, languages: set[str]) -> list[tuple[JudgeProvider, ProviderRequest]]:
+        """The live judge's requests for the battles of ``languages`` (none without a usable judge)."""
+        if not self.ranking.live or self.judge_problem is not None:
+            return []
+        judge = self.pairwise_judge()
+        battles = (b for lang in sorted(languages) for b in self.ranking.live_battles(lang))
+        return [(judge.provider, request) for request in judge.planned_requests(battles)]
 
     def live(self, language: str) -> list[BattleResult]:
         if language not in self._live:
@@ -199,6 +208,9 @@ class RankingItem(LLMJudgeItem):
     def _keep(self, result: ItemRecord) -> None:
         self.llmjudge_result = result
         record(self, result.junit_properties())
+
+    def planned_requests(self) -> list[tuple[JudgeProvider, ProviderRequest]]:
+        return self.run.planned_requests({self.language}) if self.needs_live() else []
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         # Not the bare name: pytest would show a '.' before '[' as '::' (0.5 -> 0::5) in -v lines.

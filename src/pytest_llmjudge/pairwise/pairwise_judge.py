@@ -51,13 +51,13 @@ from __future__ import annotations
 
 import concurrent.futures
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from pytest_llmjudge.execution.runner import CallResult, JudgeRunner
 from pytest_llmjudge.execution.sharing import WorkerShare
-from pytest_llmjudge.judges.base import JudgeProvider
+from pytest_llmjudge.judges.base import JudgeProvider, ProviderRequest
 from pytest_llmjudge.judges.prompts import JudgeSettings
 from pytest_llmjudge.pairwise.prompts import (
     PairwiseText,
@@ -305,9 +305,11 @@ class PairwiseJudge:
             context=battle.context,
         )
 
-    def submit(self, battles: Iterable[Battle], *, eager: bool = False) -> int:
-        """Submit the requests of ``battles`` not submitted yet; returns how many were."""
-        count = 0
+    def _unsent(
+        self, battles: Iterable[Battle], *, eager: bool
+    ) -> Iterator[tuple[tuple[str, str, str, str, bool], ProviderRequest, bool]]:
+        """The presentations of ``battles`` not submitted yet: key, request, whether another
+        xdist worker makes the call (left out when ``eager``: only this worker's calls)."""
         for battle in battles:
             for swapped in presentations_of(self.order, self.seed, battle):
                 key = (*battle.key, swapped)
@@ -319,14 +321,25 @@ class PairwiseJudge:
                 request = build_pairwise_request(
                     self._text(battle, swapped), self.settings, task=self.task, criteria=self.criteria
                 )
-                self._futures[key] = self.runner.submit_call(
-                    self.provider,
-                    request,
-                    parse_pairwise_reply,
-                    max_reasks=self.max_reasks,
-                    owner_elsewhere=owner_elsewhere,
-                )
-                count += 1
+                yield key, request, owner_elsewhere
+
+    def planned_requests(self, battles: Iterable[Battle]) -> list[ProviderRequest]:
+        """The requests this process would make for ``battles`` (batch mode sends them first;
+        their replies reach :meth:`submit` through the cache)."""
+        return [request for _, request, _ in self._unsent(battles, eager=True)]
+
+    def submit(self, battles: Iterable[Battle], *, eager: bool = False) -> int:
+        """Submit the requests of ``battles`` not submitted yet; returns how many were."""
+        count = 0
+        for key, request, owner_elsewhere in self._unsent(battles, eager=eager):
+            self._futures[key] = self.runner.submit_call(
+                self.provider,
+                request,
+                parse_pairwise_reply,
+                max_reasks=self.max_reasks,
+                owner_elsewhere=owner_elsewhere,
+            )
+            count += 1
         return count
 
     def result(self, battle: Battle) -> BattleResult:

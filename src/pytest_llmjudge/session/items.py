@@ -23,7 +23,7 @@ would stop the session).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,7 @@ from pytest_llmjudge.session.state import recorder_key
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self is 3.11+
 
+    from pytest_llmjudge.judges.base import JudgeProvider, ProviderRequest
     from pytest_llmjudge.records import ItemRecord
     from pytest_llmjudge.suite.model import Case, Suite
 
@@ -46,11 +47,33 @@ def record(item: pytest.Item, properties: Iterable[tuple[str, Any]]) -> None:
         recorder(item, properties)
 
 
-def selected_calls(items: Iterable[pytest.Item]) -> Iterator[tuple[Suite, Case, str]]:
-    """The planned judge calls (scoreboard needs) of ``items``, in item order."""
+Planner = Callable[[Sequence[pytest.Item]], Iterable[tuple["Suite", "Case", str]]]
+"""Judge calls that selected items need but no item asks for itself (a calibrated suite's
+judge must pass its gate before the suite's items run)."""
+
+planners_key = pytest.StashKey[list[Planner]]()
+"""The feature plugins' :data:`Planner` s, registered at configure time."""
+
+
+def selected_calls(
+    items: Sequence[pytest.Item], config: pytest.Config | None = None
+) -> Iterator[tuple[Suite, Case, str]]:
+    """The planned judge calls (scoreboard needs) of ``items``, in item order, then those the
+    feature plugins' planners add for them (with ``config``): the one plan the core plugin
+    submits and batch mode sends."""
     for item in items:
         if isinstance(item, LLMJudgeItem):
             yield from item.planned_calls()
+    if config is not None:
+        for planner in config.stash.get(planners_key, []):
+            yield from planner(items)
+
+
+def selected_requests(items: Iterable[pytest.Item]) -> Iterator[tuple[JudgeProvider, ProviderRequest]]:
+    """The judge requests of ``items`` that are not scoreboard needs (a ranking's pairwise battles)."""
+    for item in items:
+        if isinstance(item, LLMJudgeItem):
+            yield from item.planned_requests()
 
 
 class LLMJudgeItem(pytest.Item):
@@ -65,6 +88,12 @@ class LLMJudgeItem(pytest.Item):
         Gathered once after collection from every selected item (:func:`selected_calls`), so
         batch mode, xdist sharing, rate limits and the cache see them together. None by default.
         """
+        return ()
+
+    def planned_requests(self) -> Iterable[tuple[JudgeProvider, ProviderRequest]]:
+        """Judge requests this item will wait for that are not scoreboard needs (a ranking's
+        pairwise battles), with the provider that sends them: batch mode sends them first, and
+        their replies reach the item through the cache. None by default."""
         return ()
 
     @classmethod
