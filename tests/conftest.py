@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +37,22 @@ OPTIONAL_PRELOAD = (
     "httpcore",
     "httpx",
 )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Iterator[object]:
+    """Collection may write bytecode: pytest's rewritten test modules, cached in __pycache__."""
+    # pytest rewrites the asserts of every test module it imports, about 10 s of CPU for this
+    # suite in every process that collects it (each xdist worker does), and caches the result
+    # in __pycache__ unless bytecode writing is off, as PYTHONDONTWRITEBYTECODE=1 turns it off on
+    # the development machine. Collection only: the tests' own runs (pytester writes modules in
+    # temporary directories) keep the setting they were given.
+    dont_write = sys.dont_write_bytecode
+    sys.dont_write_bytecode = False
+    try:
+        return (yield)
+    finally:
+        sys.dont_write_bytecode = dont_write
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
