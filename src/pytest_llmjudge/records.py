@@ -70,9 +70,27 @@ class Record(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=False, validate_assignment=False)
 
+    def model_post_init(self, context: Any, /) -> None:
+        # pydantic keeps, per instance, the set of fields the caller gave: 2.2 KB for a case
+        # record, more than its values, and 100,000 of them live to the end of a run. A record's
+        # shape is all of its fields (to_wire dumps every one; nothing reads model_fields_set),
+        # so every record of a kind shares one set naming them all.
+        object.__setattr__(self, "__pydantic_fields_set__", _all_fields(type(self)))
+
     def to_wire(self) -> dict[str, Any]:
         """Plain JSON types (what xdist carries and the JSON report holds)."""
         return self.model_dump(mode="json")
+
+
+_ALL_FIELDS: dict[type[Record], set[str]] = {}
+
+
+def _all_fields(kind: type[Record]) -> set[str]:
+    """The field names of ``kind``, one set per kind (see ``Record.model_post_init``)."""
+    found = _ALL_FIELDS.get(kind)
+    if found is None:
+        found = _ALL_FIELDS[kind] = set(kind.model_fields)
+    return found
 
 
 class Threshold(Record):
