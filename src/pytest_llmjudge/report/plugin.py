@@ -283,8 +283,9 @@ def record_properties(item: pytest.Item, properties: Iterable[tuple[str, Any]]) 
     """Record an item's results for JUnit: ``(name, value)`` pairs, ``None`` values left out.
 
     They are kept on the item as ``llmjudge_properties`` (redacted and control-escaped text)
-    for its ``<system-out>``; with ``--llmjudge-junit-properties`` they also go to
-    ``item.user_properties``, which pytest writes as testcase ``<properties>``.
+    until its call report takes them for its ``<system-out>``; with
+    ``--llmjudge-junit-properties`` they also go to ``item.user_properties``, which pytest
+    writes as testcase ``<properties>``.
     """
     secrets = run_secrets(item.config)
     recorded: list[tuple[str, str]] = item.__dict__.setdefault("llmjudge_properties", [])
@@ -334,8 +335,10 @@ def pytest_runtest_makereport(
         report.wasxfail = clean_text(reason, run_secrets(item.config), ONE_LINE)
     path, line, domain = report.location
     report.location = (path, line, escape_controls(domain, ONE_LINE))  # the failure's headline
-    recorded = item.__dict__.get("llmjudge_properties")
-    if recorded and call.when == "call":
+    recorded = item.__dict__.pop("llmjudge_properties", None) if call.when == "call" else None
+    # Only a run that writes JUnit needs them on the report (xdist workers have the option too):
+    # pytest's terminal statistics keep every report to the end of the run.
+    if recorded and getattr(item.config.option, "xmlpath", None):
         report.llmjudge_junit = [list(pair) for pair in recorded]  # type: ignore[attr-defined]
     return report
 
@@ -353,7 +356,8 @@ class JUnitSystemOut:
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        recorded = getattr(report, "llmjudge_junit", None)
+        # Taken off the report once written: the report lives to the end of the run.
+        recorded = report.__dict__.pop("llmjudge_junit", None)
         if not recorded or report.when != "call":
             return
         from xml.etree import ElementTree
