@@ -27,9 +27,10 @@ bytecode. The machine is shared: compare the ratios, which are taken within one 
     python benchmarks/scale.py [--quick] [--only judged|recorded|calibration|latency ...]
 
 ``--quick`` runs tiny workloads (20 judged cases, 100 recorded cases and calibration items,
-32 cases at 200 ms): a smoke test of the script (tests/test_benchmark_scale.py); its
-numbers mean nothing. ``--only`` runs some workloads (while working on one of them; the
-last line then holds only their ratios). The last line of a full run is
+32 cases at 200 ms) and skips the untimed ``--collect-only`` runs: a smoke test of the
+script (tests/test_benchmark_scale.py); its numbers mean nothing. ``--only`` runs some
+workloads (while working on one of them; the last line then holds only their ratios). The
+last line of a full run is
 ``cpu_ratio=<x> cached_ratio=<x> recorded_time_ratio=<x> recorded_mem_ratio=<x>
 calibration_100k_s=<x> wall_over_floor=<x>``.
 """
@@ -250,7 +251,8 @@ def main() -> None:
                 write_plain(root / "plain10k", judged_n)
                 judged = [*pytest_cmd, "--llmjudge", "judged.yaml", "--llmjudge-concurrency=64"]
                 judged.append(f"--llmjudge-cache-dir={root / 'judged-cache'}")
-                run([*judged, "--collect-only"], root / "judged")  # compiles bytecode; sends nothing
+                if not args.quick:  # its numbers mean nothing: no need to warm anything
+                    run([*judged, "--collect-only"], root / "judged")  # compiles bytecode; sends nothing
                 cold = run(judged, root / "judged")
                 if fast.requests != judged_n:
                     raise SystemExit(f"expected {judged_n} requests, the server saw {fast.requests}")
@@ -300,7 +302,8 @@ def main() -> None:
                 write_judged(root / "latency", latency_n, slow.base_url)
                 latency_cmd = [*pytest_cmd, "--llmjudge", "judged.yaml", "--llmjudge-concurrency=32"]
                 latency_cmd.append(f"--llmjudge-cache-dir={root / 'latency-cache'}")
-                run([*latency_cmd, "--collect-only"], root / "latency")
+                if not args.quick:
+                    run([*latency_cmd, "--collect-only"], root / "latency")
                 ours = run(latency_cmd, root / "latency")
                 floor = run(
                     [python, floor_script, f"--base-url={slow.base_url}", f"--cases={latency_n}", "--concurrency=32"],
