@@ -226,8 +226,9 @@ class AggregateRecord(ItemRecord):
     """The row's per-case scores; the report keeps them once, on the ``all`` item."""
     rows: list[AggregateRow]
     cases: list[CaseRecord] | None = None
-    """The full records of the row's cases that have no threshold of their own on ``metric``
-    (what was judged, so the reports show it); the report moves them to its ``cases``, once."""
+    """The full records of cases that have no threshold of their own on ``metric`` (what was
+    judged, so the reports show it), each carried by one selected aggregate item of its suite
+    and metric; the report moves them to its ``cases``."""
 
     def row(self) -> AggregateRow | None:
         """This item's own row (the one of its ``language``)."""

@@ -127,6 +127,33 @@ class SuiteFile(pytest.File):
                 )
 
 
+_carriers_key = pytest.StashKey[dict[tuple[str, str], dict[str, set[str]]]]()
+"""(suite path, metric) -> aggregate item node id -> ids of the unasserted cases whose records it carries."""
+
+
+def _assign_carriers(items: list[pytest.Item], suite_path: str, metric: str) -> dict[str, set[str]]:
+    """Which selected aggregate item of a suite and metric carries each case's record: the first
+    (in run order) whose own group holds the case, else the first selected ``all`` item.
+
+    Every worker under pytest-xdist has the same selected items, so each assigns the same carriers.
+    """
+    mine = [
+        item
+        for item in items
+        if isinstance(item, AggregateItem) and str(item.suite.path) == suite_path and item.check.spec.metric == metric
+    ]
+    if not mine:
+        return {}
+    fallback = next((item for item in mine if item.language == ALL_LANGUAGES), None)
+    groups = [item for item in mine if item.language != ALL_LANGUAGES]
+    carriers: dict[str, set[str]] = {}
+    for case in mine[0].suite.cases:
+        own = next((item for item in groups if case.group(item.check.group_by).name == item.language), fallback)
+        if own is not None:
+            carriers.setdefault(own.nodeid, set()).add(case.id)
+    return carriers
+
+
 class InvalidSuiteItem(InvalidFileItem):
     """Stands in for a suite that failed to load, so its error is reported with the run."""
 
@@ -262,6 +289,7 @@ class AggregateItem(_SuiteItem):
         metric = self.check.spec.metric
         self.case_scores: list[CaseScore] = []  # per-case scores of this row, for baselines
         self.unasserted: list[CaseRecord] = []  # the row's cases no case item reports on this metric
+        carried = self._carried_cases()
         for case in self.suite.cases:
             score = board.score(self.suite, case, metric)
             group = case.group(self.check.group_by).name
@@ -277,7 +305,7 @@ class AggregateItem(_SuiteItem):
                         higher_is_better=score.higher_is_better,
                     )
                 )
-                if not any(threshold.metric == metric for threshold in case.thresholds):
+                if case.id in carried and not any(threshold.metric == metric for threshold in case.thresholds):
                     self.unasserted.append(self._unasserted_record(case, score))
         overrides = {group.name: self.check.for_group(group) for group in self.check.groups(self.suite.cases)}
         return compute_rows(
@@ -287,6 +315,17 @@ class AggregateItem(_SuiteItem):
             min_cases=self.check.min_cases,
             max_unscored_rate=self.check.max_unscored_rate,
         )
+
+    def _carried_cases(self) -> set[str]:
+        """Ids of the cases whose unasserted records this item carries: each case's record rides on
+        one selected item of the suite and metric (:func:`_assign_carriers`), so 10,000
+        aggregate-only cases are 10,000 records, not one set per group item, ``all`` item and
+        aggregate."""
+        carriers = self.config.stash.setdefault(_carriers_key, {})
+        key = (str(self.suite.path), self.check.spec.metric)
+        if key not in carriers:
+            carriers[key] = _assign_carriers(self.session.items, *key)
+        return carriers[key].get(self.nodeid, set())
 
     def _unasserted_record(self, case: Case, score: Score) -> CaseRecord:
         """The record of a case judged only for the suite's aggregates: what a case item would

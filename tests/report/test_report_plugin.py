@@ -301,3 +301,57 @@ def test_a_dead_judges_headline_is_in_the_json_report_and_printed_once(pytester:
         result.stdout.lines.index(headline)
         == result.stdout.lines.index(next(line for line in result.stdout.lines if "llmjudge summary" in line)) + 1
     )
+
+
+AGGREGATE_ONLY = """\
+suite: only-aggregates
+group_by: [language]
+cases:
+  - {id: hi-1, language: hi, output: "नमस्ते", recorded: {linguistic_acceptability: 2}}
+  - {id: hi-2, language: hi, output: "धन्यवाद", recorded: {linguistic_acceptability: 1}}
+  - {id: ja-1, language: ja, output: "こんにちは", recorded: {linguistic_acceptability: 2}}
+aggregate:
+  - mean(linguistic_acceptability) >= 1
+  - pass_rate(linguistic_acceptability >= 1) >= 0.5
+"""
+
+CARRIED = """\
+import json
+import pytest
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    yield
+    record = getattr(item, "llmjudge_result", None)
+    with open("carried.jsonl", "a", encoding="utf-8") as out:
+        for case in getattr(record, "cases", None) or ():
+            out.write(json.dumps([case.case, case.metric]) + "\\n")
+"""
+
+
+@pytest.mark.parametrize(
+    ("selection", "expected"),
+    [
+        ((), {"hi-1", "hi-2", "ja-1"}),
+        (("-k", "all"), {"hi-1", "hi-2", "ja-1"}),  # only the all items run: they carry every case
+        (("--llmjudge-language", "hi"), {"hi-1", "hi-2"}),
+    ],
+    ids=["everything", "all-rows-only", "one-language"],
+)
+def test_aggregate_only_cases_are_carried_once_whatever_is_selected(
+    pytester: pytest.Pytester, selection: tuple[str, ...], expected: set[str]
+) -> None:
+    """Each case a suite only aggregates is in the report once, carried by one selected aggregate item
+    (not by each group item, each all item and each aggregate of the metric)."""
+    pytester.makefile(".yaml", suite=AGGREGATE_ONLY)
+    pytester.makeconftest(CARRIED)
+    result = pytester.runpytest_inprocess(
+        "--llmjudge", "--llmjudge-report=json:report.json", "-p", "no:randomly", *selection
+    )
+    assert result.ret == 0, result.stdout.str()
+    document = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
+    assert sorted(c["case"] for c in document["cases"]) == sorted(expected)
+    assert all(c["threshold"] is None and c["outcome"] is None for c in document["cases"])
+    lines = (pytester.path / "carried.jsonl").read_text(encoding="utf-8").splitlines()
+    carried = [tuple(json.loads(line)) for line in lines]
+    assert sorted(carried) == sorted((case, "linguistic_acceptability") for case in expected), "each once"
