@@ -111,3 +111,21 @@ def test_degenerate_cases() -> None:
         metric.compute(MetricInput("x", " "))
     with pytest.raises(MetricError, match="unknown tokenize"):
         resolve_metric("rouge_l", {"tokenize": "whitespace"})
+
+
+def test_equals_the_reference_implementation_on_generated_multilingual_texts() -> None:
+    """Against rouge-score itself (the dev extra installs it; only this test imports it): the same
+    tokenizer, random sentences over Latin, Devanagari and Han words with long common runs."""
+    rouge_scorer = pytest.importorskip("rouge_score.rouge_scorer")
+    scorer = rouge_scorer.RougeScorer(["rougeL"], tokenizer=UnicodeTokenizer())
+    metric = resolve_metric("rouge_l")
+    words = ["the", "cat", "mat", "भारत", "का", "डेट्रॉयट", "长城", "千米", "2119", "Город"]
+    rng = random.Random(7)
+    for _ in range(200):
+        reference = " ".join(rng.choice(words) for _ in range(rng.randint(1, 80)))
+        output = " ".join(rng.choice(words) for _ in range(rng.randint(1, 80)))
+        expected = scorer.score(reference, output)["rougeL"]
+        value = metric.compute(MetricInput(output, reference))
+        assert value.value == pytest.approx(expected.fmeasure), (output, reference)
+        assert value.detail["precision"] == pytest.approx(expected.precision)
+        assert value.detail["recall"] == pytest.approx(expected.recall)
