@@ -57,6 +57,8 @@ class Keep:
         self.items: dict[str, ItemRecord] = {}
         self.reports: dict[str, pytest.TestReport] = {}
         self.records: list[ItemRecord] = []
+        self.wire: dict[str, dict[str, Any]] = {}
+        """Each record's wire form at the session's end, before the report document makes its paths relative."""
 
     def pytest_runtest_teardown(self, item: pytest.Item) -> None:
         record = getattr(item, "llmjudge_result", None)
@@ -67,8 +69,10 @@ class Keep:
         if report.when == "call":
             self.reports[report.nodeid] = report
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.records = list(session.config.stash[results_key].records)
+        self.wire = {str(record.nodeid): record.to_wire() for record in self.records}
 
 
 def test_in_one_process_the_item_its_report_and_the_collector_share_one_record(pytester: pytest.Pytester) -> None:
@@ -124,6 +128,7 @@ def test_the_collectors_records_are_the_items_typed_records_under_xdist(pytester
     for nodeid, record in collected.items():
         kind, wire = items[nodeid]
         assert type(record).__name__ == kind
-        assert record == record_from_wire(wire)  # the worker's collector gave the item's record its nodeid and outcome
+        # The worker's collector gave the item's record its nodeid and outcome.
+        assert keep.wire[nodeid] == wire and type(record_from_wire(wire)) is type(record)
         assert record.outcome == ("passed" if record.passed else "failed")
         assert keep.reports[nodeid].llmjudge is record  # type: ignore[attr-defined]  # the wire dict went

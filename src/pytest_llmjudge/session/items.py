@@ -82,6 +82,12 @@ class LLMJudgeItem(pytest.Item):
     llmjudge_result: ItemRecord | None = None
     """What the item found, attached to its call report as ``report.llmjudge`` (the same object)."""
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        # Set now and replaced when the item runs: an attribute first added to an item while it
+        # runs made CPython give its shared-key ``__dict__`` a table of its own, 768 bytes per item.
+        self.llmjudge_result = None
+
     def planned_calls(self) -> Iterable[tuple[Suite, Case, str]]:
         """The judge calls this item will wait for, as scoreboard needs ``(suite, case, metric)``.
 
