@@ -725,32 +725,39 @@ def _build_document(inputs: RunInputs) -> ReportDocument:
     return _redacted(document, inputs.secrets)
 
 
+_REDACTED_AT_ONCE = 1000
+"""Records redacted per pass: their wire forms are all that is held at once, and each pass
+leaves one small reference cycle (``redact_value``'s recursive closure) for the cyclic
+collector, which is paused while the document is built."""
+
+
 def _redacted(document: ReportDocument, secrets: Sequence[str]) -> ReportDocument:
     """``document`` with every string (keys included) redacted, whatever field it sits in.
 
-    Redaction runs over the wire form one record at a time (the wire form of the whole
-    document and its redacted copy, held at once, were the peak of a run's memory: about
-    3.4 KB per case); only the records it changed are parsed back (parsing all of a
-    10,000-case document again would take most of a second, and usually nothing holds a
-    secret).
+    Redaction runs over the wire form, :data:`_REDACTED_AT_ONCE` records at a time (the
+    wire form of the whole document and its redacted copy, held at once, were the peak of a
+    run's memory: about 3.4 KB per case); only the records it changed are parsed back
+    (parsing all of a 10,000-case document again would take most of a second, and usually
+    nothing holds a secret).
     """
     updates: dict[str, Any] = {}
     for name, value in document:
-        if isinstance(value, list):
-            cleaned = [_redacted_part(item, secrets) for item in value]
-            if any(new is not old for new, old in zip(cleaned, value, strict=True)):
-                updates[name] = cleaned
-        else:
-            new = _redacted_part(value, secrets)
-            if new is not value:
-                updates[name] = new
+        parts = value if isinstance(value, list) else [value]
+        cleaned = [
+            part
+            for start in range(0, len(parts), _REDACTED_AT_ONCE)
+            for part in _redacted_parts(parts[start : start + _REDACTED_AT_ONCE], secrets)
+        ]
+        if any(new is not old for new, old in zip(cleaned, parts, strict=True)):
+            updates[name] = cleaned if isinstance(value, list) else cleaned[0]
     return document.model_copy(update=updates) if updates else document
 
 
-def _redacted_part(part: Any, secrets: Sequence[str]) -> Any:
-    """One record of the document redacted: ``part`` itself when nothing in it changed (or it is no record)."""
-    if not isinstance(part, Record):
-        return part
-    wire = part.to_wire()
+def _redacted_parts(parts: list[Any], secrets: Sequence[str]) -> list[Any]:
+    """Records of the document redacted: each one itself when nothing in it changed (or it is no record)."""
+    wire = [part.to_wire() if isinstance(part, Record) else None for part in parts]
     clean = redact_value(wire, secrets)
-    return part if clean == wire else type(part).model_validate(clean)
+    return [
+        part if before == after or not isinstance(part, Record) else type(part).model_validate(after)
+        for part, before, after in zip(parts, wire, clean, strict=True)
+    ]
