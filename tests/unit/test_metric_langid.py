@@ -95,6 +95,14 @@ def test_candidates_restrict_the_identifier() -> None:
     assert set(value.detail) >= {"detected", "confidence", "expected_probability"}
 
 
+def test_a_candidate_set_restricts_a_copy_of_the_model_not_the_model() -> None:
+    restricted = resolve_metric("language", {"candidates": ["fr", "en"]})
+    full = resolve_metric("language")
+    assert restricted.compute(MetricInput(SENTENCES["de"], language="en")).detail["detected"] in ("fr", "en")
+    assert full.compute(MetricInput(SENTENCES["de"], language="de")).value == "de"
+    assert restricted.compute(MetricInput(SENTENCES["de"], language="en")).detail["detected"] in ("fr", "en")
+
+
 def test_unidentifiable_expected_language_is_an_error() -> None:
     with pytest.raises(MetricError, match="cannot identify the case's language 'mai'"):
         resolve_metric("language").compute(MetricInput(SENTENCES["hi"], language="mai"))
