@@ -213,7 +213,7 @@ def test_xdist_gives_the_same_verdicts(pytester: pytest.Pytester) -> None:
         ),
     )
     pytester.runpytest("--llmjudge", "--junitxml=one.xml", "--llmjudge-junit-properties")
-    distributed = pytester.runpytest_subprocess(
+    distributed = pytester.runpytest_inprocess(
         "--llmjudge", "-n", "2", "--junitxml=two.xml", "-p", "no:cacheprovider", "--llmjudge-junit-properties"
     )
     distributed.assert_outcomes(passed=4, failed=1, xfailed=1)
@@ -384,7 +384,7 @@ def test_unknown_language(llmjudge_calibrated_judge):
         "--llmjudge-model=loopback-judge",
     ]
     if xdist:  # each worker scores the calibration set itself: no waiting for a peer that never plans it
-        result = pytester.runpytest_subprocess(*arguments, "-n", "2", "-p", "no:cacheprovider", timeout=60)
+        result = pytester.runpytest_inprocess(*arguments, "-n", "2", "-p", "no:cacheprovider")
     else:
         result = pytester.runpytest(*arguments)
     result.assert_outcomes(passed=1, failed=2)
