@@ -338,10 +338,10 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
     labelled: dict[tuple[str, str], list[LabelledItem]] = {}
     group_info: dict[str, Group] = {}
     seen: dict[str, tuple[Path, int | None]] = {}
-    # Shared across items (100,000 items, a handful of each): thresholds per metric set, groups per
+    # Shared across items (100,000 items, a handful of each): thresholds per metric set, group names per
     # field values, annotator id sequences, and each metric's scale as a set.
     thresholds: dict[tuple[str, ...], tuple[Threshold, ...]] = {}
-    groups: dict[tuple[str, ...], Group] = {}
+    group_names: dict[tuple[str, ...], str] = {}
     sequences: dict[tuple[str, ...], tuple[str, ...]] = {}
     label_scales: dict[str, tuple[frozenset[float], tuple[int, ...]]] = {}
     recorded_scales: dict[str, tuple[frozenset[float], tuple[int, ...]] | None] = {}
@@ -402,15 +402,16 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
         )
         cases.append(case)
         values = tuple(field_value(group_record, name) for name in config.group_by)
-        group = groups.get(values)
-        if group is None:
-            group = groups[values] = group_of(group_record, config.group_by)
-            group_info[group.name] = group
+        group_name = group_names.get(values)
+        if group_name is None:
+            group = group_of(group_record, config.group_by)
+            group_name = group_names[values] = group.name
+            group_info[group_name] = group
         for threshold in case.thresholds:
             metric = threshold.metric
             labels = label_sets[metric]
             annotators = tuple(labels)
-            labelled.setdefault((group.name, metric), []).append(
+            labelled.setdefault((group_name, metric), []).append(
                 LabelledItem(
                     case=case,
                     metric=metric,
