@@ -240,3 +240,31 @@ def test_cleanup_also_removes_a_dead_writers_half_written_batch_record(tmp_path:
 
     store.cleanup()
     assert files(tmp_path) == ["batches/deadbeef.json"]
+
+
+FULL_DISK = """
+import resource, signal, sys
+from pathlib import Path
+from pytest_llmjudge.execution.cache_directory import DirectoryStore
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
+store = DirectoryStore(Path(sys.argv[1]))
+store.put("a" * 64, b"small")
+soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, hard))  # files may not grow past 4 KB: a full disk
+try:
+    store.put("b" * 64, b"x" * 10_000)
+except OSError as exc:
+    print("failed:", exc.strerror)
+resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+store.put("c" * 64, b"after")
+print(store.get("a" * 64), store.get("b" * 64), store.get("c" * 64))
+"""
+
+
+def test_after_a_failed_write_the_next_put_starts_a_new_pack(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", FULL_DISK, str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["failed: File too large", "b'small' None b'after'"]
+    assert len(list((tmp_path / "packs").iterdir())) == 2  # the torn pack is left as it is
+    store = DirectoryStore(tmp_path)  # another process: the part written before the failure hides nothing
+    assert (store.get("a" * 64), store.get("b" * 64), store.get("c" * 64)) == (b"small", None, b"after")

@@ -44,7 +44,8 @@ Degenerate cases: the root and ``packs/`` are made on the first put. Where OFD l
 exist (not Linux) or fail (``ENOLCK``/``EOPNOTSUPP`` on some network mounts), or the lock
 file can't be created (a read-only cache), every lease is granted: processes may then pay
 twice, but never wait. Two keys whose first 15 hex digits agree (one pair in about 10^18)
-share a lease. An old-layout file written by an older version *after* this store listed
+share a lease. A put whose write fails (a full disk) may leave part of its batch in the pack, and
+raises; the store then starts a new pack, so the part hides nothing written after it. An old-layout file written by an older version *after* this store listed
 them is not seen (run one version at a time on a cache). Packs are never compacted: a
 re-asked entry leaves its old record behind, and every process that stored something
 leaves one pack (``migrate_directory`` into a fresh directory compacts).
@@ -219,7 +220,14 @@ class DirectoryStore:
         with self._write_lock:
             fd, pack = self._writer()
             start = self._size
-            _write_all(fd, b"".join(records))
+            try:
+                _write_all(fd, b"".join(records))
+            except BaseException:
+                # Part of the batch may be in the pack, where it would hide every later record
+                # from readers: the next put starts a pack of its own.
+                os.close(fd)
+                self._write_fd, self._own = None, None
+                raise
             self._size += sum(map(len, records))
             self._appended += 1
             ticket = self._appended
@@ -295,11 +303,12 @@ class DirectoryStore:
         if not self._live:
             return
         for pack in self._live:
+            dead = self._writer_dead(pack.name)  # before the scan: a writer that dies after it may have appended
             size = os.fstat(pack.fd).st_size
             if size > pack.scanned:
                 self._scan(pack, size)
-            if not pack.finished and pack.scanned == size and self._writer_dead(pack.name):
-                pack.finished = True
+            if dead:
+                pack.finished = True  # all it will ever hold is indexed, a torn tail left unread
         self._live = [pack for pack in self._live if not pack.finished and pack is not self._own]
 
     def _scan(self, pack: _Pack, size: int) -> None:
