@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -775,37 +776,47 @@ def test_base_url_credentials_never_enter_the_cache(tmp_path: Path, make_runner:
         assert password.encode() not in path.read_bytes()
 
 
-class SlowDisk(DirectoryStore):
-    """The directory store on a disk whose every write takes 50 ms: the batches it was handed."""
+class HeldDisk(DirectoryStore):
+    """The directory store on a disk whose first write waits until ``go`` is set: the batches it was handed."""
 
     def __init__(self, root: Path) -> None:
         super().__init__(root)
         self.batches: list[int] = []
+        self.go = threading.Event()
 
     def put_many(self, entries: Sequence[tuple[str, bytes]]) -> None:
-        time.sleep(0.05)
+        if not self.batches:
+            self.go.wait(TIMEOUT)
         super().put_many(entries)
         self.batches.append(len(entries))
 
 
 def test_replies_that_finish_while_a_write_is_in_flight_are_stored_as_one_batch(tmp_path: Path) -> None:
-    prompts = 64
-    store = SlowDisk(tmp_path / "c")
-    with LoopbackServer(latency=0.01, responder=ScriptedJudge({"linguistic_acceptability": 2})) as server:
-        runner = JudgeRunner(JudgeCache(None, store=store), concurrency=16, backoff_base=0.01)
+    prompts = 16
+    store = HeldDisk(tmp_path / "c")
+    with LoopbackServer(responder=ScriptedJudge({"linguistic_acceptability": 2})) as server:
+        runner = JudgeRunner(JudgeCache(None, store=store), concurrency=prompts, backoff_base=0.01)
         try:
             futures = [
                 runner.submit_judgment(openai_provider(runner, server), request_for(server, output=f"उत्तर {i}"), [LA])
                 for i in range(prompts)
             ]
+            # The first reply's write is held; every other request reaches the server meanwhile,
+            # and its reply gets a moment to queue behind that write.
+            deadline = time.monotonic() + TIMEOUT
+            while len(server.requests) < prompts and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.3)
+            assert not any(future.done() for future in futures)  # nothing is used before it is stored
+            store.go.set()
             outcomes = [future.result(timeout=TIMEOUT) for future in futures]
         finally:
             runner.close()
     assert all(verdict(outcome).score == 2.0 and not outcome.cached for outcome in outcomes)
-    # One write in flight at a time; the replies that arrive meanwhile wait for the next one,
-    # together (a write per reply would be 64 writes of one).
+    # One write in flight at a time; the replies that arrived meanwhile went in the next one,
+    # together (a write per reply would be 16 writes of one).
     assert sum(store.batches) == prompts
-    assert len(store.batches) < prompts / 2
+    assert store.batches[0] == 1 and len(store.batches) <= 3
     assert store.syncs == len(store.batches)
     assert len(DirectoryStore(tmp_path / "c").keys()) == prompts  # every reply durable
 
