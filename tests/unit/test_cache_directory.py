@@ -268,3 +268,15 @@ def test_after_a_failed_write_the_next_put_starts_a_new_pack(tmp_path: Path) -> 
     assert len(list((tmp_path / "packs").iterdir())) == 2  # the torn pack is left as it is
     store = DirectoryStore(tmp_path)  # another process: the part written before the failure hides nothing
     assert (store.get("a" * 64), store.get("b" * 64), store.get("c" * 64)) == (b"small", None, b"after")
+
+
+def test_a_cache_of_many_finished_packs_holds_no_descriptor_per_pack(tmp_path: Path) -> None:
+    for n in range(40):  # forty runs' packs, each sealed when its store closed
+        writer = DirectoryStore(tmp_path)
+        writer.put(f"{n:064x}", b"reply %d" % n)
+        writer.close()
+    before = len(os.listdir("/proc/self/fd"))
+    store = DirectoryStore(tmp_path)
+    assert [store.get(f"{n:064x}") for n in range(40)] == [b"reply %d" % n for n in range(40)]
+    assert len(os.listdir("/proc/self/fd")) - before <= 2  # not one per pack
+    store.close()

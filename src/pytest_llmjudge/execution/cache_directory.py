@@ -21,7 +21,8 @@ cleanup / close); entries are opaque bytes here, checked, signed and redacted by
   its CRC (a write in progress, retried at the next scan; or a killed writer's torn tail,
   which stays unread). When several records hold one key, the latest write wins. A store
   seals its pack at ``close`` (a trailer record): a sealed pack, or one whose writer is dead
-  on this host, is never rescanned.
+  on this host, is never rescanned, and keeps no open descriptor (a read of it opens the file:
+a cache of hundreds of packs must not hold hundreds of descriptors per process).
 - **The old layout** (one file per entry, ``<root>/<key[:2]>/<key>.json``, written by
   earlier versions) is still read: its keys are listed once, at the first miss, and a pack
   record wins over a file. Nothing is rewritten: new replies go to packs.
@@ -137,8 +138,9 @@ class _Pack:
     """One pack file as this store reads it."""
 
     name: str
-    fd: int
-    """Open for reading (``pread``)."""
+    fd: int | None
+    """Open for reading (``pread``) while the pack may grow, or is this store's own; None once it is
+    finished (a read then opens it), so a cache of many packs holds few descriptors."""
     scanned: int = 0
     """Bytes of whole, valid records indexed so far."""
     finished: bool = False
@@ -189,23 +191,32 @@ class DirectoryStore:
         with self._read_lock:
             self._rescan()
             found = self._index.get(key)
-            if found is None:
-                if self._legacy is None:
-                    self._legacy = self._list_legacy()
-                legacy = key in self._legacy
-        if found is not None:
-            pack, offset, length, _ = found
-            try:
-                data = os.pread(pack.fd, length, offset)
-            except OSError:
-                return None
-            return data if len(data) == length else None
+            if found is not None:  # read under the lock: a scan may close the pack's descriptor
+                pack, offset, length, _ = found
+                return self._read(pack, offset, length)
+            if self._legacy is None:
+                self._legacy = self._list_legacy()
+            legacy = key in self._legacy
         if legacy:
             try:
                 return self._entry(key).read_bytes()
             except OSError:
                 return None
         return None
+
+    def _read(self, pack: _Pack, offset: int, length: int) -> bytes | None:
+        try:
+            if pack.fd is not None:
+                data = os.pread(pack.fd, length, offset)
+            else:
+                fd = os.open(os.path.join(self._packs_dir, pack.name), os.O_RDONLY)
+                try:
+                    data = os.pread(fd, length, offset)
+                finally:
+                    os.close(fd)
+        except OSError:
+            return None
+        return data if len(data) == length else None
 
     def put(self, key: str, data: bytes) -> None:
         self.put_many(((key, data),))
@@ -303,15 +314,20 @@ class DirectoryStore:
         if not self._live:
             return
         for pack in self._live:
+            assert pack.fd is not None  # a pack that may grow keeps its descriptor
             dead = self._writer_dead(pack.name)  # before the scan: a writer that dies after it may have appended
             size = os.fstat(pack.fd).st_size
             if size > pack.scanned:
                 self._scan(pack, size)
             if dead:
                 pack.finished = True  # all it will ever hold is indexed, a torn tail left unread
+            if pack.finished and pack.fd is not None and pack is not self._own:
+                os.close(pack.fd)
+                pack.fd = None
         self._live = [pack for pack in self._live if not pack.finished and pack is not self._own]
 
     def _scan(self, pack: _Pack, size: int) -> None:
+        assert pack.fd is not None  # only growing packs are scanned
         data = os.pread(pack.fd, size - pack.scanned, pack.scanned)
         view = memoryview(data)
         position = 0
@@ -394,7 +410,8 @@ class DirectoryStore:
                     self._write_fd, self._own = None, None
         with self._read_lock:
             for pack in self._packs.values():
-                os.close(pack.fd)
+                if pack.fd is not None:
+                    os.close(pack.fd)
             self._packs.clear()
             self._live.clear()
             self._listed_mtime = -1
