@@ -99,6 +99,16 @@ def test_position_bias_estimate_and_measurement() -> None:
     assert position_bias([], "random").first_slot_rate is None
 
 
+@pytest.mark.parametrize(("first", "decisive"), [(0, 1), (1, 2), (3, 10), (7, 10), (50, 100), (61, 100), (480, 1000)])
+def test_position_bias_p_value_is_scipys_exact_binomial_test(first: int, decisive: int) -> None:
+    from scipy.stats import binomtest
+
+    battle = Battle("q", "hi", "s1", "s2", "x", "y")
+    verdicts = [combine(battle, [Presentation(False, "A" if i < first else "B")]) for i in range(decisive)]
+    p_value = position_bias(verdicts, "random").binomial_p
+    assert p_value == pytest.approx(binomtest(first, decisive, 0.5).pvalue, rel=1e-12)
+
+
 @pytest.mark.parametrize(
     ("text", "parsed"),
     [

@@ -68,7 +68,6 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy.optimize import minimize
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.special import expit, log_expit
@@ -425,6 +424,9 @@ def _mm(
 
 def _lbfgs(points: FloatArray, games: FloatArray, max_iter: int, tol: float) -> tuple[FloatArray, int, bool]:
     """Direct minimisation of the penalised negative log-likelihood with L-BFGS-B."""
+    # Imported here: scipy.optimize costs about 0.2 s of CPU to import, and only this method needs it.
+    from scipy.optimize import minimize
+
     wins = points.sum(axis=1)
 
     def objective(theta: FloatArray) -> tuple[float, FloatArray]:
