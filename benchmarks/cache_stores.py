@@ -1,7 +1,7 @@
 """Put/get throughput of the judge-cache stores, and files on disk, for 10,000 entries of ~4 KB.
 
-Stores: the directory store (``execution/cache_directory.py``, one file per entry, fsync per
-put), SQLite (``sqlite_store.py``, WAL, group commit), Redis (a throwaway ``redis-server``
+Stores: the directory store (``execution/cache_directory.py``, a pack file per writing
+process, appends with group commit), SQLite (``sqlite_store.py``, WAL, group commit), Redis (a throwaway ``redis-server``
 without persistence, on 127.0.0.1) and S3 (moto's threaded server in a subprocess on
 127.0.0.1). Entries are JSON-shaped bytes of 4,000-4,200 bytes, keyed by sha256 like real
 cache entries. Each store is timed for:
