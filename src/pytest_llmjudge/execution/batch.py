@@ -15,7 +15,8 @@ Runs once, after collection and before the judge calls are planned
    batch of the same endpoint that holds a key it needs and submits only what no recorded
    batch covers, so nothing is paid twice;
 4. batches are polled every ``--llmjudge-batch-poll`` seconds with a progress line; when
-   one ends its replies go into the judge cache under the same keys as online replies, and
+   one ends its replies go into the judge cache under the same keys as online replies (all
+   of them in one ``put_many``: one write and one fsync in the directory store), and then
    its record is removed;
 5. then the items run as usual: everything the batches answered is a cache hit. What they
    did not answer (per-request errors, an expired or failed batch, providers without a
@@ -387,6 +388,7 @@ class BatchPhase:
             results = None
         answered = errors = 0
         if results is not None:
+            entries: list[tuple[str, bytes]] = []
             for key, reply in results.replies.items():
                 if key not in record.keys:
                     continue
@@ -395,11 +397,16 @@ class BatchPhase:
                     # A key an earlier run needed: without its request the entry couldn't be
                     # verified on read (execution/cache.py). The record keeps it (below).
                     continue
-                self.cache.put(key, request, reply)
+                data, _ = self.cache.encode(key, request, reply)
+                if data is not None:
+                    entries.append((key, data))
                 self.board.runner.received(key)  # paid for in this run: not asked again if unparseable
                 answered += 1
                 self.summary.input_tokens += reply.usage.input_tokens
                 self.summary.output_tokens += reply.usage.output_tokens
+            if entries and self.cache.store is not None:
+                # The whole batch's replies in one write and one fsync, durable before its record goes.
+                self.cache.store.put_many(entries)
             errors = sum(1 for key in results.errors if key in record.keys)
             records.remove(record)
             unneeded = [key for key in record.keys if key not in endpoint.requests and key in results.replies]
