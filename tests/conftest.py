@@ -110,29 +110,33 @@ def loopback(scripted_judge: ScriptedJudge) -> Iterator[LoopbackServer]:
 # is nearly free (--maxschedchunk=1 by default): longest-first scheduling.
 DOCS = "tests/test_docs_commands.py::test_doc_commands_run"
 LONG_TESTS: dict[str, float] = {
-    f"{DOCS}[reports.md]": 28,
-    f"{DOCS}[getting-started.md]": 16,
-    f"{DOCS}[suite-format.md]": 15,
-    "tests/plugin/test_soak.py": 13,
-    f"{DOCS}[rankings.md]": 13,
-    f"{DOCS}[ci.md]": 12,
-    "tests/plugin/test_secrets.py::test_sentinel_keys_appear_in_no_output[xdist]": 11,
-    "tests/plugin/test_shards.py::test_three_shards_pay_once_per_prompt_and_merge_to_the_single_run[s3]": 11,
-    f"{DOCS}[baselines.md]": 10,
-    f"{DOCS}[configuration.md]": 9,
-    "tests/plugin/test_xdist.py::test_xdist_run_matches": 8,
-    "tests/test_benchmark_scale.py": 7,
-    "tests/plugin/test_secrets.py": 6,
-    f"{DOCS}[junit.md]": 6,
-    "tests/plugin/test_shards.py": 6,
-    f"{DOCS}[judges.md]": 4,
-    "tests/plugin/test_xdist.py": 4,
-    "tests/plugin/test_batch.py::test_a_run_killed": 4,
-    "tests/plugin/test_resume.py": 4,
+    f"{DOCS}[reports.md]": 16,
+    "tests/plugin/test_soak.py": 12,
+    f"{DOCS}[getting-started.md]": 8.5,
+    f"{DOCS}[suite-format.md]": 8,
+    "tests/test_benchmark_scale.py": 7.5,
+    f"{DOCS}[ci.md]": 7,
+    "tests/plugin/test_shards.py::test_three_shards_pay_once_per_prompt_and_merge_to_the_single_run[s3]": 6.5,
+    f"{DOCS}[configuration.md]": 6,
+    "tests/plugin/test_secrets.py::test_sentinel_keys_appear_in_no_output[xdist]": 5.5,
+    f"{DOCS}[rankings.md]": 5.5,
+    f"{DOCS}[baselines.md]": 5,
+    "tests/plugin/test_shards.py": 4.5,
+    "tests/report/test_report_chromium.py::test_ten_thousand_failing_cases_render_under_10_mb": 4,
+    "tests/report/test_report_chromium.py::test_screenshots": 4,
+    "tests/report/test_report_plugin.py::test_xdist_report_has_the_same_results": 3,
+    "tests/plugin/test_xdist.py": 3,
+    "tests/plugin/test_cache_processes.py": 3,
+    "tests/plugin/test_secrets.py": 2.5,
+    "tests/plugin/test_resume.py": 2.5,
+    f"{DOCS}[judges.md]": 2.5,
+    f"{DOCS}[junit.md]": 2,
+    "tests/plugin/test_batch.py::test_a_run_killed": 2,
     f"{DOCS}": 2,
 }
-"""Seconds the longest tests took (node-id prefix, the first that matches), measured under
-``pytest -n auto`` at load average 2.5-3 on the 2-core machine (tests/README.md); tests with
+"""Seconds the longest tests take (node-id prefix, the first that matches): the CPU seconds of
+each measured with a per-test probe under ``pytest -n 2`` (tests/README.md), which is about
+their wall time on a quiet machine, and more for the soak (it waits for retries); tests with
 "xdist" in their name, not listed, follow them."""
 
 
