@@ -202,6 +202,8 @@ class JudgeRunner:
         self._providers: list[JudgeProvider] = []
         self._loop = asyncio.new_event_loop()
         self._semaphore: asyncio.Semaphore | None = None
+        self._labels: dict[tuple[str, str, str | None, tuple[str, ...]], str] = {}
+        """Endpoint labels (``_endpoint``) by (provider, model, base URL, secrets)."""
         self._to_store: list[tuple[str, bytes, Lease, asyncio.Future[None]]] = []
         """Encoded replies waiting for the next batch write: (key, entry, lease, done)."""
         self._storing = False
@@ -293,7 +295,13 @@ class JudgeRunner:
         return CallOutcome(results=results, cached=True, model=hit.reply.model or request.model)
 
     def _endpoint(self, request: ProviderRequest) -> str:
-        return endpoint_label(request.provider, request.model, request.base_url, self.secrets)
+        # Labelled once per endpoint and set of secrets: redacting the URL per call was a
+        # percent of a cold run's CPU.
+        key = (request.provider, request.model, request.base_url, self.secrets)
+        label = self._labels.get(key)
+        if label is None:
+            label = self._labels[key] = endpoint_label(request.provider, request.model, request.base_url, self.secrets)
+        return label
 
     def _count(self, request: ProviderRequest, failure: ProviderError | None) -> None:
         """Tally one finished judge call of this process under its endpoint (``judges/diagnosis.py``)."""
