@@ -138,7 +138,7 @@ def test_xdist_workers_ask_an_earlier_runs_unparseable_prompt_once(
     assert loopback.stats()["requests"] == 12  # each prompt and its two re-asks
 
     scripted_judge.scores = {"linguistic_acceptability": 2}
-    result = pytester.runpytest_inprocess("--llmjudge", "-n", "2", "-p", "xdist")
+    result = pytester.runpytest_subprocess("--llmjudge", "-n", "2", "-p", "xdist")
     result.assert_outcomes(passed=4)
     assert loopback.stats()["requests"] == 16
     result.stdout.fnmatch_lines(["*judge calls: 4 provider requests*4 unparseable cache hits*"])
