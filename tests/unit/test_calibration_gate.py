@@ -386,7 +386,10 @@ def test_inline_items_both_label_shapes(store: GateComputer, tmp_path: Path) -> 
     cal = store.load(write(tmp_path, BASE))
     assert cal.groups() == [("hi", "hallucinations"), ("hi", "linguistic_acceptability")]
     items = cal.items("hi", "linguistic_acceptability")
-    assert [item.labels for item in items] == [(("a1", 2), ("a2", 2)), (("a1", 1), ("a2", 2), ("7", 1))]
+    assert [(item.annotators, item.values) for item in items] == [
+        (("a1", "a2"), (2, 2)),
+        (("a1", "a2", "7"), (1, 2, 1)),
+    ]
     slots = store.label_matrix(items, "slots")
     assert slots.shape == (2, 3) and math.isnan(slots[0, 2])
     by_id = store.label_matrix(items, "annotators")

@@ -141,11 +141,6 @@ class LabelledItem:
     """Shared by the items with the same annotator ids in the same order (the gate's label matrix groups by it)."""
     values: tuple[int, ...]
 
-    @property
-    def labels(self) -> tuple[tuple[str, int], ...]:
-        """``(annotator id, label)`` pairs."""
-        return tuple(zip(self.annotators, self.values, strict=True))
-
 
 @dataclass(frozen=True)
 class CalibrationSet:
