@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import importlib
 import os
+import time
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -245,7 +246,33 @@ def _worker_share(config: pytest.Config, settings: Settings) -> WorkerShare | No
     # How long a worker waits for a judge reply or an output another worker owns: the owner's
     # longest judge call (all its retries) or output-target call, plus a margin.
     wait = max(settings.timeout * (settings.max_retries + 1), settings.target_timeout) + 60
-    return WorkerShare(int(worker_id[2:]), count, str(workerinput.get("testrunuid", "run")), wait)
+    started = workerinput.get(_RUN_STARTED)
+    return WorkerShare(
+        int(worker_id[2:]),
+        count,
+        str(workerinput.get("testrunuid", "run")),
+        wait,
+        run_started=float(started) if isinstance(started, (int, float)) else None,
+    )
+
+
+_RUN_STARTED = "llmjudge_run_started"
+"""workerinput key: the controller's clock (Unix time) before it started any worker."""
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown without xdist
+def pytest_configure_node(node: Any) -> None:
+    """On the xdist controller: one start time for the run, handed to every worker. A cache entry
+    written after it is this run's (another worker's), before it an earlier run's; each worker's
+    own start would misjudge entries of a run that ended moments before this one started."""
+    config = node.config
+    if not is_enabled(config):
+        return
+    started = config.stash.setdefault(_run_started_key, time.time())
+    node.workerinput[_RUN_STARTED] = started
+
+
+_run_started_key = pytest.StashKey[float]()
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -130,7 +130,10 @@ def test_xdist_workers_ask_an_earlier_runs_unparseable_prompt_once(
     pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
 ) -> None:
     # The worker that owns a call asks again; the other waits for its fresh reply rather
-    # than asking too, so 4 stale prompts cost 4 requests, not 8.
+    # than asking too, so 4 stale prompts cost 4 requests, not 8. The second run starts well
+    # within a second of the first (its controller is in-process): each worker once judged
+    # "this run's" by its own start less a second, took the first run's unparseable replies as
+    # another worker's and used them (5 of 6 runs failed); the controller's start decides now.
     ids = ("fr-1", "fr-2", "fr-3", "fr-4")
     scripted_judge.scores = lambda query: BAD_REPLY
     pytester.makefile(".yaml", failures=suite(loopback.openai_base_url, ids))
@@ -138,7 +141,7 @@ def test_xdist_workers_ask_an_earlier_runs_unparseable_prompt_once(
     assert loopback.stats()["requests"] == 12  # each prompt and its two re-asks
 
     scripted_judge.scores = {"linguistic_acceptability": 2}
-    result = pytester.runpytest_subprocess("--llmjudge", "-n", "2", "-p", "xdist")
+    result = pytester.runpytest_inprocess("--llmjudge", "-n", "2", "-p", "xdist")
     result.assert_outcomes(passed=4)
     assert loopback.stats()["requests"] == 16
     result.stdout.fnmatch_lines(["*judge calls: 4 provider requests*4 unparseable cache hits*"])

@@ -648,9 +648,20 @@ class JudgeRunner:
                 if isinstance(waited, str):
                     raise ProviderError(waited)
                 return (waited.reply, True) if waited is not None else (None, False)
-            if hit.created is not None and hit.created >= self._started - 1.0:
+            if hit.created is not None and hit.created >= self._run_started():
                 return hit.reply, True
         return (hit.reply if hit is not None else None), False
+
+    def _run_started(self) -> float:
+        """When this run started: entries created since are this run's (another worker's).
+
+        The xdist controller's clock before it started any worker, when it said; else this
+        runner's start less a second for workers that started later than the first writer. That
+        fallback takes an earlier run's entries from the second before this one as this run's.
+        """
+        if self.share is not None and self.share.run_started is not None:
+            return self.share.run_started
+        return self._started - 1.0
 
     async def _fresh_from_owner(self, key: str) -> tuple[ProviderReply | None, bool]:
         """The reply the owning xdist worker stores this run for ``key`` (an earlier run's did not parse).
@@ -658,7 +669,7 @@ class JudgeRunner:
         ``(None, False)`` when waiting gave nothing (the owner crashed): this runner then pays.
         """
         assert self.share is not None
-        waited = await self.share.wait_for_owner(self.cache, key, since=self._started - 1.0)
+        waited = await self.share.wait_for_owner(self.cache, key, since=self._run_started())
         if isinstance(waited, str):
             raise ProviderError(waited)
         return (waited.reply, True) if waited is not None else (None, False)

@@ -51,6 +51,9 @@ class WorkerShare:
     count: int
     run_id: str
     wait_seconds: float = 600.0
+    run_started: float | None = None
+    """The controller's clock (Unix time) before any worker started: a cache entry created after
+    it is this run's. None when the controller did not say (each runner then uses its own start)."""
 
     def owns(self, identity: str) -> bool:
         digest = hashlib.sha256(identity.encode("utf-8")).hexdigest()
