@@ -27,7 +27,6 @@ known price.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 import threading
@@ -94,11 +93,11 @@ class ProgressDisplay:
 
     def write_own_file(self) -> None:
         assert self.directory is not None and self.worker_id is not None
-        target = self.directory / f"{self.worker_id}.json"
-        temporary = target.with_suffix(".tmp")
+        from pytest_llmjudge.atomic import write_atomic
+
         data = {"counters": self.own_counters().to_dict(), "models": sorted(self.models)}
-        temporary.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(temporary, target)  # atomic: the controller never reads half a file
+        # Atomic: the controller never reads half a file. Rewritten every tick, so no fsync.
+        write_atomic(self.directory / f"{self.worker_id}.json", json.dumps(data), fsync=False, private=False)
 
     def price(self) -> tuple[float, float] | None:
         from pytest_llmjudge.report.assemble import PriceError, parse_prices, price_for
