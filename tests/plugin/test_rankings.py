@@ -334,7 +334,9 @@ def test_batch_mode_sends_a_rankings_battles_in_the_batch(
     assert server.requests == [], "every battle went through the batch"
     battles = 6 * 3 * 2  # cases x system pairs x both orders
     assert server.stats()["batch"]["batch_requests"] == battles
-    result.stdout.fnmatch_lines([f"llmjudge: batch mode: {battles} uncached request(s), 0 cached; {battles} submitted*"])
+    result.stdout.fnmatch_lines(
+        [f"llmjudge: batch mode: {battles} uncached request(s), 0 cached; {battles} submitted*"]
+    )
     rerun = pytester.runpytest("--llmjudge")
     rerun.assert_outcomes(passed=4)
     assert server.requests == [] and server.stats()["batch"]["batch_requests"] == battles
