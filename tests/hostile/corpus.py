@@ -586,6 +586,30 @@ def calibration_and_ranking_entries() -> list[Entry]:
     return entries
 
 
+def judge_calibration_entries() -> list[Entry]:
+    """Suites whose ``judge.calibration`` names no calibration set file: the suite fails to load."""
+    judge = '  judge: {provider: openai, model: m, base_url: "http://127.0.0.1:9/v1", calibration: %s}\n'
+    return [
+        _yaml(
+            "judge_calibration_missing",
+            suite("cal-missing", extra=(judge % "missing.yaml").lstrip()),
+            "judge.calibration: calibration set not found",
+            "calibration:",
+        ),
+        Entry(
+            "judge_calibration_directory",
+            {
+                "judge_calibration_directory.yaml": suite(
+                    "cal-directory", extra=(judge % "judge_calibration_directory.d").lstrip()
+                ).encode()
+            },
+            "calibration set is a directory, not a calibration set file",
+            2,
+            directories=("judge_calibration_directory.d",),
+        ),
+    ]
+
+
 def baseline_entries() -> list[Entry]:
     """Suites whose ``regression.baseline`` file is bad: the regression item fails, naming it."""
     entries = []
@@ -633,6 +657,7 @@ def build() -> Corpus:
         + target_entries()
         + structure_entries()
         + calibration_and_ranking_entries()
+        + judge_calibration_entries()
         + baseline_entries()
     )
     names = [entry.name for entry in entries]

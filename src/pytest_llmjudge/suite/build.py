@@ -254,8 +254,9 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
     if judge.calibration is not None:
         calibration_path = (base_dir / judge.calibration).resolve()
         if not calibration_path.is_file():
+            what = "is a directory, not a calibration set file" if calibration_path.is_dir() else "not found"
             raise SuiteError(
-                f"calibration set not found: {calibration_path}",
+                f"calibration set {what}: {calibration_path}",
                 path=path,
                 line=line_for(doc.lines, ("judge", "calibration")),
                 field="judge.calibration",
