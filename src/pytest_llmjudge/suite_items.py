@@ -56,21 +56,34 @@ def _excerpt(text: str | None) -> str:
     return flat if len(flat) <= EXCERPT_CHARS else flat[:EXCERPT_CHARS] + " …"
 
 
-def _score_fields(score: Score) -> dict[str, Any]:
-    """A case record's fields that come from its score: the value, how it was got, why."""
-    return {
-        "score": score.value,
-        "samples": list(score.samples),
-        "spread": score.spread,
-        "source": score.source,
-        "judge": score.judge,
-        "cached": score.cached,
-        "justification": score.justification,
-        "unscored_reason": score.error,
-        "raw_reply": score.raw_reply,
-        "detail": dict(score.detail),
-        "higher_is_better": score.higher_is_better,
-    }
+def _case_record(
+    config: pytest.Config, suite: Suite, case: Case, metric: str, score: Score, **verdict: Any
+) -> CaseRecord:
+    """A case's record on ``metric``: its score, how it was got, and what was judged, in full, so a
+    reviewer can read it and two reports diff per case. ``verdict``: ``threshold`` and ``passed``
+    (and ``aggregates`` for a case only aggregates assert)."""
+    return CaseRecord(
+        suite=suite.name,
+        suite_path=str(suite.path),
+        case=case.id,
+        language=case.language,
+        metric=metric,
+        score=score.value,
+        samples=list(score.samples),
+        spread=score.spread,
+        source=score.source,
+        judge=score.judge,
+        cached=score.cached,
+        justification=score.justification,
+        unscored_reason=score.error,
+        raw_reply=score.raw_reply,
+        detail=dict(score.detail),
+        higher_is_better=score.higher_is_better,
+        input=case.input,
+        output=_judged_output(config, suite, case),
+        reference=case.reference,
+        **verdict,
+    )
 
 
 def _judged_output(config: pytest.Config, suite: Suite, case: Case) -> str | None:
@@ -194,19 +207,14 @@ class CaseItem(_SuiteItem):
         score = _scoreboard(self.config).score(self.suite, self.case, self.threshold.metric)
         expected = self.threshold.expected(self.case.language)
         passed = score.scored and self.threshold.holds(score.value, self.case.language)
-        result = CaseRecord(
-            **_score_fields(score),
-            suite=self.suite.name,
-            suite_path=str(self.suite.path),
-            case=self.case.id,
-            language=self.case.language,
-            metric=self.threshold.metric,
+        result = _case_record(
+            self.config,
+            self.suite,
+            self.case,
+            self.threshold.metric,
+            score,
             threshold=RecordThreshold(op=self.threshold.op, value=expected),
             passed=passed,
-            # What was judged, in full, so a reviewer can read it and two reports diff per case.
-            input=self.case.input,
-            output=_judged_output(self.config, self.suite, self.case),
-            reference=self.case.reference,
         )
         self.llmjudge_result = result
         record(self, result.junit_properties())
@@ -331,19 +339,9 @@ class AggregateItem(_SuiteItem):
         """The record of a case judged only for the suite's aggregates: what a case item would
         record, without a threshold or a verdict of its own."""
         metric = self.check.spec.metric
-        return CaseRecord(
-            **_score_fields(score),
-            suite=self.suite.name,
-            suite_path=str(self.suite.path),
-            case=case.id,
-            language=case.language,
-            metric=metric,
-            threshold=None,
-            aggregates=[check.spec.label for check in self.suite.aggregates if check.spec.metric == metric],
-            passed=None,
-            input=case.input,
-            output=_judged_output(self.config, self.suite, case),
-            reference=case.reference,
+        aggregates = [check.spec.label for check in self.suite.aggregates if check.spec.metric == metric]
+        return _case_record(
+            self.config, self.suite, case, metric, score, threshold=None, passed=None, aggregates=aggregates
         )
 
     def runtest(self) -> None:

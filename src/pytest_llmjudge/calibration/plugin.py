@@ -87,17 +87,18 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Calibratio
 def _calibrated_gate_needs(config: pytest.Config, items: Sequence[pytest.Item]) -> Iterator[tuple[Suite, Case, str]]:
     """The live judge calls of the gates that selected suite items' calibrated judges must pass
     (no calibration item asks for them): part of the one plan, so batch mode sends them too."""
-    if not any(_calibrated_suite(item) is not None for item in items):
-        return  # no selected suite names a calibration: nothing to plan
-    from pytest_llmjudge.calibration.items import get_store
     from pytest_llmjudge.suite_items import AggregateItem, CaseItem
 
-    store = get_store(config)
     suites: dict[str, Suite] = {}
     for item in items:
         if isinstance(item, (CaseItem, AggregateItem)) and item.judge_problem is None:
             if item.suite.judge.calibration is not None and item.suite.needs_live_judge:
                 suites.setdefault(str(item.suite.path), item.suite)
+    if not suites:
+        return  # no selected suite with a live judge names a calibration: nothing to plan
+    from pytest_llmjudge.calibration.items import get_store
+
+    store = get_store(config)
     for suite in suites.values():
         yield from store.suite_gate_needs(suite)
 
