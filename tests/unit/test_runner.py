@@ -843,3 +843,61 @@ def test_two_runners_on_one_cache_directory_pay_once_per_prompt(tmp_path: Path) 
     # The other runner's replies: waited for, or already stored when it submitted.
     assert sum(r.stats.shared_hits + r.stats.cache_hits for r in runners) == prompts
     assert not [p for p in (tmp_path / "shared").rglob("*") if p.name.startswith(".tmp-")]
+
+
+# --------------------------------------------------------------------------- yielding to the loop
+
+
+def _block_the_loop(runner: JudgeRunner) -> tuple[threading.Event, threading.Event]:
+    """Run a callback on the runner's loop that holds it (no select) until ``release`` is set."""
+    started, release = threading.Event(), threading.Event()
+
+    async def hold() -> None:
+        started.set()
+        release.wait(TIMEOUT)  # blocks the loop's thread itself, as a CPU-bound stretch of calls does
+
+    runner.submit(hold)
+    assert started.wait(TIMEOUT)
+    return started, release
+
+
+def test_yield_to_calls_waits_while_the_loop_works(make_runner: Callable[..., JudgeRunner]) -> None:
+    # Items wait here so that they don't trade the GIL with a busy loop at every system call.
+    runner = make_runner()
+    _, release = _block_the_loop(runner)
+    returned = threading.Event()
+    waiter = threading.Thread(target=lambda: (runner.yield_to_calls(timeout=TIMEOUT), returned.set()))
+    waiter.start()
+    assert not returned.wait(0.2)  # the loop is busy: no item may run yet
+    release.set()
+    assert returned.wait(TIMEOUT)  # the loop went back to waiting on I/O
+    waiter.join(TIMEOUT)
+
+
+def test_yield_to_calls_returns_while_the_loop_waits_on_the_network(
+    server: LoopbackServer, make_runner: Callable[..., JudgeRunner]
+) -> None:
+    server.hold_after(0)  # every answer is held: the call stays in flight
+    runner = make_runner()
+    provider = openai_provider(runner, server)
+    future = runner.submit_judgment(provider, request_for(server), [LA])
+    assert eventually(lambda: server.stats()["in_flight"] == 1)
+    returned = threading.Event()
+    waiter = threading.Thread(target=lambda: (runner.yield_to_calls(timeout=TIMEOUT), returned.set()))
+    waiter.start()
+    assert returned.wait(TIMEOUT / 3)  # at once, not at the timeout: the loop only waits for the reply
+    waiter.join(TIMEOUT)
+    assert not future.done()
+    server.release()
+    assert verdict(future.result(timeout=TIMEOUT)).score == 2.0
+
+
+def test_yield_to_calls_gives_up_after_its_timeout_and_after_close(make_runner: Callable[..., JudgeRunner]) -> None:
+    runner = make_runner()
+    _, release = _block_the_loop(runner)
+    try:
+        runner.yield_to_calls(timeout=0.05)  # a loop busy for longer never stalls an item for good
+    finally:
+        release.set()
+    runner.close()
+    runner.yield_to_calls(timeout=TIMEOUT)  # no loop: nothing to wait for

