@@ -599,11 +599,13 @@ class JudgeRunner:
         busy loop at each one.
         """
         loop = asyncio.get_running_loop()
+        store = self.cache.store
         try:
+            assert store is not None  # encode gave entries, so there is a store
             while self._to_store:
                 batch, self._to_store = self._to_store, []
                 try:
-                    await loop.run_in_executor(None, self._put_batch, [(key, data) for key, data, _, _ in batch])
+                    await loop.run_in_executor(None, store.put_many, [(key, data) for key, data, _, _ in batch])
                 except Exception as exc:
                     outcome: BaseException | None = exc
                 else:
@@ -619,11 +621,6 @@ class JudgeRunner:
                             done.set_exception(outcome)
         finally:
             self._storing = False
-
-    def _put_batch(self, entries: list[tuple[str, bytes]]) -> None:
-        """Store a batch's entries with one ``put_many`` (in the worker thread)."""
-        assert self.cache.store is not None  # encode gave entries, so there is a store
-        self.cache.store.put_many(entries)
 
     async def _claim(self, key: str, stale: str | None = None) -> tuple[ProviderReply | None, Lease | None]:
         """The lease to pay for ``key``, or the reply of the process that held it.

@@ -416,11 +416,11 @@ class ScoreBoard:
                 if self.owns_output(case):
                     self.output_future(suite, case)
         submitted = 0
-        first_round = self.settings.concurrency
+        paused = False
         for suite, case, group, sample in self.planned_calls(needs):
             submitted += self._submit(suite, case, group, sample, eager=True)
-            if submitted == first_round and self._runner is not None:
-                first_round = -1  # once
+            if not paused and submitted == self.settings.concurrency and self._runner is not None:
+                paused = True
                 self._runner.yield_to_calls()
         return submitted
 
