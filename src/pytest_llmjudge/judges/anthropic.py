@@ -21,6 +21,7 @@ from pytest_llmjudge.judges.base import (
     post_through_sdk,
     sdk_response_class,
 )
+from pytest_llmjudge.judges.connection_pool import sdk_http_client
 
 
 class AnthropicProvider:
@@ -38,11 +39,14 @@ class AnthropicProvider:
         self.name = name
         self._anthropic = anthropic
         self._response_class = sdk_response_class()
+        # Our connection pool (judges/connection_pool.py); None keeps the SDK's own client.
+        self.http_client = sdk_http_client(anthropic, timeout=timeout)
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key or "not-needed",
             base_url=base_url,
             timeout=timeout,
             max_retries=0,
+            http_client=self.http_client,
         )
 
     @property

@@ -25,6 +25,7 @@ from pytest_llmjudge.judges.base import (
     post_through_sdk,
     sdk_response_class,
 )
+from pytest_llmjudge.judges.connection_pool import sdk_http_client
 
 
 class OpenAIProvider:
@@ -43,12 +44,15 @@ class OpenAIProvider:
         self._openai = openai
         self._official = base_url is None
         self._response_class = sdk_response_class()
+        # Our connection pool (judges/connection_pool.py); None keeps the SDK's own client.
+        self.http_client = sdk_http_client(openai, timeout=timeout)
         # Local OpenAI-compatible servers often need no key, but the SDK insists on one.
         self._client = openai.AsyncOpenAI(
             api_key=api_key or "not-needed",
             base_url=base_url,
             timeout=timeout,
             max_retries=0,
+            http_client=self.http_client,
         )
 
     @property
