@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -153,5 +154,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # A shell starts a background job (`pytest ... &`) with SIGINT ignored, and children
+    # inherit that: the interrupt tests' subprocesses would then never see their SIGINT and
+    # run to the end. Python installs its KeyboardInterrupt handler only where SIGINT was not
+    # ignored, so give this process (and so its children) the default back.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if config.pluginmanager.hasplugin("xdist") and config.getoption("maxschedchunk", None) is None:
         config.option.maxschedchunk = 1

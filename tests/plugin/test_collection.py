@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 RECORDED_SUITE = """\
@@ -37,6 +40,26 @@ def test_inert_without_the_flag(pytester: pytest.Pytester) -> None:
     with_plugin.assert_outcomes(passed=1)
     assert _comparable(with_plugin.outlines) == _comparable(without_plugin.outlines)
     assert not (pytester.path / ".llmjudge_cache").exists()
+
+
+def test_without_the_flag_no_heavy_module_is_imported(pytester: pytest.Pytester) -> None:
+    """Every pytest run of a project with the plugin installed loads it: pydantic, numpy, yaml
+    and the SDKs wait for --llmjudge (the report plugin's models alone were 0.11 s of start-up)."""
+    pytester.makepyfile(
+        "import sys\n"
+        "HEAVY = {'pydantic', 'numpy', 'scipy', 'yaml', 'openai', 'anthropic', 'httpx', 'httpx2'}\n"
+        "def test_plain():\n"
+        "    assert sorted(m for m in sys.modules if m.split('.')[0] in HEAVY) == []\n"
+    )
+    # A fresh interpreter: this one has all of them loaded already.
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"],
+        cwd=pytester.path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-2000:]
 
 
 def test_a_script_that_imports_the_package_before_pytest_main_gets_no_rewrite_warning(

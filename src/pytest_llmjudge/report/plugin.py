@@ -38,13 +38,15 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_llmjudge.escaping import ONE_LINE, escape_controls
-from pytest_llmjudge.report.document import JudgeInfo, NotRun, ReportDocument, RunInfo, SuiteInfo
 from pytest_llmjudge.session.collector import results_key
 from pytest_llmjudge.session.secrets import clean_text, note_judge, run_secrets
 from pytest_llmjudge.session.state import is_enabled, recorder_key, scoreboard_key
 
+# The document's models (pydantic) are imported where they are built: every pytest run loads
+# this module, with or without --llmjudge, and pydantic with the models took 0.11 s of it.
 if TYPE_CHECKING:
     from pytest_llmjudge.records import ItemRecord
+    from pytest_llmjudge.report.document import NotRun, ReportDocument, SuiteInfo
     from pytest_llmjudge.session.collector import ResultsCollector
     from pytest_llmjudge.suite.model import Suite
 
@@ -164,6 +166,7 @@ def _terminal_width(terminalreporter: Any) -> int:
 
 def _suite_info(config: pytest.Config, suite: Suite) -> SuiteInfo:
     from pytest_llmjudge.report.assemble import clean_url
+    from pytest_llmjudge.report.document import JudgeInfo, SuiteInfo
 
     board = config.stash.get(scoreboard_key, None)
     judge = suite.judge
@@ -264,12 +267,16 @@ class ReportRecorder:
         outcome: Any = "error" if failed_outside_call else report.outcome
         if hasattr(report, "wasxfail") and report.skipped:
             outcome = "xfailed"
+        from pytest_llmjudge.report.document import NotRun
+
         self.state.not_run[report.nodeid] = NotRun(
             nodeid=report.nodeid, outcome=outcome, when=report.when, reason=_reason(report)
         )
 
     @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown without xdist
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        from pytest_llmjudge.report.document import SuiteInfo
+
         self.state.workers += 1
         for wire in (getattr(node, "workeroutput", None) or {}).get(_WORKER_KEY) or []:
             info = SuiteInfo.model_validate(wire)
@@ -398,6 +405,7 @@ def build(config: pytest.Config, exit_status: int | None = None) -> ReportDocume
         return state.document
     import pytest_llmjudge
     from pytest_llmjudge.report.assemble import RunInputs, build_document
+    from pytest_llmjudge.report.document import RunInfo
 
     settings = None
     board = config.stash.get(scoreboard_key, None)
