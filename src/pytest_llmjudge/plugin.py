@@ -316,6 +316,21 @@ def pytest_collection_finish(session: pytest.Session) -> None:
                 + (f", {board.settings.requests_per_minute:g} rpm" if board.settings.requests_per_minute else "")
                 + f", cache {board.cache_description}"
             )
+    if planned and not hasattr(session.config, "workerinput"):
+        _import_summary_modules()
+
+
+def _import_summary_modules() -> None:
+    """Import what the end-of-run summary needs (numpy for its intervals, the report's assembly).
+
+    Called once judge calls are in flight, so the imports run while the process waits on the
+    judge instead of after its last reply: at 2,000 calls x 200 ms, the time from last reply
+    to exit went from 0.29-0.36 s to 0.12 s (docs/scale.md). Not in an xdist worker: the
+    summary is the controller's.
+    """
+    import numpy  # noqa: F401
+
+    import pytest_llmjudge.report.assemble  # noqa: F401
 
 
 @pytest.fixture(scope="session")
