@@ -8,9 +8,14 @@ server; what the pool does is read from the server's connection counters and the
 from __future__ import annotations
 
 import asyncio
+import datetime
+import ipaddress
+import json
 import socket
+import ssl
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -264,3 +269,107 @@ def test_the_providers_send_through_the_pool(server: LoopbackServer, provider_na
 
     asyncio.run(main())
     assert server.stats()["connections"] == 16
+
+
+def _self_signed_certificate(directory: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 (the IP in its subjectAltName) and its key, as PEM files."""
+    x509 = pytest.importorskip("cryptography.x509", reason="the TLS test makes its certificate with cryptography")
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .sign(key, hashes.SHA256())
+    )
+    directory.mkdir(parents=True, exist_ok=True)
+    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
+    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_path, key_path
+
+
+def test_https_through_the_pool_verifies_the_server_and_reuses_the_connection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Real providers are HTTPS: the pool's connections get the SDK's TLS settings (here the CA
+    from SSL_CERT_FILE, which httpx reads), and a server it can't verify is refused."""
+    cert_path, key_path = _self_signed_certificate(tmp_path)
+    server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_tls.load_cert_chain(cert_path, key_path)
+    body = json.dumps(
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+        }
+    ).encode()
+    connections = 0
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = next(
+                    (
+                        int(line.split(b":")[1])
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length")
+                    ),
+                    0,
+                )
+                await reader.readexactly(length)
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
+                    % (len(body), body)
+                )
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
+            pass
+        finally:
+            writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=server_tls)
+        port = server.sockets[0].getsockname()[1]
+        base_url = f"https://127.0.0.1:{port}/v1"
+        async with server:
+            monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+            monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "elsewhere.pem"))
+            (tmp_path / "elsewhere.pem").write_bytes(_self_signed_certificate(tmp_path / "other")[0].read_bytes())
+            untrusting = openai.AsyncOpenAI(
+                base_url=base_url, api_key="k", max_retries=0, http_client=sdk_http_client(openai, timeout=5.0)
+            )
+            with pytest.raises(openai.APIConnectionError):
+                await ask(untrusting)
+            await untrusting.close()
+
+            monkeypatch.setenv("SSL_CERT_FILE", str(cert_path))
+            client = openai.AsyncOpenAI(
+                base_url=base_url, api_key="k", max_retries=0, http_client=sdk_http_client(openai, timeout=5.0)
+            )
+            for _ in range(5):
+                assert await ask(client) == "ok"
+            pool = stack_pool(client)
+            assert (pool.connections_made, pool.probes) == (1, 4)
+            await client.close()
+
+    asyncio.run(main())
+    assert connections == 1  # five requests on one connection (the refused handshake never reached the handler)
