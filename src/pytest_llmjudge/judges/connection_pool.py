@@ -21,9 +21,10 @@ The rules, for HTTP/1.1 (what the SDKs speak by default):
   in use plus idle ones never exceed ``max_connections``: a new connection that would, first
   closes an idle one (of another origin; none of this origin was left).
 * A released connection goes back on its stack while fewer than ``max_keepalive_connections``
-  are idle; otherwise it is closed. Idle connections no request takes again are closed by
-  :meth:`StackPool.aclose` (the SDK client's ``close``), and closed by the server meanwhile:
-  nothing is read from them.
+  are idle; otherwise it is closed. An idle connection no request takes again stays open
+  until :meth:`StackPool.aclose` (the SDK client's ``close``, at the end of the run); one the
+  server closes meanwhile just holds its socket until then (httpcore's pool would notice at
+  its next pass; at most ``max_keepalive_connections`` sockets).
 
 Degenerate cases: a connection that fails to connect, or whose exchange raises (a dropped
 connection, a malformed response, cancellation), is never reused; httpcore closes it. A request
