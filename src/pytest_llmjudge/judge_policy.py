@@ -71,9 +71,11 @@ def no_judge_outcome(reason: str, settings: Settings, suite_required: bool | Non
 def summary_lines(outcomes: list[NoJudge]) -> list[tuple[str, bool]]:
     """The summary lines about judge items that did not run, each with whether they failed.
 
-    One line for the items that failed, one for those skipped; none when every judge ran.
+    Per outcome (failed, skipped): a headline with the count, then one indented line per
+    distinct reason (three at most, then how many more) and one for the rule that decided.
+    None when every judge ran.
     """
-    lines = []
+    lines: list[tuple[str, bool]] = []
     for failed in (True, False):
         chosen = [outcome for outcome in outcomes if outcome.fail is failed]
         if not chosen:
@@ -81,7 +83,10 @@ def summary_lines(outcomes: list[NoJudge]) -> list[tuple[str, bool]]:
         reasons = list(dict.fromkeys(outcome.reason for outcome in chosen))
         rules = "; ".join(dict.fromkeys(outcome.rule for outcome in chosen))
         items = f"{len(chosen)} judge item{'s' if len(chosen) != 1 else ''}"
-        why = "; ".join(reasons[:3]) + (f"; and {len(reasons) - 3} more" if len(reasons) > 3 else "")
         what = "could not run" if failed else "skipped, not judged"
-        lines.append((f"llmjudge: {items} {what}: {why}. {rules}.", failed))
+        lines.append((f"llmjudge: {items} {what}:", failed))
+        lines.extend((f"  {reason}", failed) for reason in reasons[:3])
+        if len(reasons) > 3:
+            lines.append((f"  and {len(reasons) - 3} more", failed))
+        lines.append((f"  {rules}.", failed))
     return lines

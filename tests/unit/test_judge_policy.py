@@ -43,17 +43,23 @@ def test_summary_has_one_line_per_outcome_with_counts_and_distinct_reasons() -> 
     skipped = no_judge_outcome("judge anthropic:claude needs a live judge", Settings(ci=True), suite_required=False)
     lines = summary_lines([failed, failed, failed, skipped])
     assert lines == [
-        (f"llmjudge: 3 judge items could not run: {REASON}. {failed.rule}.", True),
-        (
-            "llmjudge: 1 judge item skipped, not judged: judge anthropic:claude needs a live judge. "
-            "The suite sets judge.required: false, so they are skipped.",
-            False,
-        ),
+        ("llmjudge: 3 judge items could not run:", True),
+        (f"  {REASON}", True),
+        (f"  {failed.rule}.", True),
+        ("llmjudge: 1 judge item skipped, not judged:", False),
+        ("  judge anthropic:claude needs a live judge", False),
+        ("  The suite sets judge.required: false, so they are skipped.", False),
     ]
     assert summary_lines([]) == []
 
 
 def test_many_reasons_are_cut_to_three() -> None:
     outcomes = [NoJudge(True, f"judge j{i} has no key", "rule") for i in range(5)]
-    [(line, _)] = summary_lines(outcomes)
-    assert "judge j0 has no key; judge j1 has no key; judge j2 has no key; and 2 more. rule." in line
+    assert [line for line, _ in summary_lines(outcomes)] == [
+        "llmjudge: 5 judge items could not run:",
+        "  judge j0 has no key",
+        "  judge j1 has no key",
+        "  judge j2 has no key",
+        "  and 2 more",
+        "  rule.",
+    ]
