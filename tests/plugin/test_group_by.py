@@ -224,3 +224,28 @@ def test_grouped_aggregates_are_stopped_where_the_judge_is_not_calibrated(
         ],
         consecutive=False,
     )
+
+
+def test_an_aggregates_rows_are_computed_once_for_all_its_row_items(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each row item shows every row (its failure prints the table); they used to compute them
+    each, a pass over every case and a bootstrap per group for each group: 10,000 cases in 10
+    languages with 2 aggregates took 9.7 s against 5.3 s without the aggregates."""
+    import pytest_llmjudge.suite_items as suite_items
+
+    calls: list[str] = []
+    real = suite_items.compute_rows
+
+    def counting(overrides: object, spec: object, *args: object, **kwargs: object) -> object:
+        calls.append(spec.label)  # type: ignore[attr-defined]
+        return real(overrides, spec, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(suite_items, "compute_rows", counting)
+    pytester.makefile(
+        ".yaml", grouped=suite_text(aggregate="  - mean(task_quality) >= 1.5\n  - pass_rate(task_quality >= 2) >= 0.1")
+    )
+    result = pytester.runpytest_inprocess("--llmjudge", "-p", "no:cacheprovider", "-q", "-k", "aggregate")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 2 * 3  # hi, bn and all, per aggregate
+    assert sorted(calls) == ["mean(task_quality)", "pass_rate(task_quality >= 2)"]
