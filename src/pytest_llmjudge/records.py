@@ -36,6 +36,7 @@ says why); ``nodeid`` and ``outcome`` are ``None`` until the collector sets them
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal, TypeAlias
@@ -68,7 +69,10 @@ Outcome = Literal["passed", "failed", "skipped", "xfailed", "xpassed", "error"]
 class Record(BaseModel):
     """Base of every record: strict field names, numbers finite or None."""
 
-    model_config = ConfigDict(extra="forbid", frozen=False, validate_assignment=False)
+    # defer_build: a model's validator is built when it is first used, not at import. Every
+    # pytest run with --llmjudge imports this module, and building all forty-odd validators
+    # (and the union of every record kind) took 0.07 s of its start-up.
+    model_config = ConfigDict(extra="forbid", frozen=False, validate_assignment=False, defer_build=True)
 
     def model_post_init(self, context: Any, /) -> None:
         # pydantic keeps, per instance, the set of fields the caller gave: 2.2 KB for a case
@@ -778,7 +782,10 @@ OtherRecord = Annotated[
 ]
 """The records of the report's ``other`` section."""
 
-_ANY_RECORD: TypeAdapter[Any] = TypeAdapter(AnyRecord)
+@functools.cache
+def _any_record() -> TypeAdapter[Any]:
+    """The validator of :data:`AnyRecord`, built on first use (only runs that parse wire records need it)."""
+    return TypeAdapter(AnyRecord)
 
 
 def record_from_wire(data: Any) -> ItemRecord:
@@ -786,5 +793,5 @@ def record_from_wire(data: Any) -> ItemRecord:
 
     Raises :class:`pydantic.ValidationError` when ``data`` is not a record of a known kind.
     """
-    record: ItemRecord = _ANY_RECORD.validate_python(data)
+    record: ItemRecord = _any_record().validate_python(data)
     return record
