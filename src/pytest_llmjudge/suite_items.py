@@ -347,7 +347,7 @@ class AggregateItem(_SuiteItem):
         memo = self.config.stash.setdefault(_check_scores_key, {})
         key = (id(self.suite), id(self.check))
         shared = memo.get(key)
-        if shared is None or shared.check is not self.check:
+        if shared is None:
             board = _scoreboard(self.config)
             metric = self.check.spec.metric
             board.plan((self.suite, case, metric) for case in self.suite.cases)

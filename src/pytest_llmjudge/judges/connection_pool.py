@@ -146,11 +146,9 @@ class StackPool:
                 try:
                     response = await connection.handle_async_request(request)
                 except self._core.ConnectionNotAvailable:
-                    self._in_use -= 1
                     await self._put_back(connection, key)
                     continue
                 except BaseException:
-                    self._in_use -= 1
                     await self._put_back(connection, key)
                     raise
                 break
@@ -210,7 +208,8 @@ class StackPool:
                 return
 
     async def _put_back(self, connection: Any, key: tuple[bytes, bytes, int]) -> None:
-        """A connection no longer in use (not counted in ``_in_use`` any more): idle, or closed."""
+        """A connection its request is done with: no longer in use; idle again, or closed."""
+        self._in_use -= 1
         if connection.is_idle() and not connection.is_closed() and self._idle_count < self._max_idle:
             self._idle.setdefault(key, []).append(connection)
             self._idle_count += 1
@@ -218,7 +217,6 @@ class StackPool:
             await _close(connection)
 
     async def _release(self, connection: Any, key: tuple[bytes, bytes, int]) -> None:
-        self._in_use -= 1
         try:
             await self._put_back(connection, key)
         finally:
