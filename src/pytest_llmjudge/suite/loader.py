@@ -62,6 +62,9 @@ MAX_YAML_BYTES = 32 * 1024 * 1024
 MAX_JSONL_LINE = 16 * 1024 * 1024
 """Longest JSONL line read."""
 
+_LIBYAML_DEPTH_PROBLEM = "exceeded maximum nesting depth"
+"""The problem text of libyaml's own nesting limit (libyaml 0.2.6+, PyYAML 6.0.4+)."""
+
 _CORE = "tag:yaml.org,2002:"
 _ALLOWED_TAGS = {
     yaml.ScalarNode: {f"{_CORE}{name}" for name in ("str", "int", "float", "bool", "null", "timestamp", "merge")},
@@ -275,6 +278,13 @@ def load_yaml(path: Path, text: str | None = None) -> LocatedDocument:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
         problem = exc.problem or "invalid YAML"
+        if _LIBYAML_DEPTH_PROBLEM in problem:
+            # libyaml >= 0.2.6 (bundled from PyYAML 6.0.4) has a nesting limit of its own, above ours,
+            # whose scanner can fire first because it reads flow collections ahead of the parser.
+            # Either way the file nests deeper than MAX_DEPTH: one message whatever the PyYAML release.
+            raise SuiteError(
+                f"nesting deeper than {MAX_DEPTH} levels", path=path, line=line, hint="a suite needs only a few levels"
+            ) from None
         context = f" ({exc.context})" if exc.context else ""
         raise SuiteError(
             f"invalid YAML: {problem}{context}",
