@@ -204,9 +204,20 @@ class OutputsConfig(_Strict):
 
 
 class CasesFileConfig(_Strict):
-    """A JSONL file of cases next to the suite, optionally filtered."""
+    """A file of cases next to the suite (JSONL, CSV, TSV or Parquet), optionally filtered."""
 
     path: str
+    format: Literal["jsonl", "csv", "tsv", "parquet"] | None = Field(
+        None, description="The file's format (default: from its suffix; .csv, .tsv/.tab, .parquet, else JSONL)."
+    )
+    columns: dict[str, str] = Field(
+        default_factory=dict,
+        description="Tables only: case field -> column, for headers that don't name the fields "
+        "(e.g. {id: qid, input: question}); other columns become metadata.",
+    )
+    encoding: str | None = Field(
+        None, description="Tables only: the text encoding (default: from a byte-order mark, else UTF-8)."
+    )
     extra_fields: Literal["error", "metadata"] = Field(
         "error", description="What to do with keys a case doesn't define: reject them, or move them into metadata."
     )
