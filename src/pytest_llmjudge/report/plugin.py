@@ -223,6 +223,10 @@ def _suite_info(config: pytest.Config, suite: Suite) -> SuiteInfo:
         recorded_judges=sorted(
             {str(value.judge) for case in suite.cases for value in case.recorded.values() if value.judge}
         ),
+        calibration=None if judge.calibration is None else Path(judge.calibration).name,
+        uncalibrated_metrics=[
+            name for name in rubric_metrics if judge.calibration and not judge.calibration_covers(name)
+        ],
     )
 
 

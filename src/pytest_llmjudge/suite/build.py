@@ -492,6 +492,21 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             ("regression", "per_group"),
         )
 
+    covered_at: tuple[str, ...] = ("judge", "calibration_metrics")
+    if covered_at not in doc.lines:
+        covered_at = ("judge", "calibration", "metrics")
+    for index, metric in enumerate(judge.calibration_metrics or ()):
+        if kinds.get(metric) != "rubric":
+            judged = sorted(name for name, kind in kinds.items() if kind == "rubric")
+            close = difflib.get_close_matches(metric, judged, n=1)
+            raise SuiteError(
+                f"calibration covers {metric!r}, which no assertion of this suite has the judge score",
+                path=path,
+                line=line_for(doc.lines, (*covered_at, index)),
+                field=_loc_text(covered_at),
+                hint=f"did you mean {close[0]!r}?" if close else f"judge-scored metrics: {', '.join(judged) or 'none'}",
+            )
+
     return Suite(
         name=config.suite,
         path=path,
