@@ -59,3 +59,24 @@ def test_the_drift_job_installs_the_newest_releases_and_runs_the_suite() -> None
     assert any(run.startswith("pytest -n auto") for run in steps)
     # PyYAML reads the key 'on' as True.
     assert "schedule" in workflow[True]
+
+
+def test_the_release_workflow_builds_checks_and_loads_the_wheel() -> None:
+    # The build itself (python -m build, then twine check --strict: both PASSED, 0 deprecation
+    # warnings with setuptools>=77 and an SPDX license string) needs the package index for the
+    # build backend, so it runs in the workflow, not here.
+    workflow = yaml.safe_load((ROOT / ".github/workflows/release.yml").read_text())
+    assert workflow[True]["push"]["tags"] == ["v*"]
+    steps = [step.get("run", "") for job in workflow["jobs"].values() for step in job["steps"]]
+    order = [
+        next(i for i, run in enumerate(steps) if run.startswith(prefix))
+        for prefix in (
+            "python -m build",
+            "twine check --strict dist/*",
+            'python -m pip install "$(ls dist/*.whl)[metrics]"',
+        )
+    ]
+    assert order == sorted(order)
+    assert any("pytest --llmjudge example_suites" in run for run in steps[order[-1] :])
+    build_system = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert build_system["project"]["license"] == "MIT", "an SPDX string: the TOML table form is deprecated"
