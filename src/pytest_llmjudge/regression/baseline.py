@@ -171,8 +171,19 @@ class Baseline:
         }
 
 
-def resolve_path(name: str, baseline_dir: Path, relative_to: Path) -> Path:
-    """Where baseline ``name`` lives (see the module docstring); raises on a bad name."""
+def resolve_path(name: str, baseline_dir: Path, relative_to: Path, history_dir: Path | None = None) -> Path:
+    """Where baseline ``name`` lives (see the module docstring); raises on a bad name.
+
+    ``history:BRANCH`` is the last run of BRANCH kept by ``--llmjudge-history`` (``history.py``)."""
+    from pytest_llmjudge import history
+
+    if name.startswith(history.PREFIX):
+        branch = name.removeprefix(history.PREFIX).strip()
+        if history_dir is None:
+            raise BaselineError(f"baseline {name!r} needs a history directory: --llmjudge-history=DIR")
+        if not branch:
+            raise BaselineError(f"baseline {name!r} names no branch (e.g. history:main)")
+        return history.baseline_path(history_dir, branch)
     if name.endswith(".json") or "/" in name or os.sep in name:
         path = Path(name).expanduser()
         return path if path.is_absolute() else relative_to / path

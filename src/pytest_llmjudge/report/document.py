@@ -208,6 +208,23 @@ class NotRun(Record):
     reason: str | None = None
 
 
+class TrendPoint(Record):
+    """One earlier run's row of a suite x metric x language (``--llmjudge-history``)."""
+
+    suite: str
+    metric: str
+    language: str
+    timestamp: str
+    commit: str | None = None
+    branch: str | None = None
+    n: int = 0
+    mean: Real = None
+    ci_low: Real = None
+    ci_high: Real = None
+    pass_rate: Real = None
+    status: str | None = None
+
+
 class ReportDocument(Record):
     """The whole report (``--llmjudge-report=json:PATH`` writes :meth:`to_wire`)."""
 
@@ -225,6 +242,8 @@ class ReportDocument(Record):
     rankings: list[LeaderboardRecord] = Field(default_factory=list)
     other: list[OtherRecord] = Field(default_factory=list)
     not_run: list[NotRun] = Field(default_factory=list)
+    history: list[TrendPoint] = Field(default_factory=list)
+    """Earlier runs' rows of this run's summary rows, oldest first (``--llmjudge-history``)."""
 
 
 SCHEMA_ID = "urn:pytest-llmjudge:report.schema.json"
