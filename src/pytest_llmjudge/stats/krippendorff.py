@@ -77,7 +77,8 @@ def _squared_differences(domain: np.ndarray, n_c: np.ndarray, level: Level) -> n
     if level == "nominal":
         return 1.0 - np.eye(len(domain))
     if level == "interval":
-        return np.subtract.outer(domain, domain) ** 2
+        squared: np.ndarray = np.subtract.outer(domain, domain) ** 2
+        return squared
     if level == "ordinal":
         cumulative = np.concatenate([[0.0], np.cumsum(n_c)])
         size = len(domain)
@@ -103,7 +104,7 @@ def krippendorff_alpha(ratings: Sequence[Sequence[float | None]], level: Level =
     if expected == 0.0:
         return None
     observed = float((o * d2).sum())
-    return 1.0 - (n - 1) * observed / expected
+    return float(1.0 - (n - 1) * observed / expected)
 
 
 def error_correlation(
