@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 import os
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +32,7 @@ import pytest
 from pytest_llmjudge import builtin_plugins, hookspecs
 from pytest_llmjudge.errors import ConfigError, MissingDependencyError
 from pytest_llmjudge.session.collector import ResultsCollector, results_key
-from pytest_llmjudge.session.items import selected_calls
+from pytest_llmjudge.session.items import planners_key, selected_calls
 from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
 from pytest_llmjudge.session.state import has_top_level_key, is_enabled, scoreboard_key, settings_key
 from pytest_llmjudge.settings import OPTIONS, Settings, resolve_settings
@@ -302,17 +302,38 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile 
     return suite_file
 
 
+_deselected_key = pytest.StashKey[list[pytest.Item]]()
+
+
+def pytest_deselected(items: Sequence[pytest.Item]) -> None:
+    """Keep the deselected items (-k, -m, --llmjudge-language, shards), so the plan's line can say
+    how many judge calls the selection saved."""
+    if items and is_enabled(items[0].config):
+        items[0].config.stash.setdefault(_deselected_key, []).extend(items)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     if not is_enabled(session.config) or session.config.option.collectonly:
         return  # --collect-only runs no item: send no (paid) judge call
     board = session.config.stash[scoreboard_key]
-    planned = board.plan(selected_calls(session.items, session.config))
+    # The selected items' own calls, then what they depend on (a calibrated judge's gates): the
+    # first line says when a selection pays for more than its items.
+    own = board.plan(selected_calls(session.items))
+    needed = board.plan(
+        call for planner in session.config.stash.get(planners_key, []) for call in planner(session.items)
+    )
+    planned = own + needed
     # With a remote store the line is printed even when all is cached: a log should say which store served it.
     if (planned or board.settings.cache_url) and session.config.get_verbosity() >= 0:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
+            deselected: list[pytest.Item] = session.config.stash.get(_deselected_key, [])
+            skipped = board.unplanned(selected_calls(deselected))
             reporter.write_line(
-                f"llmjudge: {planned} judge call(s) planned, concurrency {board.settings.concurrency}"
+                f"llmjudge: {planned} judge call(s) planned"
+                + (f", {own} for the selected items, {needed} for the calibration gates they need" if needed else "")
+                + (f" ({skipped} of deselected items not planned)" if skipped else "")
+                + f", concurrency {board.settings.concurrency}"
                 + (f", {board.settings.requests_per_minute:g} rpm" if board.settings.requests_per_minute else "")
                 + f", cache {board.cache_description}"
             )

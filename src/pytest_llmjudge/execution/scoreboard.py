@@ -382,6 +382,16 @@ class ScoreBoard:
                     for sample in range(suite.judge.repeats):
                         yield suite, case, group, sample
 
+    def unplanned(self, needs: Iterable[tuple[Suite, Case, str]]) -> int:
+        """How many distinct judge calls the needs would add to what is planned (none is submitted)."""
+        seen: set[tuple[str, tuple[str, ...], int]] = set()
+        with self._lock:
+            for _, case, group, sample in self.planned_calls(needs):
+                key = (case.key, tuple(r.name for r in group), sample)
+                if key not in self._calls:
+                    seen.add(key)
+        return len(seen)
+
     def owns_call(self, case: Case, group: tuple[Rubric, ...], sample: int) -> bool:
         """Whether this process makes the call (always, unless another xdist worker owns it)."""
         return self.share is None or self.share.owns(repr((case.key, tuple(r.name for r in group), sample)))
