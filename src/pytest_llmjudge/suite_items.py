@@ -34,6 +34,7 @@ from pytest_llmjudge.aggregate import ALL_LANGUAGES, AggregateRow, ScoredValue, 
 from pytest_llmjudge.errors import ItemFailure, LLMJudgeError
 from pytest_llmjudge.escaping import ONE_LINE, escape_controls
 from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
+from pytest_llmjudge.execution.spend import NOT_JUDGED
 from pytest_llmjudge.formatting import format_value
 from pytest_llmjudge.records import AggregateRecord, CaseRecord, CaseScore
 from pytest_llmjudge.records import AggregateRow as RecordRow
@@ -248,6 +249,12 @@ class CaseItem(_SuiteItem):
         )
         self.llmjudge_result = result
         record(self, result.junit_properties())
+        if score.error is not None and score.error.startswith(NOT_JUDGED):
+            # The spend cap kept the call from being sent: the headline names the cap.
+            raise CaseFailure(
+                f"NOT JUDGED: {self.case.id} [{self.case.language}] {self.threshold.metric}, expected "
+                f"{self.threshold.op} {format_value(expected)}: {score.error}"
+            )
         if not score.scored:
             raise CaseFailure(self._explain(score, "UNSCORED"))
         if not passed:
@@ -298,6 +305,9 @@ class CaseItem(_SuiteItem):
 class AggregateItem(_SuiteItem):
     """One suite aggregate, asserted for one group (``language`` holds its name: ``hi``, ``hi-task=qa``) or all."""
 
+    checks_not_judged = True
+    """Fails on its own row's cases the spend cap left unjudged (``runtest``), not on other rows' it scored."""
+
     def __init__(
         self, *, suite: Suite, check: AggregateCheck, language: str, judge_problem: str | None, **kwargs: Any
     ) -> None:
@@ -321,7 +331,7 @@ class AggregateItem(_SuiteItem):
         self._skip_or_fail_without_judge(metric, recorded)
 
     def rows(self) -> list[AggregateRow]:
-        shared = self._shared_scores()
+        shared = self._shared = self._shared_scores()
         metric = self.check.spec.metric
         self.case_scores: list[CaseScore] = []  # per-case scores of this row, for baselines
         self.unasserted: list[CaseRecord] = []  # the row's cases no case item reports on this metric
@@ -449,6 +459,16 @@ class AggregateItem(_SuiteItem):
         self.llmjudge_result = result
         record(self, result.junit_properties())
         judges = result.judges
+        unjudged = [
+            s.error
+            for _, s, group in self._shared.scored
+            if self.language in (ALL_LANGUAGES, group) and s.error is not None and s.error.startswith(NOT_JUDGED)
+        ]
+        if unjudged:  # never passes on the cases it has, however many it tolerates unscored
+            raise CaseFailure(
+                f"NOT JUDGED: {self.check.spec.label} for {self.language}: {len(unjudged)} of "
+                f"{row.n_scored + row.n_unscored} case(s) not judged: {unjudged[0]}"
+            )
         if row.passed:
             return
         verdict = "ERROR" if row.problem else "FAILED"

@@ -43,6 +43,7 @@ from pytest_llmjudge.execution.cache import JudgeCache, secret_from_environment
 from pytest_llmjudge.execution.ratelimit import Budget
 from pytest_llmjudge.execution.runner import CallOutcome, JudgeRunner
 from pytest_llmjudge.execution.sharing import WorkerShare
+from pytest_llmjudge.execution.spend import NOT_JUDGED, SpendCap, SpendLimits
 from pytest_llmjudge.execution.stores import open_store
 from pytest_llmjudge.judges.base import JudgeProvider, LazyProvider, ProviderRequest
 from pytest_llmjudge.judges.parsing import Verdict
@@ -266,6 +267,13 @@ class ScoreBoard:
         )
         self._cache = JudgeCache(settings.cache_dir, settings.cache_mode, secret=secret_from_environment(), store=store)
         self._runner: JudgeRunner | None = None
+        limits = SpendLimits(settings.max_calls, settings.max_cost, settings.max_tokens)
+        self.spend = (
+            SpendCap(limits.share(share.index, share.count) if share is not None else limits, run_limits=limits)
+            if limits.any
+            else None
+        )
+        """The run's hard spend cap (this worker's share of it under xdist), or None; ``execution/spend.py``."""
         self._lock = threading.RLock()
         self._providers: dict[tuple[str, str | None, str | None], JudgeProvider] = {}
         self._calls: dict[tuple[str, tuple[str, ...], int], concurrent.futures.Future[CallOutcome]] = {}
@@ -275,6 +283,9 @@ class ScoreBoard:
         if share is not None:
             share.prune_stale(self._cache)
         self._metrics: dict[tuple[str, str], Metric] = {}
+        self.not_judged: list[str] = []
+        """Reasons of the scores handed out unjudged because of the spend cap, in order (the plugin
+        fails the item that asked for one: ``plugin.pytest_runtest_call``)."""
         self.score_adjusters: list[Callable[[Suite, Case, Score], Score]] = []
         """Applied in order to every live judge score (e.g. the calibration's score correction)."""
 
@@ -295,6 +306,7 @@ class ScoreBoard:
                     budget_parts=self.share.count if self.share is not None else 1,
                     backoff_base=self.settings.retry_backoff,
                     lease_ttl=lease_ttl(self.settings),
+                    spend=self.spend,
                 )
             return self._runner
 
@@ -588,6 +600,8 @@ class ScoreBoard:
             judged = self._judge_score(suite, case, metric)
             for adjust in self.score_adjusters:
                 judged = adjust(suite, case, judged)
+            if judged.error is not None and judged.error.startswith(NOT_JUDGED):
+                self.not_judged.append(judged.error)  # the item that asked fails, whatever it makes of the score
             return judged
         if kind == "metric":
             return self._metric_score(suite, case, metric)
