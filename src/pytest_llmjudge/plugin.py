@@ -38,6 +38,7 @@ from pytest_llmjudge.session.state import has_top_level_key, is_enabled, scorebo
 from pytest_llmjudge.settings import OPTIONS, Settings, resolve_settings
 
 if TYPE_CHECKING:
+    from pytest_llmjudge.execution.scoreboard import ScoreBoard
     from pytest_llmjudge.execution.sharing import WorkerShare
     from pytest_llmjudge.fixture_judge import Judge
     from pytest_llmjudge.records import ItemRecord
@@ -383,8 +384,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if (planned or board.settings.cache_url) and session.config.get_verbosity() >= 0:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
-            deselected: list[pytest.Item] = session.config.stash.get(_deselected_key, [])
-            skipped = board.unplanned(selected_calls(deselected))
+            skipped = _saved_calls(board, session.config.stash.get(_deselected_key, []))
             reporter.write_line(
                 f"llmjudge: {planned} judge call(s) planned"
                 + (f", {own} for the selected items, {needed} for the calibration gates they need" if needed else "")
@@ -395,6 +395,19 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             )
     if planned and not hasattr(session.config, "workerinput"):
         _import_summary_modules()
+
+
+def _saved_calls(board: ScoreBoard, deselected: list[pytest.Item]) -> int:
+    """The judge calls of deselected suite items that were not planned (what the selection saved).
+
+    Suite items only: their calls are cheap to list, where a deselected calibration gate would
+    build its whole calibration set's scoring suite to say it.
+    """
+    if not deselected:
+        return 0
+    from pytest_llmjudge.suite_items import AggregateItem, CaseItem
+
+    return board.unplanned(selected_calls([item for item in deselected if isinstance(item, (CaseItem, AggregateItem))]))
 
 
 def _import_summary_modules() -> None:

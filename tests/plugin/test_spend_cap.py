@@ -146,3 +146,29 @@ def test_under_xdist_the_cap_is_the_runs_total(pytester: pytest.Pytester, loopba
     )
     counts = result.parseoutcomes()
     assert counts["passed"] <= loopback.stats()["requests"] + 1  # judged cases, and at most one fully judged row
+
+
+def test_an_item_that_tolerates_an_unjudged_score_still_fails(
+    pytester: pytest.Pytester, loopback: LoopbackServer
+) -> None:
+    """The fixture's verdict past the cap is unscored; a test that accepts that fails anyway, naming the cap."""
+    pytester.makepyfile(
+        """
+def test_tolerant(llmjudge_judge):
+    first = llmjudge_judge.verdict("Bonjour", language="fr")
+    second = llmjudge_judge.verdict("Salut", language="fr")
+    assert first.scored and (second.value is None or second.value >= 0)
+"""
+    )
+    result = pytester.runpytest(
+        "--llmjudge",
+        f"--llmjudge-base-url={loopback.openai_base_url}",
+        "--llmjudge-model=loopback-judge",
+        "--llmjudge-max-calls=1",
+        "--llmjudge-no-cache",
+    )
+    assert loopback.stats()["requests"] == 1
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*NOT JUDGED: 1 score(s) this item needs were not judged: not judged: --llmjudge-max-calls 1 reached*"]
+    )

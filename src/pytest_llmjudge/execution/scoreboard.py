@@ -600,9 +600,7 @@ class ScoreBoard:
             judged = self._judge_score(suite, case, metric)
             for adjust in self.score_adjusters:
                 judged = adjust(suite, case, judged)
-            if judged.error is not None and judged.error.startswith(NOT_JUDGED):
-                self.not_judged.append(judged.error)  # the item that asked fails, whatever it makes of the score
-            return judged
+            return self.noted(judged)
         if kind == "metric":
             return self._metric_score(suite, case, metric)
         return _unscored(metric, "recorded", f"case {case.id!r} has no recorded score for {metric!r}")
@@ -636,6 +634,13 @@ class ScoreBoard:
             except Exception as exc:
                 return _unscored(metric, "judge", target_failure(exc), judge=label)
         return verdict_score(rubric, label, outcomes, suite.judge.repeat_aggregate)
+
+    def noted(self, score: Score) -> Score:
+        """``score``, remembered in :attr:`not_judged` when the spend cap kept its call from being
+        sent: the item that asked for it then fails, whatever it makes of the score."""
+        if score.error is not None and score.error.startswith(NOT_JUDGED):
+            self.not_judged.append(score.error)
+        return score
 
     def metric_object(self, suite: Suite, metric: str) -> Metric:
         key = (str(suite.path), metric)
