@@ -172,3 +172,15 @@ def test_tolerant(llmjudge_judge):
     result.stdout.fnmatch_lines(
         ["*NOT JUDGED: 1 score(s) this item needs were not judged: not judged: --llmjudge-max-calls 1 reached*"]
     )
+
+
+def test_batch_mode_batches_only_what_fits_the_cap(pytester: pytest.Pytester, loopback: LoopbackServer) -> None:
+    pytester.makefile(".yaml", suite=suite(loopback.openai_base_url, per_language=2))
+    result = pytester.runpytest(
+        "--llmjudge", "--llmjudge-batch", "--llmjudge-batch-poll=0.05", "--llmjudge-max-calls=3"
+    )
+    assert loopback.stats()["batch"]["batch_requests"] == 3
+    assert loopback.requests == [], "the 7 calls past the cap are refused online too"
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert result.parseoutcomes()["passed"] <= 3 + 1
+    result.stdout.fnmatch_lines(["*not judged: --llmjudge-max-calls 3 reached*"])

@@ -18,7 +18,9 @@ Per call:
    paying for this very prompt, so wait for its reply instead (polling with back-off)
    until the entry appears or the lease is free (released, or its holder dead), for at
    most ``lease_ttl`` seconds (then the holder is taken as hung, and this runner pays
-   without the lease); then call the provider, retrying retryable failures (429, 5xx,
+   without the lease); then call the provider (each attempt first reserved against the run's
+   spend cap, ``execution/spend.py``: one past it is not sent, and the call is unscored
+   "not judged: ..."), retrying retryable failures (429, 5xx,
    timeouts, dropped connections) with exponential back-off and full
    jitter, or exactly the server's ``Retry-After`` when it sends one; the sleep happens
    outside the concurrency slot so other calls proceed;
