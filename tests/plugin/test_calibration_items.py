@@ -534,3 +534,24 @@ def test_calibration_metrics_must_be_judged_by_the_suite(pytester: pytest.Pytest
             "*did you mean 'linguistic_acceptability'?*",
         ]
     )
+
+
+def test_selection_plans_only_the_gates_the_selected_items_need(
+    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
+) -> None:
+    """A calibrated suite run for one language pays for that language's gate, not the set's other
+    languages; a gate item selected alone pays for its own group; the plan's line says what is whose."""
+    scripted_judge.scores = by_quality
+    write_items(pytester.path / "items.jsonl")
+    pytester.makefile(".yaml", cal=live_calibration(loopback.openai_base_url))
+    pytester.makefile(".yaml", suite=suite_yaml("s", loopback.openai_base_url, "  uncalibrated: fail"))
+    result = pytester.runpytest("--llmjudge", "suite.yaml", "--llmjudge-language", "fr", "--llmjudge-no-cache")
+    result.assert_outcomes(passed=2, deselected=4)  # fr-1 and mean[fr]
+    assert loopback.stats()["requests"] == N + 1, "the fr gate's items and fr-1; no bn call"
+    result.stdout.fnmatch_lines(
+        [f"llmjudge: {N + 1} judge call(s) planned, 1 for the selected items, {N} for the calibration gates they need*"]
+    )
+    before = loopback.stats()["requests"]
+    result = pytester.runpytest("--llmjudge", "cal.yaml", "-k", "bn", "--llmjudge-no-cache")
+    result.assert_outcomes(failed=1, deselected=1)
+    assert loopback.stats()["requests"] - before == N, "the bn gate's own items only"

@@ -181,8 +181,10 @@ class GateItem(_CalibrationItem):
     """Judge-vs-human weighted F1 of one language x metric against its threshold."""
 
     def planned_calls(self) -> list[tuple[Suite, Case, str]]:
-        # The whole file's gate calls, as before: its gates are computed together.
-        return [] if self.judge_problem is not None else list(self.store.gate_needs(self.calibration))
+        # This gate's group and metric only: each gate is computed from its own items (``GateComputer.gate``).
+        if self.judge_problem is not None:
+            return []
+        return list(self.store.gate_needs(self.calibration, only={(self.language, self.metric)}))
 
     def runtest(self) -> None:
         cal = self.calibration
