@@ -52,6 +52,16 @@ def sections(request: ProviderRequest) -> list[str]:
     return re.findall(r"^## (.+)$", request.user, re.MULTILINE)
 
 
+def framed(request: ProviderRequest, title: str) -> str:
+    """The framed text of section ``title``, read by the boundary the system prompt names."""
+    boundary = re.search(r"<<<(data-[0-9a-f]{16})", request.system)
+    assert boundary is not None, request.system
+    b = boundary[1]
+    match = re.search(rf"^## {re.escape(title)}\n<<<{b}\n(.*?)\n{b}>>>$", request.user, re.DOTALL | re.MULTILINE)
+    assert match is not None, request.user
+    return match[1]
+
+
 # --------------------------------------------------------------------------- a whole request
 
 
@@ -63,9 +73,9 @@ def test_a_single_rubric_request() -> None:
     assert request.system.startswith("You are a meticulous evaluator of text written in Hindi.")
     assert "justification first and then give the score" in request.system
     assert sections(request) == ["Task", "Input", "Output to evaluate", "Metrics", "Reply format"]
-    assert "## Output to evaluate\n<<<\nनमस्ते, आप कैसे हैं?\n>>>" in request.user
-    assert "## Input\n<<<\nGreet me.\n>>>" in request.user
-    assert request.user.startswith("## Task\n<<<\n" + DEFAULT_TASK)
+    assert framed(request, "Output to evaluate") == "नमस्ते, आप कैसे हैं?"
+    assert framed(request, "Input") == "Greet me."
+    assert request.user.startswith("## Task\n" + DEFAULT_TASK)
     assert [entry["name"] for entry in metrics_section(request)] == ["linguistic_acceptability"]
     assert '{"linguistic_acceptability": {"justification": "<why>", "score": <one of 0, 1, 2>}}' in request.user
     assert request.json_schema == reply_schema([LA])
@@ -143,8 +153,8 @@ def test_all_sections_in_order() -> None:
         "Metrics",
         "Reply format",
     ]
-    assert "## Reference\n<<<\nRef.\n>>>" in request.user
-    assert "## Context\n<<<\nPassage one.\n\nPassage two.\n>>>" in request.user
+    assert framed(request, "Reference") == "Ref."
+    assert framed(request, "Context") == "Passage one.\n\nPassage two."
 
 
 @pytest.mark.parametrize(
@@ -369,7 +379,8 @@ def test_rubric_order_matters() -> None:
         ("openai", "gpt-3.5-turbo", None, "json_object"),
         ("openai", "gpt-4o", "http://localhost:8000/v1", "none"),  # a compatible server: prompt only
         ("openai-compatible", "gpt-4o", "http://localhost:8000/v1", "none"),
-        ("anthropic", "claude-sonnet-4", None, "none"),
+        ("anthropic", "claude-sonnet-4", None, "tool"),  # Anthropic's own API: a forced tool
+        ("anthropic", "claude-sonnet-4", "http://proxy:8080", "none"),  # a proxy: prompt only
         ("my-plugin", "gpt-4o", None, "none"),
     ],
 )
@@ -379,11 +390,17 @@ def test_auto_structured_output(provider: str, model: str, base_url: str | None,
     assert build_request([LA], text(), settings).structured_output == expected
 
 
-@pytest.mark.parametrize("explicit", ["json_schema", "json_object", "none"])
+@pytest.mark.parametrize("explicit", ["json_schema", "json_object", "tool", "none"])
 def test_an_explicit_structured_output_is_kept(explicit: str) -> None:
     for provider, base_url in (("openai", None), ("anthropic", None), ("openai", "http://x")):
         settings = JudgeSettings(provider=provider, model="m", base_url=base_url, structured_output=explicit)
         assert resolve_structured_output(settings) == explicit
+
+
+def test_off_is_none() -> None:
+    for provider, base_url in (("openai", None), ("anthropic", None), ("openai", "http://x")):
+        settings = JudgeSettings(provider=provider, model="gpt-4o", base_url=base_url, structured_output="off")
+        assert resolve_structured_output(settings) == "none"
 
 
 def test_settings_label() -> None:

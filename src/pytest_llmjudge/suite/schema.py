@@ -94,8 +94,11 @@ class JudgeConfig(_Strict):
         1, ge=1, le=50, description="Judgments per case (distinct seeds); assert on their mean or majority."
     )
     repeat_aggregate: Literal["mean", "majority"] = "mean"
-    structured_output: Literal["auto", "json_schema", "json_object", "none"] = Field(
-        "auto", description="How JSON replies are requested from OpenAI-style providers."
+    structured_output: Literal["auto", "json_schema", "json_object", "tool", "none", "off"] = Field(
+        "auto",
+        description="How the JSON reply is requested: json_schema (OpenAI strict schema; Anthropic output_config), "
+        "json_object (OpenAI JSON mode), tool (Anthropic forced tool use), none/off (the prompt alone). auto: "
+        "json_schema on OpenAI's API, tool on Anthropic's, none with a base_url.",
     )
     max_reasks: int = Field(
         2, ge=0, le=10, description="Re-asks after an unparseable reply before the case is unscored."
@@ -112,6 +115,12 @@ class JudgeConfig(_Strict):
         description="Whether items fail (true) or are skipped (false) when this judge can't be called; "
         "default: fail in CI (env CI), skip elsewhere. --llmjudge-require-judge/--llmjudge-allow-no-judge win.",
     )
+
+    @model_validator(mode="after")
+    def _tool_is_anthropic_only(self) -> JudgeConfig:
+        if self.structured_output == "tool" and self.provider in ("openai", "openai-compatible"):
+            raise ValueError("structured_output: tool is Anthropic's forced tool use; OpenAI judges use json_schema")
+        return self
 
     @model_validator(mode="after")
     def _correction_needs_calibration(self) -> JudgeConfig:
