@@ -216,3 +216,47 @@ def test_the_loopback_refuses_a_response_format_the_api_refuses(
                 body={"model": "m", "messages": [{"role": "user", "content": "x"}], "response_format": form},
                 cast_to=object,
             )
+
+
+# --------------------------------------------------------------------------- the suite setting
+
+
+@pytest.mark.parametrize(
+    ("judge", "resolved"),
+    [
+        ("{provider: anthropic, model: m, structured_output: tool}", "tool"),
+        ("{provider: openai, model: m, structured_output: off}", "none"),
+        ("{provider: anthropic, model: m}", "tool"),
+        ('{provider: anthropic, model: m, base_url: "http://127.0.0.1:9"}', "none"),
+    ],
+)
+def test_the_suite_setting_reaches_the_request(tmp_path: Path, judge: str, resolved: str) -> None:
+    from pytest_llmjudge import builtin_plugins
+    from pytest_llmjudge.registry import Registry
+    from pytest_llmjudge.suite.build import build_suite
+
+    path = tmp_path / "s.yaml"
+    path.write_text(f"suite: s\njudge: {judge}\ncases: [{{id: a, language: hi, output: x}}]\n", encoding="utf-8")
+    suite = build_suite(path, Registry(rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics())))
+    settings = JudgeSettings(
+        provider=suite.judge.provider,
+        model=suite.judge.model,
+        base_url=suite.judge.base_url,
+        structured_output=suite.judge.structured_output,
+    )
+    assert build_request([LA], JudgedText(language="hi", output="x"), settings).structured_output == resolved
+
+
+def test_tool_for_an_openai_judge_is_a_suite_error_naming_the_line(tmp_path: Path) -> None:
+    from pytest_llmjudge import builtin_plugins
+    from pytest_llmjudge.errors import SuiteError
+    from pytest_llmjudge.registry import Registry
+    from pytest_llmjudge.suite.build import build_suite
+
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "suite: s\njudge:\n  model: gpt-4o\n  structured_output: tool\ncases: [{id: a, language: hi, output: x}]\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(SuiteError, match=r"s\.yaml:4: judge\.structured_output: .*tool is Anthropic's forced tool use"):
+        build_suite(path, Registry(rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics())))

@@ -16,7 +16,16 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 
 def _not_bool(value: Any) -> Any:
@@ -116,11 +125,18 @@ class JudgeConfig(_Strict):
         "default: fail in CI (env CI), skip elsewhere. --llmjudge-require-judge/--llmjudge-allow-no-judge win.",
     )
 
-    @model_validator(mode="after")
-    def _tool_is_anthropic_only(self) -> JudgeConfig:
-        if self.structured_output == "tool" and self.provider in ("openai", "openai-compatible"):
-            raise ValueError("structured_output: tool is Anthropic's forced tool use; OpenAI judges use json_schema")
-        return self
+    @field_validator("structured_output", mode="before")
+    @classmethod
+    def _unquoted_off(cls, value: object) -> object:
+        # YAML 1.1 reads an unquoted `off` as false: `structured_output: off` means "off".
+        return "off" if value is False else value
+
+    @field_validator("structured_output")
+    @classmethod
+    def _tool_is_anthropic_only(cls, value: str, info: ValidationInfo) -> str:
+        if value == "tool" and info.data.get("provider") in ("openai", "openai-compatible"):
+            raise ValueError("tool is Anthropic's forced tool use; OpenAI judges use json_schema")
+        return value
 
     @model_validator(mode="after")
     def _correction_needs_calibration(self) -> JudgeConfig:
