@@ -138,6 +138,23 @@ def test_the_anthropic_sdk_reads_the_loopback_tool_use_reply(server: LoopbackSer
     assert message.stop_reason == "tool_use"
 
 
+def test_a_batch_line_with_a_forced_tool_is_answered_with_tool_use(server: LoopbackServer) -> None:
+    request = request_for(server, "anthropic", "tool")
+    provider = AnthropicProvider(api_key=KEY, base_url=server.anthropic_base_url)
+    with anthropic.Anthropic(api_key=KEY, base_url=server.anthropic_base_url, max_retries=0) as client:
+        batch = client.messages.batches.create(requests=[{"custom_id": "k", "params": provider.request_body(request)}])  # type: ignore[typeddict-item]
+        for _ in range(500):  # the loopback ends a batch once its lines are answered
+            if batch.processing_status == "ended":
+                break
+            batch = client.messages.batches.retrieve(batch.id)
+        (line,) = client.messages.batches.results(batch.id)
+    assert line.result.type == "succeeded"
+    message = line.result.message  # type: ignore[union-attr]
+    assert isinstance(message.content[0], ToolUseBlock)
+    reply = AnthropicProvider.parse_body(message.model_dump(), request)
+    assert json.loads(reply.text)["linguistic_acceptability"]["score"] == 2
+
+
 def test_two_disagreeing_tool_calls_are_unscored(server: LoopbackServer, runner: JudgeRunner) -> None:
     server.responder = lambda request: json.dumps(
         [{"score": 2, "justification": "a"}, {"score": 0, "justification": "b"}]
