@@ -136,16 +136,15 @@ def frame_boundary(texts: Sequence[str], trusted: Sequence[str] = ()) -> str:
     ones and the prompt's own, ``trusted``) is taken. The prompt's own text doesn't enter
     the hash, so the two instruction forms of one case share a boundary.
     """
-    base = hashlib.sha256()
-    for text in texts:
-        data = text.encode("utf-8", "surrogatepass")
-        base.update(len(data).to_bytes(8, "big"))
-        base.update(data)
+    encoded = [text.encode("utf-8", "surrogatepass") for text in texts]
+    base = hashlib.sha256(b"".join(len(data).to_bytes(8, "big") + data for data in encoded))
+    # One string to search; NUL separators keep a match from spanning two texts.
+    haystack = "\x00".join((*texts, *trusted))
     for attempt in itertools.count():
         digest = base.copy()
         digest.update(b"boundary %d" % attempt)
         boundary = BOUNDARY_PREFIX + digest.hexdigest()[:16]
-        if not any(boundary in text for text in (*texts, *trusted)):
+        if boundary not in haystack:
             return boundary
     raise AssertionError("unreachable")  # pragma: no cover - itertools.count() never ends
 
