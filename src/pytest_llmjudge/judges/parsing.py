@@ -56,11 +56,14 @@ def _strict_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     ``json`` keeps the last of repeated keys silently, so ``{"score": 2, "score": 0}`` would
     be a 0 to us and maybe a 2 to a reader of the raw reply: two verdicts in one object.
     """
-    obj: dict[str, Any] = {}
+    obj = dict(pairs)
+    if len(obj) == len(pairs):  # no key repeated: the common case, checked in C
+        return obj
+    seen: dict[str, Any] = {}
     for key, value in pairs:
-        if key in obj and obj[key] != value:
-            raise _ConflictingKeys(key, [obj[key], value])
-        obj[key] = value
+        if key in seen and seen[key] != value:
+            raise _ConflictingKeys(key, [seen[key], value])
+        seen[key] = value
     return obj
 
 
@@ -132,7 +135,8 @@ def single_verdict(text: str, verdict_of: Callable[[dict[str, Any]], dict[str, A
     verdicts = [(obj, found) for obj in objects if (found := verdict_of(obj)) is not None]
     if not verdicts:
         return objects[0]
-    first_obj, first = verdicts[0]
+    if len(verdicts) == 1:
+        return verdicts[0][0]
     distinct = {json.dumps(found, sort_keys=True, default=repr) for _, found in verdicts}
     if len(distinct) > 1:
         fields = list(dict.fromkeys(name for _, found in verdicts for name in found))
@@ -144,7 +148,7 @@ def single_verdict(text: str, verdict_of: Callable[[dict[str, Any]], dict[str, A
         raise UnscoredError(
             f"the reply holds {len(verdicts)} verdicts that disagree: " + "; ".join(differing), raw_reply=text
         )
-    return first_obj
+    return verdicts[0][0]
 
 
 def _score_value(raw: Any, rubric: Rubric, reply: str) -> float:
