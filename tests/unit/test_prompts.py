@@ -395,6 +395,8 @@ def test_auto_structured_output(provider: str, model: str, base_url: str | None,
 @pytest.mark.parametrize("explicit", ["json_schema", "json_object", "tool", "none"])
 def test_an_explicit_structured_output_is_kept(explicit: str) -> None:
     for provider, base_url in (("openai", None), ("anthropic", None), ("openai", "http://x")):
+        if explicit == "tool" and provider == "openai":
+            continue  # Anthropic's mechanism: see test_tool_on_an_openai_judge_is_none
         settings = JudgeSettings(provider=provider, model="m", base_url=base_url, structured_output=explicit)
         assert resolve_structured_output(settings) == explicit
 
@@ -403,6 +405,13 @@ def test_off_is_none() -> None:
     for provider, base_url in (("openai", None), ("anthropic", None), ("openai", "http://x")):
         settings = JudgeSettings(provider=provider, model="gpt-4o", base_url=base_url, structured_output="off")
         assert resolve_structured_output(settings) == "none"
+
+
+@pytest.mark.parametrize("provider", ["openai", "openai-compatible"])
+def test_tool_on_an_openai_judge_is_none(provider: str) -> None:
+    # --llmjudge-provider can turn an Anthropic suite's judge into an OpenAI one.
+    settings = JudgeSettings(provider=provider, model="m", base_url="http://x", structured_output="tool")
+    assert resolve_structured_output(settings) == "none"
 
 
 def test_settings_label() -> None:

@@ -87,10 +87,14 @@ def resolve_structured_output(settings: JudgeSettings) -> str:
     own API a forced tool (``tool``: the reply is the tool call's input, so no prose can hold
     a second verdict). Any ``base_url`` (OpenAI-compatible servers, proxies) and plugin
     providers get ``none``, the prompt alone: their support varies, and a server that
-    rejects the field would fail every call. ``off`` is ``none``.
+    rejects the field would fail every call. ``off`` is ``none``, and so is ``tool`` for an
+    OpenAI judge (Anthropic's mechanism; the suite schema refuses it, the command line can
+    still switch the provider).
     """
     if settings.structured_output == "off":
         return "none"
+    if settings.structured_output == "tool" and settings.provider in ("openai", "openai-compatible"):
+        return "none"  # a suite can't ask for it (schema.py); --llmjudge-provider can switch to OpenAI
     if settings.structured_output != "auto":
         return settings.structured_output
     if settings.base_url is not None:
