@@ -246,6 +246,11 @@ class CaseItem(_SuiteItem):
         if not passed:
             raise CaseFailure(self._explain(score, "FAILED"))
 
+    def explain_untrusted(self) -> str:
+        """What the judge said for this case (score, justification, output) though it is not trusted."""
+        score = _scoreboard(self.config).score(self.suite, self.case, self.threshold.metric)
+        return self._explain(score, "UNTRUSTED")
+
     def _explain(self, score: Score, verdict: str) -> str:
         from pytest_llmjudge.judges.diagnosis import PROVIDER_FAILED, reply_excerpt
 

@@ -99,8 +99,9 @@ class SensitivityRun:
 
 
 def judge_scored_languages(suite: Suite, metric: str, cases: Iterable[Case]) -> list[str]:
-    """Languages of ``cases`` whose ``metric`` score will come from the suite's live judge."""
-    if suite.metric_kinds.get(metric) != "rubric":
+    """Languages of ``cases`` whose ``metric`` score will come from the suite's live judge,
+    when the suite's calibration set covers ``metric`` (``judge.calibration_metrics``)."""
+    if suite.metric_kinds.get(metric) != "rubric" or not suite.judge.calibration_covers(metric):
         return []
     return sorted({case.language for case in cases if metric not in case.recorded})
 
@@ -412,11 +413,15 @@ class GateComputer:
             cal = self.load(suite.judge.calibration)
         except SuiteError:
             return
-        yield from self.gate_needs(cal, suite.judge)
+        for need in self.gate_needs(cal, suite.judge):
+            if suite.judge.calibration_covers(need[2]):
+                yield need
 
     def adjust(self, suite: Suite, case: Case, score: Score) -> Score:
         """The score correction (``judge.correction: true``) applied to one live judge score."""
         if not suite.judge.correction or suite.judge.calibration is None:
+            return score
+        if not suite.judge.calibration_covers(score.metric):
             return score
         if score.source != "judge" or not score.scored or isinstance(score.value, str) or score.value is None:
             return score

@@ -62,6 +62,7 @@ the two must agree; a file of another format or a newer version is a
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import platform
@@ -281,7 +282,7 @@ def load_baseline(path: Path) -> Baseline:
         # A byte-order mark (an editor on Windows) picks the encoding as for suite files.
         data = json.loads(decode(path.read_bytes(), path))
     except FileNotFoundError:
-        raise BaselineError(f"baseline file not found: {path}") from None
+        raise BaselineError(_not_found(path)) from None
     except SuiteError as exc:
         raise BaselineError(str(exc)) from None
     except RecursionError:
@@ -341,3 +342,18 @@ def load_baseline(path: Path) -> Baseline:
         suites=suites,
         path=path,
     )
+
+
+def _not_found(path: Path) -> str:
+    """ "baseline file not found", with the baselines that do exist beside it (a typo is likely)."""
+    message = f"baseline file not found: {path}"
+    try:
+        existing = sorted(entry.stem for entry in path.parent.glob("*.json") if entry.is_file())
+    except OSError:
+        existing = []
+    if not existing:
+        return message + f" (no baselines in {path.parent}; save one with --llmjudge-save-baseline=NAME)"
+    close = difflib.get_close_matches(path.stem, existing, n=1)
+    shown = ", ".join(existing[:20]) + (f" and {len(existing) - 20} more" if len(existing) > 20 else "")
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return message + f" (baselines in {path.parent}: {shown}){hint}"

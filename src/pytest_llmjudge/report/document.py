@@ -66,6 +66,11 @@ class SuiteInfo(Record):
     """rubric metric -> rubric version hash."""
     scales: dict[str, list[float]] = Field(default_factory=dict)
     recorded_judges: list[str] = Field(default_factory=list)
+    calibration: str | None = None
+    """The file name of the calibration set the suite's judge must pass (``judge.calibration``)."""
+    uncalibrated_metrics: list[str] = Field(default_factory=list)
+    """Judge-scored metrics the calibration set does not cover (``judge.calibration_metrics``):
+    judged without a human-agreement check."""
 
 
 class RubricUse(Record):

@@ -2,9 +2,11 @@
 
 Registered as a feature plugin (``plugin.FEATURE_PLUGINS``); inert without ``--llmjudge``.
 
-* ``--llmjudge-report=json:PATH`` / ``html:PATH`` (repeatable; or ini ``llmjudge_report``,
+* ``--llmjudge-report=json:PATH`` / ``html:PATH`` / ``md:PATH`` (repeatable; or ini ``llmjudge_report``,
   one ``FORMAT:PATH`` per line, used when the option is not given). A relative PATH is taken
   from the directory pytest was invoked in; missing parent directories are created.
+* ``$GITHUB_STEP_SUMMARY``: when set, the Markdown verdict (``report/markdown.py``) is
+  appended to that file, unless ``--llmjudge-step-summary=no`` / ini ``llmjudge_step_summary``.
 * ini ``llmjudge_prices``: ``MODEL = INPUT OUTPUT`` lines, USD per 1M tokens, over the
   built-in table (:data:`~pytest_llmjudge.report.assemble.DEFAULT_PRICES`); ``--llmjudge-price``
   (repeatable, same form) over both.
@@ -50,7 +52,7 @@ if TYPE_CHECKING:
     from pytest_llmjudge.session.collector import ResultsCollector
     from pytest_llmjudge.suite.model import Suite
 
-FORMATS = ("json", "html")
+FORMATS = ("json", "html", "md")
 _WORKER_KEY = "llmjudge_report_suites"
 _SUITE_FILES = (".yaml", ".yml")
 MAX_REASON_CHARS = 500
@@ -86,13 +88,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         dest="llmjudge_report",
         metavar="FORMAT:PATH",
-        help="Write a report at the end of the run: json:PATH or html:PATH (repeatable).",
+        help="Write a report at the end of the run: json:PATH, html:PATH or md:PATH (repeatable).",
     )
     parser.addini(
         "llmjudge_report",
-        "Reports to write, one FORMAT:PATH per line (json or html), when --llmjudge-report is not given.",
+        "Reports to write, one FORMAT:PATH per line (json, html or md), when --llmjudge-report is not given.",
         type="linelist",
         default=[],
+    )
+    group.addoption(
+        "--llmjudge-step-summary",
+        choices=("auto", "no"),
+        default=None,
+        dest="llmjudge_step_summary",
+        help="auto (default): append the Markdown verdict to $GITHUB_STEP_SUMMARY when it is set; no: don't.",
+    )
+    parser.addini(
+        "llmjudge_step_summary",
+        "Append the Markdown verdict to $GITHUB_STEP_SUMMARY when it is set (default true).",
+        type="bool",
+        default=True,
     )
     group.addoption(
         "--llmjudge-junit-properties",
@@ -208,6 +223,10 @@ def _suite_info(config: pytest.Config, suite: Suite) -> SuiteInfo:
         recorded_judges=sorted(
             {str(value.judge) for case in suite.cases for value in case.recorded.values() if value.judge}
         ),
+        calibration=None if judge.calibration is None else Path(judge.calibration).name,
+        uncalibrated_metrics=[
+            name for name in rubric_metrics if judge.calibration and not judge.calibration_covers(name)
+        ],
     )
 
 
@@ -458,19 +477,24 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if workeroutput is not None:
         workeroutput[_WORKER_KEY] = [info.to_wire() for info in state.suites.values()]
         return
-    if not state.targets:
+    step_summary = _step_summary_path(config)
+    if not state.targets and step_summary is None:
         return
     document = build(config, int(exitstatus))
     if document is None:
         return
     from pytest_llmjudge.report.html import write_html
     from pytest_llmjudge.report.json_report import write_json
+    from pytest_llmjudge.report.markdown import append_step_summary, write_markdown
 
+    links = [(f"{kind} report", _shown_path(path, config)) for kind, path in state.targets if kind != "md"]
     for kind, path in state.targets:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             if kind == "json":
                 write_json(document, path)
+            elif kind == "md":
+                write_markdown(document, path, links=links)
             else:
                 write_html(document, path)
         except OSError as exc:
@@ -480,8 +504,31 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             state.errors.append(f"could not render the {kind} report: {exc.__class__.__name__}: {exc}")
             continue
         state.written.append((kind, path))
+    if step_summary is not None:
+        try:
+            append_step_summary(document, step_summary, links=links)
+        except OSError as exc:
+            state.errors.append(f"could not append the verdict to GITHUB_STEP_SUMMARY ({step_summary}): {exc}")
     if state.errors and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+
+
+def _step_summary_path(config: pytest.Config) -> Path | None:
+    """The GitHub step-summary file to append the verdict to, unless the user opted out."""
+    import os
+
+    target = os.environ.get("GITHUB_STEP_SUMMARY", "").strip()
+    option = config.getoption("llmjudge_step_summary", None)
+    wanted = option != "no" if option is not None else bool(config.getini("llmjudge_step_summary"))
+    return Path(target) if target and wanted else None
+
+
+def _shown_path(path: Path, config: pytest.Config) -> str:
+    """A report's path relative to the rootdir when it is inside it (what a reader can find)."""
+    try:
+        return str(path.resolve().relative_to(Path(config.rootpath).resolve()))
+    except ValueError:
+        return str(path)
 
 
 class SummaryWriter:
