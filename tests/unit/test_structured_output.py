@@ -176,6 +176,29 @@ def test_a_reply_without_the_tool_falls_back_to_the_text(server: LoopbackServer,
     assert outcome.results["linguistic_acceptability"] == Verdict("linguistic_acceptability", 1.0, "j")
 
 
+def test_a_pairwise_verdict_comes_through_the_forced_tool_and_disagreeing_ones_are_unjudged(
+    runner: JudgeRunner,
+) -> None:
+    from pytest_llmjudge.pairwise.prompts import PairwiseText, build_pairwise_request, parse_pairwise_reply
+    from pytest_llmjudge.testing import ScriptedPairwiseJudge
+
+    with LoopbackServer(responder=ScriptedPairwiseJudge(quality={"good": 2, "bad": 0})) as server:
+        provider = AnthropicProvider(api_key=KEY, base_url=server.anthropic_base_url)
+        runner.track_provider(provider)
+        settings = JudgeSettings(
+            provider="anthropic", model="loopback-judge", base_url=server.anthropic_base_url, structured_output="tool"
+        )
+        request = build_pairwise_request(PairwiseText(language="en", answer_a="bad", answer_b="good"), settings)
+        result = runner.submit_call(provider, request, parse_pairwise_reply).result(timeout=30)
+        assert result.value is not None and result.value.verdict == "B"
+        assert server.requests[0].forced_tool == JUDGMENT_TOOL
+
+        server.responder = lambda request: json.dumps([{"verdict": "A"}, {"verdict": "B"}])
+        other = build_pairwise_request(PairwiseText(language="en", answer_a="x", answer_b="y"), settings)
+        failed = runner.submit_call(provider, other, parse_pairwise_reply, max_reasks=0).result(timeout=30)
+        assert failed.value is None and '2 verdicts that disagree: verdict "A" vs "B"' in str(failed.error)
+
+
 # --------------------------------------------------------------------------- servers that refuse
 
 
