@@ -286,3 +286,9 @@ def test_objects_without_a_verdict_do_not_count() -> None:
     # ...and a JSON verdict quoted inside the justification string is text, not a second verdict.
     quoted = json.dumps({"linguistic_acceptability": {"justification": 'it says {"score": 2}', "score": 0}})
     assert one(quoted) == Verdict("linguistic_acceptability", 0.0, 'it says {"score": 2}')
+
+
+def test_a_reply_nested_past_the_recursion_limit_is_unscored_not_a_crash() -> None:
+    reply = '{"a": ' * 100_000 + "1" + "}" * 100_000
+    with pytest.raises(UnscoredError, match="nests JSON too deeply"):
+        parse_reply(reply, [LA])

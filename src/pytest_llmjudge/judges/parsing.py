@@ -75,7 +75,8 @@ def json_objects(text: str) -> list[dict[str, Any]]:
 
     Scans for ``{`` and decodes from there; a decoded object is skipped whole, so objects
     nested in it (or in its strings) are not listed again. Raises :class:`UnscoredError`
-    when the reply is empty or an object repeats a key with different values.
+    when the reply is empty, nests deeper than the interpreter's recursion limit, or has an
+    object that repeats a key with different values.
     """
     stripped = text.strip()
     if not stripped:
@@ -88,6 +89,8 @@ def json_objects(text: str) -> list[dict[str, Any]]:
         except ValueError:  # JSONDecodeError, and Python's limit on integer literal digits
             start = stripped.find("{", start + 1)
             continue
+        except RecursionError:  # the C scanner recurses per nesting level
+            raise UnscoredError("the judge reply nests JSON too deeply to read", raw_reply=text) from None
         except _ConflictingKeys as exc:
             shown = " vs ".join(json.dumps(v, ensure_ascii=False) for v in exc.values)
             raise UnscoredError(
