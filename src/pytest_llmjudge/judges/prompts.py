@@ -135,8 +135,9 @@ BOUNDARY_PREFIX = "data-"
 def frame_boundary(texts: Sequence[str], trusted: Sequence[str] = ()) -> str:
     """A frame boundary that occurs in none of ``texts`` and ``trusted`` and depends on ``texts`` only.
 
-    Candidate ``k`` is ``data-`` + the first 16 hex digits of SHA-256 over ``k`` and the
-    length-prefixed UTF-8 texts; the first candidate absent from every text (the framed
+    Candidate ``k`` is ``data-`` + the first 16 hex digits of the SHA-256 of the texts (each
+    as UTF-8 after its 8-byte length) followed by ``boundary k``; the first candidate absent
+    from every text (the framed
     ones and the prompt's own, ``trusted``) is taken. The prompt's own text doesn't enter
     the hash, so the two instruction forms of one case share a boundary.
     """
