@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_llmjudge.testing import JudgeQuery, LoopbackServer, ScriptedJudge
+from pytest_llmjudge.testing.scripted import read_prompt
 
 TRUTH = (0, 1, 2, 2, 1, 2, 2, 0, 2, 1)
 N = 40
@@ -458,11 +459,12 @@ def test_consistency_and_sensitivity_items(
             consecutive=False,
         )
     texts = [r.last_user_text for r in loopback.requests]
+    outputs = [read_prompt(r.system, r.last_user_text).texts["Output to evaluate"] for r in loopback.requests]
     seeds = sorted({r.seed for r in loopback.requests}, key=lambda s: -1 if s is None else s)
     assert seeds == [None, 1, 2], "consistency repeats differ only by seed"
     # 2 languages x 6 items x 3 repeats, plus 6 perturbed texts per language (originals are repeat 0)
     assert len(texts) == 2 * 6 * 3 + 2 * 6
-    shuffled = [t for t in texts if not any(f"<<<\n{o}\n>>>" in t for o in originals)]
+    shuffled = [output for output in outputs if output not in originals]
     assert len(shuffled) == 12
 
 

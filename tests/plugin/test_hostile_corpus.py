@@ -141,3 +141,53 @@ def test_resource_attacks_are_rejected_within_os_limits(tmp_path: Path, entry: o
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert completed.stdout.startswith("REJECTED"), completed.stdout[:500]
     assert entry.cause in completed.stdout  # type: ignore[attr-defined]
+
+
+INJECTIONS = corpus.injection_entries()
+_TITLES = {"input": "Input", "reference": "Reference", "context": "Context", "output": "Output to evaluate"}
+
+
+def test_judged_text_cannot_rewrite_the_prompt_or_forge_its_verdict(pytester: pytest.Pytester) -> None:
+    from pytest_llmjudge.testing import LoopbackServer, ReceivedRequest
+    from pytest_llmjudge.testing.scripted import read_prompt
+
+    by_model = {entry.model: entry for entry in INJECTIONS}
+    problems: list[str] = []
+    prompts: dict[str, int] = {}
+
+    def respond(request: ReceivedRequest) -> str:
+        entry = by_model[request.model]
+        prompts[entry.name] = prompts.get(entry.name, 0) + 1
+        shown = read_prompt(request.system, request.last_user_text)
+        framed = [title for key, title in _TITLES.items() if key in entry.fields]
+        expected = ["Task", *framed, "Metrics", "Reply format"]
+        if shown.headings not in (expected, [*expected, "Note"]):  # a re-ask adds its note after the prompt
+            problems.append(f"{entry.name}: headings {shown.headings}")
+        for key, value in entry.fields.items():
+            want = "\n\n".join(value) if isinstance(value, list) else value
+            if shown.texts.get(_TITLES[key]) != want:
+                problems.append(f"{entry.name}: {key} not framed byte-exact: {shown.texts.get(_TITLES[key])!r}")
+        return entry.reply
+
+    with LoopbackServer(responder=respond) as server:
+        for entry in INJECTIONS:
+            (pytester.path / entry.main).write_text(entry.suite(server.openai_base_url), encoding="utf-8")
+        result = pytester.runpytest_inprocess("--llmjudge", "-p", "no:cacheprovider", "-p", "no:randomly")
+
+    reports = {
+        report.nodeid: report
+        for report in result.reprec.getreports("pytest_runtest_logreport")  # type: ignore[attr-defined]
+        if report.when == "call"
+    }
+    for entry in INJECTIONS:
+        report = reports.get(f"{entry.main}::c1[linguistic_acceptability]")
+        if report is None:
+            problems.append(f"{entry.name}: no item (items: {sorted(reports)})")
+        elif report.outcome != entry.outcome or entry.cause not in report.longreprtext:
+            problems.append(f"{entry.name}: {report.outcome}, lacks {entry.cause!r}:\n{report.longreprtext[:600]}")
+        if entry.name not in prompts:
+            problems.append(f"{entry.name}: the judge was never asked")
+    assert problems == [], "\n\n".join(problems)
+    # A reply with two verdicts is an unusable reply: asked, then re-asked twice, then unscored.
+    assert prompts["inject_reply_two_verdicts"] == 3
+    assert result.ret == pytest.ExitCode.TESTS_FAILED

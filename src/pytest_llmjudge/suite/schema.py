@@ -16,7 +16,16 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 
 def _not_bool(value: Any) -> Any:
@@ -94,8 +103,11 @@ class JudgeConfig(_Strict):
         1, ge=1, le=50, description="Judgments per case (distinct seeds); assert on their mean or majority."
     )
     repeat_aggregate: Literal["mean", "majority"] = "mean"
-    structured_output: Literal["auto", "json_schema", "json_object", "none"] = Field(
-        "auto", description="How JSON replies are requested from OpenAI-style providers."
+    structured_output: Literal["auto", "json_schema", "json_object", "tool", "none", "off"] = Field(
+        "auto",
+        description="How the JSON reply is requested: json_schema (OpenAI strict schema; Anthropic output_config), "
+        "json_object (OpenAI JSON mode), tool (Anthropic forced tool use), none/off (the prompt alone). auto: "
+        "json_schema on OpenAI's API, tool on Anthropic's, none with a base_url.",
     )
     max_reasks: int = Field(
         2, ge=0, le=10, description="Re-asks after an unparseable reply before the case is unscored."
@@ -119,6 +131,19 @@ class JudgeConfig(_Strict):
         description="Whether items fail (true) or are skipped (false) when this judge can't be called; "
         "default: fail in CI (env CI), skip elsewhere. --llmjudge-require-judge/--llmjudge-allow-no-judge win.",
     )
+
+    @field_validator("structured_output", mode="before")
+    @classmethod
+    def _unquoted_off(cls, value: object) -> object:
+        # YAML 1.1 reads an unquoted `off` as false: `structured_output: off` means "off".
+        return "off" if value is False else value
+
+    @field_validator("structured_output")
+    @classmethod
+    def _tool_is_anthropic_only(cls, value: str, info: ValidationInfo) -> str:
+        if value == "tool" and info.data.get("provider") in ("openai", "openai-compatible"):
+            raise ValueError("tool is Anthropic's forced tool use; OpenAI judges use json_schema")
+        return value
 
     @model_validator(mode="before")
     @classmethod
