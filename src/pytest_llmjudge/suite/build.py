@@ -36,7 +36,7 @@ from pytest_llmjudge.suite.expressions import (
 from pytest_llmjudge.suite.loader import LocatedDocument, iter_jsonl, line_for, load_yaml
 from pytest_llmjudge.suite.model import AggregateCheck, Case, MetricKind, RecordedValue, Suite
 from pytest_llmjudge.suite.schema import AggregateConfig, CaseConfig, CasesFileConfig, RubricConfig, SuiteConfig
-from pytest_llmjudge.suite.tabular import table_format, table_records
+from pytest_llmjudge.suite.tabular import is_hf_dataset, table_format, table_records
 
 
 def _field_names(model: type[BaseModel]) -> list[str]:
@@ -174,7 +174,7 @@ def read_records(
 
 def _source_records(path: Path, entry: CasesFileConfig) -> Iterator[tuple[int, dict[str, Any]]]:
     """The records of one ``cases_file`` entry: JSONL lines or table rows (suite/tabular.py)."""
-    fmt = table_format(path, entry.format)
+    fmt = "hf" if is_hf_dataset(path, entry.path, entry.format) else table_format(path, entry.format)
     if fmt is None:
         if entry.columns or entry.encoding:
             raise SuiteError(
@@ -185,10 +185,48 @@ def _source_records(path: Path, entry: CasesFileConfig) -> Iterator[tuple[int, d
             )
         yield from read_records(path, entry.where, entry.extra_fields, _CASE_FIELDS)
         return
-    rows = table_records(path, fmt, columns=entry.columns, case_fields=_CASE_FIELDS, encoding=entry.encoding)
+    rows = table_records(
+        path,
+        fmt,
+        columns=entry.columns,
+        case_fields=_CASE_FIELDS,
+        encoding=entry.encoding,
+        source=entry.path if entry.path.startswith("hf://") else str(path),
+    )
     for number, record, _unit in rows:
         if all(_table_matches(record, key, value) for key, value in entry.where.items()):
             yield number, record
+
+
+def _stratified_sample(
+    records: list[tuple[int, dict[str, Any]]], size: int, seed: int
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``size`` records drawn without replacement, each language getting its share of ``size``
+    (largest remainder; every language present keeps at least one), in file order.
+
+    Per language the draw is ``random.Random(f"{seed}:{language}")``: adding cases of one
+    language leaves the others' samples as they were."""
+    import random
+
+    if size >= len(records):
+        yield from records
+        return
+    by_language: dict[str, list[int]] = {}
+    for position, (_, record) in enumerate(records):
+        by_language.setdefault(str(record.get("language")), []).append(position)
+    total = len(records)
+    quotas = {language: size * len(found) / total for language, found in by_language.items()}
+    shares = {language: max(1, int(quota)) for language, quota in quotas.items()}
+    for language in sorted(quotas, key=lambda name: (-(quotas[name] - int(quotas[name])), name)):
+        if sum(shares.values()) >= size:
+            break
+        if shares[language] < len(by_language[language]):
+            shares[language] += 1
+    chosen: set[int] = set()
+    for language, positions in by_language.items():
+        draw = random.Random(f"{seed}:{language}")
+        chosen.update(draw.sample(positions, min(shares[language], len(positions))))
+    yield from (records[position] for position in sorted(chosen))
 
 
 def _table_matches(record: Mapping[str, Any], key: str, wanted: Any) -> bool:
@@ -297,7 +335,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
     for index, entry in enumerate(_cases_files(config)):
         at = ("cases_file",) if not isinstance(config.cases_file, list) else ("cases_file", index)
         cases_path = base_dir / entry.path
-        if not cases_path.is_file():
+        if not cases_path.is_file() and not is_hf_dataset(cases_path, entry.path, entry.format):
             raise SuiteError(
                 f"cases file {_missing(cases_path)}: {cases_path}",
                 path=path,
@@ -305,7 +343,10 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 field=_loc_text(at),
                 hint="cases_file is resolved relative to the suite file",
             )
-        for number, record in _source_records(cases_path, entry):
+        records = _source_records(cases_path, entry)
+        if entry.sample is not None:
+            records = _stratified_sample(list(records), entry.sample, entry.seed)
+        for number, record in records:
             try:
                 case_sources.append((CaseConfig.model_validate(record), cases_path, number, None))
             except ValidationError as exc:

@@ -266,9 +266,15 @@ class CasesFileConfig(_Strict):
     """A file of cases next to the suite (JSONL, CSV, TSV or Parquet), optionally filtered."""
 
     path: str
-    format: Literal["jsonl", "csv", "tsv", "parquet"] | None = Field(
-        None, description="The file's format (default: from its suffix; .csv, .tsv/.tab, .parquet, else JSONL)."
+    format: Literal["jsonl", "csv", "tsv", "parquet", "hf"] | None = Field(
+        None,
+        description="The file's format (default: from its suffix; .csv, .tsv/.tab, .parquet, hf:// or a "
+        "save_to_disk directory for a Hugging Face dataset, else JSONL).",
     )
+    sample: int | None = Field(
+        None, ge=1, description="Keep a seeded random sample of this many cases, stratified by language."
+    )
+    seed: int = Field(0, description="Seed of the sample.")
     columns: dict[str, str] = Field(
         default_factory=dict,
         description="Tables only: case field -> column, for headers that don't name the fields "
