@@ -14,7 +14,7 @@ output is an error unless an output target will produce it.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -212,6 +212,120 @@ def _recorded(raw: Mapping[str, Any]) -> dict[str, RecordedValue]:
     return values
 
 
+def _label_files(
+    config: SuiteConfig, path: Path, lines: Mapping[Any, int], known: set[str]
+) -> Iterator[tuple[str, str, list[int] | dict[str, int], tuple[Path, int | None]]]:
+    """(case id, metric, labels, (file, line)) from the suite's ``human_labels`` files.
+
+    JSONL: records with ``id`` and ``human: {metric: [labels] or {annotator: label}}`` (other keys
+    are ignored, so calibration items files load). CSV: a header with ``id``, ``metric``,
+    ``label`` and optionally ``annotator``; one row per label.
+    """
+    entries = config.human_labels
+    if entries is None:
+        return
+    for index, entry in enumerate([entries] if isinstance(entries, str) else entries):
+        at = ("human_labels",) if isinstance(entries, str) else ("human_labels", index)
+        labels_path = path.parent / entry
+        if not labels_path.is_file():
+            raise SuiteError(
+                f"labels file {_missing(labels_path)}: {labels_path}",
+                path=path,
+                line=line_for(lines, at),
+                field=_loc_text(at),
+                hint="human_labels is resolved relative to the suite file",
+            )
+        rows: list[tuple[int | None, str, str, list[int] | dict[str, int]]] = []
+        if labels_path.suffix.lower() == ".csv":
+            import csv
+
+            with labels_path.open(encoding="utf-8-sig", newline="") as handle:
+                reader = csv.DictReader(handle)
+                missing = {"id", "metric", "label"} - set(reader.fieldnames or ())
+                if missing:
+                    raise SuiteError(
+                        f"a CSV labels file needs the columns id, metric, label (missing: {', '.join(sorted(missing))})",
+                        path=labels_path,
+                        line=1,
+                    )
+                grouped: dict[tuple[str, str], tuple[int, list[int] | dict[str, int]]] = {}
+                for number, row in enumerate(reader, start=2):
+                    try:
+                        label = int(str(row["label"]).strip())
+                    except ValueError:
+                        raise SuiteError(
+                            f"label {row['label']!r} is not a whole number",
+                            path=labels_path,
+                            line=number,
+                            field="label",
+                        ) from None
+                    key = (str(row["id"]).strip(), str(row["metric"]).strip())
+                    first, bucket = grouped.setdefault(key, (number, [] if not row.get("annotator") else {}))
+                    if isinstance(bucket, dict):
+                        annotator = str(row.get("annotator") or "").strip()
+                        if not annotator or annotator in bucket:
+                            raise SuiteError(
+                                f"annotator {annotator!r} labels case {key[0]!r} {key[1]} twice, or without an id",
+                                path=labels_path,
+                                line=number,
+                                field="annotator",
+                            )
+                        bucket[annotator] = label
+                    else:
+                        bucket.append(label)
+                rows = [(number, case_id, metric, bucket) for (case_id, metric), (number, bucket) in grouped.items()]
+        else:
+            for number, record in iter_jsonl(labels_path):
+                human = record.get("human")
+                if not isinstance(record.get("id"), str) or not isinstance(human, dict):
+                    raise SuiteError(
+                        "each labels line needs a string 'id' and a 'human' object", path=labels_path, line=number
+                    )
+                try:
+                    parsed = CaseConfig.model_validate({"id": record["id"], "language": "xx", "human": human}).human
+                except ValidationError as exc:
+                    raise validation_error(exc, labels_path, {(): number}, record, root=CaseConfig) from None
+                rows.extend((number, record["id"], metric, labels) for metric, labels in parsed.items())
+        for line_number, case_id, metric, labels in rows:
+            if case_id not in known:
+                raise SuiteError(
+                    f"labels for case {case_id!r}, which the suite does not have",
+                    path=labels_path,
+                    line=line_number,
+                    field="id",
+                )
+            yield case_id, metric, labels, (labels_path, line_number)
+
+
+def aggregate_human_labels(
+    labelled: Sequence[tuple[str, Mapping[str, list[int] | dict[str, int]]]],
+) -> dict[str, dict[str, float]]:
+    """Case id -> metric -> one human label per case, from its annotators' labels.
+
+    The calibration gate's rule (``stats/annotators.py``, METAL sec. 3.2): the majority
+    label, else the mean rounded half up; labels given by annotator id are taken in id order
+    (the rule does not depend on the order). One matrix per metric, so one call per metric.
+    """
+    if not labelled:
+        return {}
+    import numpy as np  # only suites with human labels pay for numpy here
+
+    from pytest_llmjudge.stats.annotators import aggregate_labels
+
+    result: dict[str, dict[str, float]] = {}
+    metrics = sorted({metric for _, human in labelled for metric in human})
+    for metric in metrics:
+        rows = [(case_id, human[metric]) for case_id, human in labelled if metric in human]
+        sets = [list(labels) if isinstance(labels, list) else [labels[k] for k in sorted(labels)] for _, labels in rows]
+        matrix = np.full((len(sets), max(len(labels) for labels in sets)), np.nan)
+        for index, labels in enumerate(sets):
+            matrix[index, : len(labels)] = labels
+        aggregated = aggregate_labels(matrix)
+        for (case_id, _), label in zip(rows, aggregated.labels, strict=True):
+            result.setdefault(case_id, {})[metric] = float(label)
+    return result
+
+
 def _parse_thresholds(
     texts: Iterable[str], path: Path, lines: Mapping[tuple[Any, ...], int], at: tuple[Any, ...]
 ) -> list[Threshold]:
@@ -279,6 +393,8 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 hint="cases_file is resolved relative to the suite file",
             )
         for number, record in read_records(cases_path, entry.where, entry.extra_fields, _CASE_FIELDS):
+            if not entry.human:
+                record.pop("human", None)
             try:
                 case_sources.append((CaseConfig.model_validate(record), cases_path, number, None))
             except ValidationError as exc:
@@ -320,6 +436,19 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         rubrics[name] = _rubric_from_config(name, rubric_config)
 
     suite_thresholds = _parse_thresholds(config.assert_, path, doc.lines, ("assert",))
+    labelled = {case_config.id: dict(case_config.human) for case_config, *_ in case_sources if case_config.human}
+    for metric_labels in _label_files(config, path, doc.lines, {case_config.id for case_config, *_ in case_sources}):
+        case_id, metric, labels, origin = metric_labels
+        given = labelled.setdefault(case_id, {})
+        if metric in given:
+            raise SuiteError(
+                f"case {case_id!r} has {metric} labels twice (on the case, or twice in the labels files)",
+                path=origin[0],
+                line=origin[1],
+                field="human_labels",
+            )
+        given[metric] = labels
+    human_labels = aggregate_human_labels(list(labelled.items()))
     cases: list[Case] = []
     seen: dict[str, tuple[Path, int | None]] = {}
     for case_config, source, line, inline_index in case_sources:
@@ -359,6 +488,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 metadata=dict(case_config.metadata),
                 recorded=_recorded(case_config.recorded),
                 thresholds=tuple(suite_thresholds + own),
+                human=human_labels.get(case_config.id, {}),
                 path=source,
                 line=line,
                 tags=tuple(dict.fromkeys([*config.tags, *case_config.tags])),
@@ -395,6 +525,8 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             line=line_for(doc.lines, at),
             group_by=tuple(aggregate_config.group_by or config.group_by),
             group_overrides=group_overrides,
+            min_labels=aggregate_config.min_labels,
+            xfail=dict(aggregate_config.xfail),
         )
         _check_group_names(group_overrides, check.groups(cases), path, doc.lines, (*at, "per_group"))
         aggregates.append(check)
@@ -445,6 +577,15 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             ) from None
 
     for case in cases:
+        for name, label in case.human.items():
+            rubric = rubrics.get(name)
+            if rubric is not None and not min(rubric.scale) <= label <= max(rubric.scale):
+                raise SuiteError(
+                    f"human {name} label {label:g} of case {case.id!r} is outside the scale {list(rubric.scale)}",
+                    path=case.path,
+                    line=case.line,
+                    field=f"human.{name}",
+                )
         for name, value in case.recorded.items():
             rubric = rubrics.get(name)
             if rubric is not None and value.score is not None and value.score not in rubric.scale:

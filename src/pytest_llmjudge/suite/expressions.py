@@ -29,7 +29,7 @@ from typing import Any, Literal
 from pytest_llmjudge.metrics.language_codes import language_family
 
 Op = Literal[">=", ">", "<=", "<", "==", "!="]
-AggregateStat = Literal["mean", "median", "min", "max", "pass_rate"]
+AggregateStat = Literal["mean", "median", "min", "max", "pass_rate", "human_mean", "human_pass_rate"]
 Bound = Literal["lower", "upper"]
 
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
@@ -44,11 +44,13 @@ _METRIC = r"[A-Za-z_][\w+\-]*(?:@\d+)?"
 _OP = r">=|<=|==|!=|>|<"
 _CASE_RE = re.compile(rf"^\s*(?P<metric>{_METRIC})\s*(?P<op>{_OP})\s*(?P<value>.+?)\s*$")
 _AGG_RE = re.compile(
-    rf"^\s*(?P<stat>mean|median|min|max|pass_rate)\s*\(\s*(?P<inner>.+?)\s*\)\s*(?P<op>{_OP})\s*(?P<value>\S+)\s*$"
+    rf"^\s*(?P<stat>human_mean|human_pass_rate|mean|median|min|max|pass_rate)\s*\(\s*(?P<inner>.+?)\s*\)\s*(?P<op>{_OP})\s*(?P<value>\S+)\s*$"
 )
 _BOUND_RE = re.compile(rf"^\s*(?P<bound>lower|upper)\s*\(\s*(?P<inner>.+\))\s*\)\s*(?P<rest>(?:{_OP}).*)$")
 # Statistics that come with an interval (aggregate.py), hence a lower and an upper bound.
-_WITH_INTERVAL = ("mean", "pass_rate")
+_WITH_INTERVAL = ("mean", "pass_rate", "human_mean", "human_pass_rate")
+# Prediction-powered estimates of what the human annotators would give (aggregate.py, stats/prediction_powered.py).
+HUMAN_STATS = ("human_mean", "human_pass_rate")
 _OVERRIDE_RE = re.compile(rf"^\s*(?P<op>{_OP})?\s*(?P<value>\S+)\s*$")
 
 CASE_LANGUAGE = "case.language"
@@ -189,11 +191,9 @@ def _parse_statistic(text: str, shown: str) -> AggregateSpec:
     if isinstance(value, str):
         raise ExpressionError(f"an aggregate threshold must be a number in {shown!r}")
     inner_text = match["inner"]
-    if stat == "pass_rate":
+    if stat in ("pass_rate", "human_pass_rate"):
         if not _CASE_RE.match(inner_text):
-            raise ExpressionError(
-                f"pass_rate needs a case assertion inside, e.g. pass_rate(chrf >= 45), got {inner_text!r}"
-            )
+            raise ExpressionError(f"{stat} needs a case assertion inside, e.g. {stat}(chrf >= 45), got {inner_text!r}")
         inner = parse_threshold(inner_text)
         return AggregateSpec(stat, inner.metric, op, value, inner)
     if not re.fullmatch(_METRIC, inner_text):
