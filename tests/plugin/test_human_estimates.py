@@ -1,0 +1,97 @@
+"""human_mean / human_pass_rate aggregates: labels on cases and in files, the estimate, its errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_llmjudge.stats.prediction_powered import ppi_mean
+
+# Per language: (judge score, human labels or None) of each case. The judge says 2 throughout in
+# "hi"; the humans mostly say 1.
+HI = [(2, [1, 1, 2]) if i % 3 == 0 else (2, [1]) for i in range(12)] + [(2, None)] * 8 + [(1, [0, 0])] * 2
+
+
+def suite_text(rows: list[tuple[int, list[int] | None]], aggregate: str, head: str = "") -> str:
+    lines = ["suite: humans", head, "cases:"]
+    for index, (score, labels) in enumerate(rows):
+        human = f", human: {{task_quality: {labels}}}" if labels is not None else ""
+        lines.append(f"  - {{id: c{index}, language: hi, output: x, recorded: {{task_quality: {score}}}{human}}}")
+    lines += ["aggregate:", aggregate]
+    return "\n".join(line for line in lines if line) + "\n"
+
+
+def _expected(rows: list[tuple[int, list[int] | None]]) -> tuple[float, float, float]:
+    # The aggregate label: majority, else rounded mean; [1, 1, 2] -> 1, [0, 0] -> 0, [1] -> 1.
+    labelled = [(score, max(set(labels), key=labels.count)) for score, labels in rows if labels is not None]
+    result = ppi_mean([y for _, y in labelled], [f for f, _ in labelled], [f for f, _ in rows], scale=(0.0, 2.0))
+    assert result.estimate.ci_low is not None and result.estimate.ci_high is not None
+    return result.estimate.value, result.estimate.ci_low, result.estimate.ci_high
+
+
+def test_human_mean_fails_where_the_judge_mean_passes(pytester: pytest.Pytester) -> None:
+    value, low, high = _expected(HI)
+    aggregate = "  - mean(task_quality) >= 1.5\n  - lower(human_mean(task_quality)) >= 1.5"
+    pytester.makefile(".yaml", suite=suite_text(HI, aggregate))
+    result = pytester.runpytest("--llmjudge", "-rA", "--llmjudge-report=json:report.json")
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "FAILED: humans: the native speakers' mean task_quality in hi: "
+            f"lower(human_mean(task_quality)) = {low:.4g}*, expected >= 1.5",
+            f"  estimate        {value:.3f} (95% CI {low:.3f} - {high:.3f}; prediction-powered, PPI++*",
+            "  from            14 human-labelled of 22 judged cases",
+            "  human only      *",
+            f"  judge           1.909 (the judge's own value; estimated bias {1.909090909 - value:+.3f}, judge minus human)",
+        ]
+    )
+    report = json.loads((pytester.path / "report.json").read_text())
+    text = json.dumps(report)
+    assert '"n_labelled": 14' in text and '"n_total": 22' in text
+
+
+def test_too_few_labels_is_an_error_not_a_pass(pytester: pytest.Pytester) -> None:
+    rows = [(2, [2])] * 5 + [(2, None)] * 10
+    pytester.makefile(".yaml", suite=suite_text(rows, "  - human_mean(task_quality) >= 0"))
+    result = pytester.runpytest("--llmjudge")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        ["ERROR: humans: * only 5 human-labelled case(s) in hi; human_mean() needs at least 10*"]
+    )
+    # min_labels lowers the documented minimum.
+    pytester.makefile(
+        ".yaml", suite=suite_text(rows, "  - expr: human_mean(task_quality) >= 0\n    min_labels: 5")
+    )
+    pytester.runpytest("--llmjudge").assert_outcomes(passed=2)
+
+
+def test_labels_file_csv_and_human_pass_rate(pytester: pytest.Pytester) -> None:
+    rows = [(2, None)] * 20
+    labels = ["id,metric,annotator,label"]
+    # Ten labelled cases: 6 with label 0 (fails task_quality >= 1), 4 with label 2.
+    for index in range(10):
+        labels += [f"c{index},task_quality,a,{0 if index < 6 else 2}", f"c{index},task_quality,b,{0 if index < 6 else 2}"]
+    pytester.makefile(".csv", labels="\n".join(labels) + "\n")
+    aggregate = "  - human_pass_rate(task_quality >= 1) >= 0.8\n  - pass_rate(task_quality >= 1) >= 0.8"
+    pytester.makefile(".yaml", suite=suite_text(rows, aggregate, head="human_labels: labels.csv"))
+    result = pytester.runpytest("--llmjudge", "-rA")
+    result.assert_outcomes(passed=2, failed=2)
+    # A constant judge carries no information: the estimate is the labels' own rate, 0.4.
+    result.stdout.fnmatch_lines(["*human_pass_rate(task_quality >= 1) = 0.4, expected >= 0.8"])
+
+
+def test_labels_file_naming_an_unknown_case_is_an_error(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".jsonl", labels='{"id": "nope", "human": {"task_quality": [1]}}\n')
+    pytester.makefile(
+        ".yaml", suite=suite_text(HI, "  - human_mean(task_quality) >= 0", head="human_labels: labels.jsonl")
+    )
+    result = pytester.runpytest("--llmjudge")
+    result.stdout.fnmatch_lines(["*labels.jsonl:1*labels for case 'nope', which the suite does not have*"])
+
+
+def test_a_label_off_the_scale_is_an_error(pytester: pytest.Pytester) -> None:
+    rows = [(2, [5])] + [(2, None)]
+    pytester.makefile(".yaml", suite=suite_text(rows, "  - human_mean(task_quality) >= 0"))
+    result = pytester.runpytest("--llmjudge")
+    result.stdout.fnmatch_lines(["*human task_quality label 5 of case 'c0' is outside the scale [[]0, 1, 2[]]*"])
