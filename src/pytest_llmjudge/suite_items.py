@@ -42,6 +42,7 @@ from pytest_llmjudge.errors import ItemFailure, LLMJudgeError
 from pytest_llmjudge.escaping import ONE_LINE, escape_controls
 from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
 from pytest_llmjudge.formatting import format_fixed, format_value
+from pytest_llmjudge.label_queue_plugin import queue_key
 from pytest_llmjudge.records import AggregateRecord, CaseRecord, CaseScore, HumanEstimate
 from pytest_llmjudge.records import AggregateRow as RecordRow
 from pytest_llmjudge.records import Threshold as RecordThreshold
@@ -428,6 +429,9 @@ class AggregateItem(_SuiteItem):
                 min_labels=self.check.min_labels,
                 scale=_metric_scale(self.suite, metric),
             )
+            queue = self.config.stash.get(queue_key, None)
+            if queue is not None and self.check.spec.stat in HUMAN_STATS:
+                queue.append((self.suite, self.check, scored, _metric_scale(self.suite, metric)))
             takers = sum(
                 1
                 for item in self.session.items

@@ -60,9 +60,7 @@ def test_too_few_labels_is_an_error_not_a_pass(pytester: pytest.Pytester) -> Non
         ["ERROR: humans: * only 5 human-labelled case(s) in hi; human_mean() needs at least 10*"]
     )
     # min_labels lowers the documented minimum.
-    pytester.makefile(
-        ".yaml", suite=suite_text(rows, "  - expr: human_mean(task_quality) >= 0\n    min_labels: 5")
-    )
+    pytester.makefile(".yaml", suite=suite_text(rows, "  - expr: human_mean(task_quality) >= 0\n    min_labels: 5"))
     pytester.runpytest("--llmjudge").assert_outcomes(passed=2)
 
 
@@ -71,7 +69,10 @@ def test_labels_file_csv_and_human_pass_rate(pytester: pytest.Pytester) -> None:
     labels = ["id,metric,annotator,label"]
     # Ten labelled cases: 6 with label 0 (fails task_quality >= 1), 4 with label 2.
     for index in range(10):
-        labels += [f"c{index},task_quality,a,{0 if index < 6 else 2}", f"c{index},task_quality,b,{0 if index < 6 else 2}"]
+        labels += [
+            f"c{index},task_quality,a,{0 if index < 6 else 2}",
+            f"c{index},task_quality,b,{0 if index < 6 else 2}",
+        ]
     pytester.makefile(".csv", labels="\n".join(labels) + "\n")
     aggregate = "  - human_pass_rate(task_quality >= 1) >= 0.8\n  - pass_rate(task_quality >= 1) >= 0.8"
     pytester.makefile(".yaml", suite=suite_text(rows, aggregate, head="human_labels: labels.csv"))
