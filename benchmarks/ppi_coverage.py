@@ -49,6 +49,7 @@ SCALES = {"task_quality": (0.0, 2.0), "linguistic_acceptability": (0.0, 2.0), "h
 FRACTIONS = (0.1, 0.2, 0.4)
 MIN_LABELS = 10
 MARGIN = 0.3
+STUDENT = True
 
 Cell = tuple[list[float], list[float]]  # (judge scores, aggregated human labels) of one language x metric
 
@@ -114,8 +115,8 @@ def simulate(
         chosen = rng.sample(range(big_n), n)
         labels = [human[i] for i in chosen]
         judged = [judge[i] for i in chosen]
-        tuned = ppi_mean(labels, judged, judge, scale=scale)
-        plain = ppi_mean(labels, judged, judge, lam=1.0, scale=scale)
+        tuned = ppi_mean(labels, judged, judge, scale=scale, student=STUDENT)
+        plain = ppi_mean(labels, judged, judge, lam=1.0, scale=scale, student=STUDENT)
         for name, est in (("ppi++", tuned.estimate), ("ppi", plain.estimate), ("human", tuned.human_only)):
             assert est.ci_low is not None and est.ci_high is not None
             covered[name] += est.ci_low <= truth <= est.ci_high
@@ -172,6 +173,23 @@ def report(name: str, data: dict[str, dict[str, Cell]], replications: int, seed:
         )
 
 
+def reviewer_protocol(name: str, data: dict[str, dict[str, Cell]], seed: int, subsets: int = 25) -> None:
+    """The reviewers' check: 20% labelled, ``subsets`` random labelled subsets per language x metric."""
+    rng = random.Random(f"{seed}-{name}-reviewer")
+    checks = covered = failed = 0
+    for lang in sorted(data):
+        for metric in METRICS:
+            row = simulate(data[lang][metric], 0.2, subsets, rng, SCALES[metric])
+            checks += subsets
+            covered += round(row["cov_ppi++"] * subsets)
+            failed += round(row["reviewer_fail"] * subsets)
+    print(
+        f"\n-- reviewer protocol, {name}: 20% labelled, {subsets} subsets per language x metric: interval covers the "
+        f"truth in {covered} of {checks} checks ({covered / checks:.3f}); lower(human_mean) >= truth + 0.3 fails in "
+        f"{failed} of {checks} ({failed / checks:.3f})"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replications", type=int, default=300)
@@ -180,10 +198,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--release", type=Path, default=RELEASE)
     args = parser.parse_args(argv)
     if args.data in ("subset", "both"):
-        report("shipped subset (example_suites/data/pariksha)", load_subset(), args.replications, args.seed)
+        subset = load_subset()
+        report("shipped subset (example_suites/data/pariksha)", subset, args.replications, args.seed)
+        reviewer_protocol("shipped subset", subset, args.seed)
     if args.data in ("release", "both"):
         if (args.release / "outputs").is_dir():
-            report(f"full release ({args.release})", load_release(args.release), args.replications, args.seed)
+            release = load_release(args.release)
+            report(f"full release ({args.release})", release, args.replications, args.seed)
+            reviewer_protocol("full release", release, args.seed)
         else:
             print(f"\n(full release not found at {args.release}: skipped)")
     return 0

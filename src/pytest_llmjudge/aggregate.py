@@ -331,7 +331,7 @@ def compute_human_row(
         if len(pairs) < min_labels or not judged:
             short.append(f"{stratum} {len(pairs)}")
             continue
-        estimate = ppi_mean([y for y, _ in pairs], [f for _, f in pairs], judged, scale=scale)
+        estimate = ppi_mean([y for y, _ in pairs], [f for _, f in pairs], judged, scale=scale, student=True)
         parts.append((len(judged), estimate.estimate))
         human_parts.append((len(judged), estimate.human_only))
         lam = estimate.lam if len(strata) == 1 else None
@@ -347,8 +347,10 @@ def compute_human_row(
             "label a random sample of the group (--llmjudge-label-queue)"
         )
     elif parts:
-        combined = stratified(parts, scale=scale)
-        human_only = stratified(human_parts, scale=scale)
+        # One group: its own (Student) interval; several: the stratified sum, with z (its
+        # degrees of freedom are those of all the groups' labels together).
+        combined = parts[0][1] if len(parts) == 1 else stratified(parts, scale=scale)
+        human_only = human_parts[0][1] if len(parts) == 1 else stratified(human_parts, scale=scale)
         judge = statistics.fmean(judged_all)
         value, ci = combined.value, (combined.ci_low, combined.ci_high)
         detail = HumanDetail(

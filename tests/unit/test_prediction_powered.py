@@ -152,3 +152,32 @@ def test_labels_needed_inverts_the_width() -> None:
     width = lambda k: 2 * z * math.sqrt(0.25 * 0.4 / 1000 + 0.5 / k)  # noqa: E731
     assert width(n) <= 0.2 < width(n - 1)
     assert labels_needed(0.01, residual_variance=0.5, judge_variance=1.0, lam=1.0, N=10) is None
+
+
+def test_student_variant_is_ppi_py_at_the_matching_alpha() -> None:
+    from scipy.stats import norm, t
+
+    rng = np.random.default_rng(11)
+    judge = rng.integers(0, 3, 60).astype(float)
+    chosen = rng.choice(60, 12, replace=False)
+    labels = np.clip(judge[chosen] - rng.integers(0, 2, 12), 0, 2)
+    ours = ppi_mean(list(labels), list(judge[chosen]), list(judge), student=True)
+    # The alpha whose normal quantile is t_{11}'s 97.5% quantile.
+    alpha = 2 * norm.sf(t.ppf(0.975, 11))
+    low, high = ppi_py.ppi_mean_ci(labels, judge[chosen], judge, alpha=alpha, lam=None)
+    assert ours.estimate.ci_low == pytest.approx(float(np.asarray(low).squeeze()), abs=1e-9)
+    assert ours.estimate.ci_high == pytest.approx(float(np.asarray(high).squeeze()), abs=1e-9)
+
+
+def test_residual_variance_floor_on_a_scale() -> None:
+    # Residuals with a tiny variance: the floor (high - low)^2 (n - 1) / n^2 takes over.
+    labels = [1.0] + [0.0] * 9
+    judged = [1.0] + [0.0] * 9
+    result = ppi_mean(labels, judged, judged + [0.0] * 40, scale=(0.0, 1.0))
+    assert result.lam > 0.5
+    floor_se = math.sqrt(result.lam**2 * _var0(judged + [0.0] * 40) / 50 + 0.09 / 10)
+    assert result.estimate.se == pytest.approx(floor_se)
+
+
+def _var0(values: list[float]) -> float:
+    return float(np.var(values))
