@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pytest_llmjudge.calibration.correction import fit_correction
 from pytest_llmjudge.stats.annotators import aggregate_labels
 from pytest_llmjudge.stats.prediction_powered import ppi_mean
 
@@ -111,6 +112,8 @@ def simulate(
     widths = {"ppi++": [], "ppi": [], "human": []}  # type: dict[str, list[float]]
     reviewer_fails = 0
     judge_mean = statistics.fmean(judge)
+    scale_labels = list(range(int(scale[0]), int(scale[1]) + 1))
+    squared = {"ppi++": 0.0, "human": 0.0, "most_likely": 0.0, "expected": 0.0}
     for _ in range(replications):
         chosen = rng.sample(range(big_n), n)
         labels = [human[i] for i in chosen]
@@ -123,6 +126,13 @@ def simulate(
             widths[name].append(est.ci_high - est.ci_low)
         assert tuned.estimate.ci_low is not None
         reviewer_fails += not (tuned.estimate.ci_low >= truth + MARGIN)
+        squared["ppi++"] += (tuned.estimate.value - truth) ** 2
+        squared["human"] += (tuned.human_only.value - truth) ** 2
+        for method in ("most_likely", "expected"):
+            # The label-remapping correction (calibration/correction.py) fitted on the labelled
+            # sample, applied to every judge score: its mean is its estimate of the human mean.
+            correction = fit_correction(labels, judged, scale_labels, method)  # type: ignore[arg-type]
+            squared[method] += (statistics.fmean(correction.apply(f) for f in judge) - truth) ** 2
     human_width = statistics.fmean(widths["human"])
     return {
         "N": big_n,
@@ -135,6 +145,8 @@ def simulate(
         "width_ratio": statistics.fmean(widths["ppi++"]) / human_width if human_width > 0 else float("nan"),
         "reviewer_fail": reviewer_fails / replications,
         "judge_passes": float(judge_mean >= truth + MARGIN),
+        **{f"rmse_{name}": (total / replications) ** 0.5 for name, total in squared.items()},
+        "rmse_judge": abs(judge_mean - truth),
     }
 
 
@@ -170,6 +182,17 @@ def report(name: str, data: dict[str, dict[str, Cell]], replications: int, seed:
             f"(min {min(r['reviewer_fail'] for r in rows):.3f}); the judge's mean >= truth + 0.3 in "
             f"{sum(r['judge_passes'] for r in rows):.0f} of {len(rows)} cells; "
             f"{len(rows) - len(enough)} cells have n < {MIN_LABELS} (human_mean reports them as errors)"
+        )
+        rmse = {
+            name: statistics.fmean(r[f"rmse_{name}"] for r in rows)
+            for name in ("ppi++", "human", "most_likely", "expected", "judge")
+        }
+        wins = {name: sum(r[f"rmse_{name}"] < r["rmse_ppi++"] for r in rows) for name in ("most_likely", "expected")}
+        print(
+            f"  error of the estimated human mean (RMSE over replications, mean over cells): PPI++ {rmse['ppi++']:.3f}, "
+            f"human-only {rmse['human']:.3f}, correction most_likely {rmse['most_likely']:.3f} "
+            f"(beats PPI++ in {wins['most_likely']} of {len(rows)} cells), expected {rmse['expected']:.3f} "
+            f"({wins['expected']} of {len(rows)}), raw judge {rmse['judge']:.3f}"
         )
 
 

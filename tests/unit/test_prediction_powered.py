@@ -181,3 +181,13 @@ def test_residual_variance_floor_on_a_scale() -> None:
 
 def _var0(values: list[float]) -> float:
     return float(np.var(values))
+
+
+@pytest.mark.parametrize("df", [1, 2, 3, 4, 9, 10, 39, 200, 3001])
+def test_student_quantile_matches_scipy(df: int) -> None:
+    from scipy.stats import t
+
+    from pytest_llmjudge.stats.prediction_powered import _quantile
+
+    for confidence in (0.9, 0.95, 0.99):
+        assert _quantile(confidence, df) == pytest.approx(t.ppf(0.5 + confidence / 2, df), abs=1e-9)

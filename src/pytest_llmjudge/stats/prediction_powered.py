@@ -135,13 +135,47 @@ def power_tuned_lambda(labels: Sequence[float], judged_labelled: Sequence[float]
     return min(1.0, max(0.0, cov / ((1.0 + n / big_n) * variance)))
 
 
+def _t_two_sided(x: float, df: int) -> float:
+    """``P(|T| <= x)`` for Student's t with integer ``df`` >= 1: the finite series of
+    Abramowitz and Stegun 26.7.3 (odd df) and 26.7.4 (even df), with ``theta = atan(x / sqrt(df))``."""
+    theta = math.atan(x / math.sqrt(df))
+    c2 = math.cos(theta) ** 2
+    if df % 2 == 1:
+        if df == 1:
+            return 2 * theta / math.pi
+        term = total = math.cos(theta)
+        for k in range(3, df - 1, 2):  # terms cos^k theta * (2*4*...*(k-1)) / (1*3*...*k)
+            term *= c2 * (k - 1) / k
+            total += term
+        return 2 / math.pi * (theta + math.sin(theta) * total)
+    term = total = 1.0
+    for k in range(2, df - 1, 2):  # terms cos^k theta * (1*3*...*(k-1)) / (2*4*...*k)
+        term *= c2 * (k - 1) / k
+        total += term
+    return math.sin(theta) * total
+
+
 @functools.lru_cache(maxsize=256)
 def _quantile(confidence: float, df: int | None) -> float:
+    """The two-sided quantile: ``z`` (df None) or Student's ``t`` with ``df`` degrees of freedom.
+
+    ``t`` by bisection on :func:`_t_two_sided` (to 1e-12; scipy's ``t.ppf`` agrees, see the
+    tests), so an aggregate does not pay scipy.stats' import.
+    """
     if df is None:
         return _z(confidence)
-    from scipy.stats import t  # only the Student variant pays scipy's import
-
-    return float(t.ppf(0.5 + confidence / 2, df))
+    low, high = 0.0, 1.0
+    while _t_two_sided(high, df) < confidence:
+        high *= 2
+    for _ in range(200):
+        middle = (low + high) / 2
+        if _t_two_sided(middle, df) < confidence:
+            low = middle
+        else:
+            high = middle
+        if high - low < 1e-12:
+            break
+    return (low + high) / 2
 
 
 def _interval(
