@@ -7,8 +7,9 @@ width ``w`` follows from the PPI++ standard error (``stats/prediction_powered.py
     w = 2 z sqrt(lambda^2 var_N(f) / N + var_n(y - lambda f) / n)
     =>  n_needed = ceil( var_n(y - lambda f) / ((w / 2z)^2 - lambda^2 var_N(f) / N) )
 
-with ``lambda``, ``var_n(y - lambda f)`` and ``var_N(f)`` estimated from the labels there
-are. With fewer than two labels nothing is known of the residuals: the worst case for
+with ``lambda``, ``var_n(y - lambda f)`` (at least the aggregate's small-sample floor) and
+``var_N(f)`` estimated from the labels there are; ``z`` is the normal quantile (the
+aggregate's Student ``t`` with ``n - 1`` degrees of freedom is within 3% of it from 40 labels on). With fewer than two labels nothing is known of the residuals: the worst case for
 the scale ``[low, high]``, ``var = (high - low)^2 / 4`` with ``lambda = 0`` (the human-only
 size, an upper bound). At least the aggregate's ``min_labels``. If the judge's term alone
 is wider than ``w``, no number of labels reaches it: every unlabelled case is queued.
@@ -87,8 +88,8 @@ def needed_for(cases: Sequence[QueueCase], width: float) -> int:
         lam = estimate.lam
         residuals = [y - lam * f for y, f in pairs]
         residual_variance = _var(residuals)
-        if residual_variance <= 0 and scale is not None:
-            residual_variance = (scale[1] - scale[0]) ** 2 * (len(pairs) - 1) / len(pairs) ** 2
+        if scale is not None:  # the aggregate's small-sample floor (stats/prediction_powered.py)
+            residual_variance = max(residual_variance, (scale[1] - scale[0]) ** 2 * (len(pairs) - 1) / len(pairs) ** 2)
     else:
         lam = 0.0
         spread = (scale[1] - scale[0]) if scale is not None else (max(f_all) - min(f_all) or 1.0)
