@@ -27,6 +27,11 @@ scores give the point as the interval (every resample has the same mean). ``lowe
 A NaN or infinite score (which the loaders reject, but a metric plugin could return) makes
 its row an error rather than an infinite mean.
 
+``human_mean`` and ``human_pass_rate`` (:func:`compute_human_row`) estimate the statistic on
+the human labels' scale from the judge's values on every case and the labels of a random
+sample (PPI++, ``stats/prediction_powered.py``): per group its own estimate, for ``all`` the
+groups' estimates stratified by size. Fewer than ``min_labels`` labelled cases is an error.
+
 Unscored cases never disappear silently: every row reports ``n_scored`` and
 ``n_unscored``, and a row fails when fewer than ``min_cases`` cases are scored or when the
 unscored share exceeds ``max_unscored_rate`` (default 0: any unscored case fails the row).

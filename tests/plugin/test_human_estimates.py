@@ -108,3 +108,10 @@ def test_the_pariksha_example(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--llmjudge", str(example), "-p", "no:cacheprovider", "-rxX")
     result.assert_outcomes(passed=10, xfailed=8)
     result.stdout.fnmatch_lines(["XFAIL *human_mean(task_quality)[[]ta[]]*GPT-4's mean 1.86*"])
+
+
+def test_xfail_must_name_a_row_of_the_suite(pytester: pytest.Pytester) -> None:
+    aggregate = "  - expr: human_mean(task_quality) >= 0\n    xfail: {ta: known}"
+    pytester.makefile(".yaml", suite=suite_text(HI, aggregate))
+    result = pytester.runpytest("--llmjudge")
+    result.stdout.fnmatch_lines(["*suite.yaml:*xfail names 'ta', not a group, language or 'all' of this suite*"])

@@ -529,6 +529,15 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             xfail=dict(aggregate_config.xfail),
         )
         _check_group_names(group_overrides, check.groups(cases), path, doc.lines, (*at, "per_group"))
+        known_rows = {group.name for group in check.groups(cases)} | {case.language for case in cases} | {"all"}
+        unknown_rows = sorted(set(check.xfail) - known_rows)
+        if unknown_rows:
+            raise SuiteError(
+                f"xfail names {', '.join(map(repr, unknown_rows))}, not a group, language or 'all' of this suite",
+                path=path,
+                line=line_for(doc.lines, (*at, "xfail")),
+                field=f"{_loc_text(at)}.xfail",
+            )
         aggregates.append(check)
 
     # Every metric named anywhere must be something we can score.

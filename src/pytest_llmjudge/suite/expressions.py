@@ -9,7 +9,11 @@ Two small grammars, parsed with regular expressions (no ``eval``):
   metric name, or ``pass_rate(...)`` over a case assertion (``pass_rate(chrf >= 45) >= 0.8``);
   ``lower(...)`` or ``upper(...)`` around a ``mean`` or ``pass_rate`` asserts on that bound of
   its 95% interval instead of the point (``lower(mean(linguistic_acceptability)) >= 1.5``), so
-  a gate can require confidence (the intervals: ``aggregate.py``).
+  a gate can require confidence (the intervals: ``aggregate.py``);
+* ``human_mean(METRIC)`` and ``human_pass_rate(METRIC OP VALUE)``: the same statistics on
+  the native speakers' scale, estimated from the judge's scores and the human labels of a
+  random sample of cases (prediction-powered, ``stats/prediction_powered.py``); they have
+  intervals, so ``lower``/``upper`` take them too.
 
 Degenerate cases: comparing a categorical value with ``>=`` is rejected when parsed; so are
 ``lower``/``upper`` around a statistic without an interval (median, min, max), and a
