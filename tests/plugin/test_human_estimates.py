@@ -115,3 +115,29 @@ def test_xfail_must_name_a_row_of_the_suite(pytester: pytest.Pytester) -> None:
     pytester.makefile(".yaml", suite=suite_text(HI, aggregate))
     result = pytester.runpytest("--llmjudge")
     result.stdout.fnmatch_lines(["*suite.yaml:*xfail names 'ta', not a group, language or 'all' of this suite*"])
+
+
+def test_the_fixture_gives_the_human_scale_estimate(pytester: pytest.Pytester, loopback, scripted_judge) -> None:  # type: ignore[no-untyped-def]
+    """llmjudge_judge.human_estimate: the judge scores every text, the labelled ones rectify it."""
+    scripted_judge.scores = lambda query: 1 if "weak" in query.output else 2
+    pytester.makepyfile(
+        """
+from pytest_llmjudge.stats.prediction_powered import ppi_mean
+
+OUTPUTS = [f"answer {i}" + (" weak" if i % 4 == 0 else "") for i in range(30)]
+LABELLED = [(f"labelled {i}" + (" weak" if i % 3 == 0 else ""), [1, 1, 2] if i % 2 else 0) for i in range(12)]
+
+def test_estimate(llmjudge_judge):
+    result = llmjudge_judge.human_estimate(OUTPUTS, LABELLED, rubric="task_quality", language="ta")
+    judge = [1.0 if "weak" in t else 2.0 for t, _ in LABELLED] + [1.0 if "weak" in t else 2.0 for t in OUTPUTS]
+    labels = [1.0 if i % 2 else 0.0 for i in range(12)]
+    expected = ppi_mean(labels, judge[:12], judge, scale=(0.0, 2.0), student=True)
+    assert result == expected
+    assert result.N == 42 and result.n == 12 and result.bias > 0.5
+"""
+    )
+    result = pytester.runpytest(
+        "--llmjudge", f"--llmjudge-base-url={loopback.openai_base_url}", "--llmjudge-model=loopback-judge"
+    )
+    result.assert_outcomes(passed=1)
+    assert len(loopback.requests) == 42
