@@ -141,3 +141,28 @@ def test_estimate(llmjudge_judge):
     )
     result.assert_outcomes(passed=1)
     assert len(loopback.requests) == 42
+
+
+def test_judged_then_cached_scores(pytester: pytest.Pytester, loopback, scripted_judge) -> None:  # type: ignore[no-untyped-def]
+    """A live judge's scores feed human_mean as recorded ones do, and a re-run reads them from the cache."""
+    scripted_judge.scores = lambda query: 1 if "weak" in query.output else 2
+    lines = [
+        "suite: live-humans",
+        f'judge: {{model: loopback-judge, base_url: "{loopback.openai_base_url}"}}',
+        "cases:",
+    ]
+    for i in range(24):
+        output = f"answer {i}" + (" weak" if i % 3 == 0 else "")
+        human = f", human: {{task_quality: [{1 if i % 2 else 2}]}}" if i < 12 else ""
+        lines.append(f'  - {{id: c{i}, language: ta, input: q{i}, output: "{output}"{human}}}')
+    lines += ["aggregate:", "  - human_mean(task_quality) >= 1.8", "  - mean(task_quality) >= 1.5"]
+    pytester.makefile(".yaml", suite="\n".join(lines) + "\n")
+    first = pytester.runpytest("--llmjudge")
+    first.assert_outcomes(passed=2, failed=2)
+    assert loopback.stats()["requests"] == 24
+    first.stdout.fnmatch_lines(
+        ["*from            12 human-labelled of 24 judged cases", "*judged by       openai:loopback-judge"]
+    )
+    second = pytester.runpytest("--llmjudge")
+    second.assert_outcomes(passed=2, failed=2)
+    assert loopback.stats()["requests"] == 24, "the re-run reads the judge's scores from the cache"
