@@ -48,7 +48,7 @@ RELEASE = Path("/work/shared/data/pariksha")
 METRICS = ("task_quality", "linguistic_acceptability", "hallucinations")
 SCALES = {"task_quality": (0.0, 2.0), "linguistic_acceptability": (0.0, 2.0), "hallucinations": (0.0, 1.0)}
 FRACTIONS = (0.1, 0.2, 0.4)
-MIN_LABELS = 10
+MIN_LABELS = 5
 MARGIN = 0.3
 STUDENT = True
 
@@ -213,6 +213,28 @@ def reviewer_protocol(name: str, data: dict[str, dict[str, Cell]], seed: int, su
     )
 
 
+def small_groups(data: dict[str, dict[str, Cell]], seed: int, sizes: tuple[int, ...] = (5, 6, 8, 10)) -> None:
+    """Languages with few cases: populations of N = 5n items drawn from each cell (8 per cell), 20% labelled."""
+    print("\n-- small groups: N = 5n items drawn from each language x metric (8 draws), 20% labelled, 60 samples each")
+    for n in sizes:
+        rng = random.Random(f"{seed}-small-{n}")
+        coverage, fails = [], []
+        for lang in sorted(data):
+            for metric in METRICS:
+                judge, human = data[lang][metric]
+                for _ in range(8):
+                    chosen = rng.sample(range(len(judge)), 5 * n)
+                    cell = ([judge[i] for i in chosen], [human[i] for i in chosen])
+                    row = simulate(cell, 0.2, 60, rng, SCALES[metric])
+                    coverage.append(row["cov_ppi++"])
+                    fails.append(row["reviewer_fail"])
+        print(
+            f"  n = {n:>2} labelled of N = {5 * n:>2}: coverage PPI++ {statistics.fmean(coverage):.3f} "
+            f"(lowest population {min(coverage):.3f}); lower(human_mean) >= truth + 0.3 fails in "
+            f"{statistics.fmean(fails):.3f}"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replications", type=int, default=300)
@@ -229,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
             release = load_release(args.release)
             report(f"full release ({args.release})", release, args.replications, args.seed)
             reviewer_protocol("full release", release, args.seed)
+            small_groups(release, args.seed)
         else:
             print(f"\n(full release not found at {args.release}: skipped)")
     return 0

@@ -134,7 +134,7 @@ def compute_row(
     *,
     min_cases: int = 1,
     max_unscored_rate: float = 0.0,
-    min_labels: int = 10,
+    min_labels: int = 5,
     scale: tuple[float, float] | None = None,
 ) -> AggregateRow:
     if spec.stat in HUMAN_STATS:
@@ -191,7 +191,7 @@ def compute_rows(
     *,
     min_cases: int = 1,
     max_unscored_rate: float = 0.0,
-    min_labels: int = 10,
+    min_labels: int = 5,
     scale: tuple[float, float] | None = None,
 ) -> list[AggregateRow]:
     """One row per group (sorted; a value's group is its language unless it names one) plus the ``all`` row.
@@ -291,7 +291,7 @@ def compute_human_row(
     *,
     min_cases: int = 1,
     max_unscored_rate: float = 0.0,
-    min_labels: int = 10,
+    min_labels: int = 5,
     scale: tuple[float, float] | None = None,
 ) -> AggregateRow:
     """A ``human_mean``/``human_pass_rate`` row: the PPI++ estimate of the human statistic.

@@ -54,16 +54,18 @@ def test_human_mean_fails_where_the_judge_mean_passes(pytester: pytest.Pytester)
 
 
 def test_too_few_labels_is_an_error_not_a_pass(pytester: pytest.Pytester) -> None:
-    rows = [(2, [2])] * 5 + [(2, None)] * 10
+    rows = [(2, [2])] * 4 + [(2, None)] * 10
     pytester.makefile(".yaml", suite=suite_text(rows, "  - human_mean(task_quality) >= 0"))
     result = pytester.runpytest("--llmjudge")
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
-        ["ERROR: humans: * only 5 human-labelled case(s) in hi; human_mean() needs at least 10*"]
+        ["ERROR: humans: * only 4 human-labelled case(s) in hi; human_mean() needs at least 5*"]
     )
-    # min_labels lowers the documented minimum.
-    pytester.makefile(".yaml", suite=suite_text(rows, "  - expr: human_mean(task_quality) >= 0\n    min_labels: 5"))
+    # min_labels moves the documented minimum.
+    pytester.makefile(".yaml", suite=suite_text(rows, "  - expr: human_mean(task_quality) >= 0\n    min_labels: 4"))
     pytester.runpytest("--llmjudge").assert_outcomes(passed=2)
+    pytester.makefile(".yaml", suite=suite_text(HI, "  - expr: human_mean(task_quality) >= 0\n    min_labels: 20"))
+    pytester.runpytest("--llmjudge").assert_outcomes(failed=2)
 
 
 def test_labels_file_csv_and_human_pass_rate(pytester: pytest.Pytester) -> None:

@@ -84,7 +84,7 @@ class AggregateCheck:
     line: int | None = None
     group_by: tuple[str, ...] = ("language",)
     group_overrides: Mapping[str, tuple[Op, float]] = field(default_factory=dict)
-    min_labels: int = 10
+    min_labels: int = 5
     """``human_mean``/``human_pass_rate``: fewest human-labelled cases a group needs."""
     xfail: Mapping[str, str] = field(default_factory=dict)
     """Group name, language or ``all`` -> reason: known failures, marked xfail (strict)."""

@@ -253,7 +253,7 @@ class AggregateConfig(_Strict):
         0.0, ge=0.0, le=1.0, description="Share of unscored cases tolerated before the aggregate fails (default 0)."
     )
     min_labels: int = Field(
-        10,
+        5,
         ge=2,
         description="human_mean/human_pass_rate: fewer human-labelled cases in a group is an error, not a pass.",
     )
