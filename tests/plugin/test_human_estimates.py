@@ -96,10 +96,10 @@ def test_labels_file_naming_an_unknown_case_is_an_error(pytester: pytest.Pyteste
 
 
 def test_a_label_off_the_scale_is_an_error(pytester: pytest.Pytester) -> None:
-    rows = [(2, [5])] + [(2, None)]
+    rows = [(2, [2, 2, 5])] + [(2, None)]
     pytester.makefile(".yaml", suite=suite_text(rows, "  - human_mean(task_quality) >= 0"))
     result = pytester.runpytest("--llmjudge")
-    result.stdout.fnmatch_lines(["*human task_quality label 5 of case 'c0' is outside the scale [[]0, 1, 2[]]*"])
+    result.stdout.fnmatch_lines(["*human task_quality label 5 of case 'c0' is not on the scale [[]0, 1, 2[]]*"])
 
 
 def test_the_pariksha_example(pytester: pytest.Pytester) -> None:

@@ -130,3 +130,25 @@ def test_the_table_shows_judge_human_only_estimate_and_bias() -> None:
     header, first = table.splitlines()[:2]
     assert header.split()[:8] == ["language", "N", "labelled", "judge", "human", "only", "estimate", "bias"]
     assert first.startswith("> hi") and "1.667" in first and first.endswith("FAIL")
+
+
+def test_label_shapes_and_their_aggregate() -> None:
+    from pydantic import ValidationError
+
+    from pytest_llmjudge.suite.build import aggregate_human_labels
+    from pytest_llmjudge.suite.schema import CaseConfig
+
+    def human(value: object) -> dict[str, list[int] | dict[str, int]]:
+        return CaseConfig.model_validate({"id": "c", "language": "hi", "human": {"m": value}}).human
+
+    assert human(2) == {"m": [2]}
+    assert human([2, 1, 2]) == {"m": [2, 1, 2]}
+    assert human({"a": 1, "b": 0}) == {"m": {"a": 1, "b": 0}}
+    for bad in (True, [], {}, [1.5], "2"):
+        with pytest.raises(ValidationError):
+            human(bad)
+    # The calibration gate's rule: majority, else the mean rounded half up.
+    labels = aggregate_human_labels(
+        [("a", {"m": [2, 1, 2]}), ("b", {"m": [0, 1, 2]}), ("c", {"m": {"x": 1, "y": 2}}), ("d", {"m": [0]})]
+    )
+    assert {case: value["m"] for case, value in labels.items()} == {"a": 2.0, "b": 1.0, "c": 2.0, "d": 0.0}

@@ -586,11 +586,13 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             ) from None
 
     for case in cases:
-        for name, label in case.human.items():
+        for name, given_labels in labelled.get(case.id, {}).items():
             rubric = rubrics.get(name)
-            if rubric is not None and not min(rubric.scale) <= label <= max(rubric.scale):
+            raw = list(given_labels.values()) if isinstance(given_labels, dict) else list(given_labels)
+            off = [label for label in raw if rubric is not None and label not in rubric.scale]
+            if rubric is not None and off:
                 raise SuiteError(
-                    f"human {name} label {label:g} of case {case.id!r} is outside the scale {list(rubric.scale)}",
+                    f"human {name} label {off[0]} of case {case.id!r} is not on the scale {list(rubric.scale)}",
                     path=case.path,
                     line=case.line,
                     field=f"human.{name}",

@@ -156,6 +156,9 @@ class RecordedScore(_Strict):
 
 
 def _labels_present(value: Any) -> Any:
+    # One bare label is one annotator's: {task_quality: 2} is {task_quality: [2]}.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [value]
     # An empty label list is a case nobody labelled: leave the metric out instead of [].
     if isinstance(value, (list, dict)) and not value:
         raise ValueError("no labels: give at least one, or leave the metric out of 'human'")
@@ -180,7 +183,7 @@ class CaseConfig(_Strict):
     recorded: dict[str, RecordedScore | Number] = Field(default_factory=dict)
     human: dict[str, HumanLabels] = Field(
         default_factory=dict,
-        description="Native-speaker labels per metric: a list [2, 1, 2] or {annotator id: label}; "
+        description="Native-speaker labels per metric: a list [2, 1, 2], {annotator id: label} or one label; "
         "aggregated per case as calibration sets do (majority, else rounded mean). Used by human_mean(...).",
     )
     assert_: list[str] = Field(default_factory=list, alias="assert")
