@@ -34,6 +34,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=0.2,
         type=float,
         dest="llmjudge_label_width",
+        metavar="W",
         help="Target total width of the 95%% interval of human_mean that the label queue is sized for (default 0.2).",
     )
     group.addoption(
@@ -41,6 +42,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=0,
         type=int,
         dest="llmjudge_label_seed",
+        metavar="N",
         help="Seed of the label queue's random sample (default 0).",
     )
 
