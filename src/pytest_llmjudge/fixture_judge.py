@@ -107,7 +107,7 @@ class Judge:
     def human_estimate(
         self,
         outputs: Sequence[str],
-        labelled: Sequence[tuple[str, int | Sequence[int] | Mapping[str, int]]],
+        labelled: Sequence[tuple[str, float | Sequence[float] | Mapping[str, float]]],
         *,
         rubric: str | Rubric = "linguistic_acceptability",
         language: str = "en",
@@ -137,7 +137,7 @@ class Judge:
         if problem is not None:
             raise ConfigError(f"judge {self.model} {problem}")
         label_sets = {
-            str(index): {chosen.name: [labels] if isinstance(labels, int) else labels}
+            str(index): {chosen.name: [labels] if isinstance(labels, (int, float)) else labels}
             for index, (_, labels) in enumerate(labelled)
         }
         aggregated = aggregate_human_labels(

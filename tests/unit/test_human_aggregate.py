@@ -144,11 +144,18 @@ def test_label_shapes_and_their_aggregate() -> None:
     assert human(2) == {"m": [2]}
     assert human([2, 1, 2]) == {"m": [2, 1, 2]}
     assert human({"a": 1, "b": 0}) == {"m": {"a": 1, "b": 0}}
-    for bad in (True, [], {}, [1.5], "2"):
+    assert human([1.5, 2]) == {"m": [1.5, 2.0]}
+    for bad in (True, [], {}, "2", [float("nan")]):
         with pytest.raises(ValidationError):
             human(bad)
     # The calibration gate's rule: majority, else the mean rounded half up.
     labels = aggregate_human_labels(
-        [("a", {"m": [2, 1, 2]}), ("b", {"m": [0, 1, 2]}), ("c", {"m": {"x": 1, "y": 2}}), ("d", {"m": [0]})]
+        [
+            ("a", {"m": [2, 1, 2]}),
+            ("b", {"m": [0, 1, 2]}),
+            ("c", {"m": {"x": 1, "y": 2}}),
+            ("d", {"m": [0]}),
+            ("e", {"m": [1.5, 2]}),
+        ]
     )
-    assert {case: value["m"] for case, value in labels.items()} == {"a": 2.0, "b": 1.0, "c": 2.0, "d": 0.0}
+    assert {case: value["m"] for case, value in labels.items()} == {"a": 2.0, "b": 1.0, "c": 2.0, "d": 0.0, "e": 1.75}

@@ -14,6 +14,7 @@ output is an error unless an output target will produce it.
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -214,7 +215,7 @@ def _recorded(raw: Mapping[str, Any]) -> dict[str, RecordedValue]:
 
 def _label_files(
     config: SuiteConfig, path: Path, lines: Mapping[Any, int], known: set[str]
-) -> Iterator[tuple[str, str, list[int] | dict[str, int], tuple[Path, int | None]]]:
+) -> Iterator[tuple[str, str, list[float] | dict[str, float], tuple[Path, int | None]]]:
     """(case id, metric, labels, (file, line)) from the suite's ``human_labels`` files.
 
     JSONL: records with ``id`` and ``human: {metric: [labels] or {annotator: label}}`` (other keys
@@ -235,7 +236,7 @@ def _label_files(
                 field=_loc_text(at),
                 hint="human_labels is resolved relative to the suite file",
             )
-        rows: list[tuple[int | None, str, str, list[int] | dict[str, int]]] = []
+        rows: list[tuple[int | None, str, str, list[float] | dict[str, float]]] = []
         if labels_path.suffix.lower() == ".csv":
             import csv
 
@@ -248,17 +249,19 @@ def _label_files(
                         path=labels_path,
                         line=1,
                     )
-                grouped: dict[tuple[str, str], tuple[int, list[int] | dict[str, int]]] = {}
+                grouped: dict[tuple[str, str], tuple[int, list[float] | dict[str, float]]] = {}
                 for number, row in enumerate(reader, start=2):
                     try:
-                        label = int(str(row["label"]).strip())
+                        label = float(str(row["label"]).strip())
                     except ValueError:
+                        label = math.nan
+                    if not math.isfinite(label):
                         raise SuiteError(
-                            f"label {row['label']!r} is not a whole number",
+                            f"label {row['label']!r} is not a finite number",
                             path=labels_path,
                             line=number,
                             field="label",
-                        ) from None
+                        )
                     key = (str(row["id"]).strip(), str(row["metric"]).strip())
                     first, bucket = grouped.setdefault(key, (number, [] if not row.get("annotator") else {}))
                     if isinstance(bucket, dict):
@@ -297,14 +300,23 @@ def _label_files(
             yield case_id, metric, labels, (labels_path, line_number)
 
 
+def _on_scale(label: float, scale: Sequence[int]) -> bool:
+    """A whole-number label must be a scale point; a fractional one (an average) must lie between the ends."""
+    if float(label).is_integer():
+        return label in scale
+    return min(scale) < label < max(scale)
+
+
 def aggregate_human_labels(
-    labelled: Sequence[tuple[str, Mapping[str, list[int] | dict[str, int]]]],
+    labelled: Sequence[tuple[str, Mapping[str, list[float] | dict[str, float]]]],
 ) -> dict[str, dict[str, float]]:
     """Case id -> metric -> one human label per case, from its annotators' labels.
 
-    The calibration gate's rule (``stats/annotators.py``, METAL sec. 3.2): the majority
-    label, else the mean rounded half up; labels given by annotator id are taken in id order
-    (the rule does not depend on the order). One matrix per metric, so one call per metric.
+    Whole-number labels (a rubric's 0/1/2): the calibration gate's rule (``stats/annotators.py``,
+    METAL sec. 3.2), the majority label, else the mean rounded half up; labels given by
+    annotator id are taken in id order (the rule does not depend on the order). A case with a
+    fractional label (already an average, or a continuous scale): the plain mean of its labels.
+    One matrix per metric, so one aggregation call per metric.
     """
     if not labelled:
         return {}
@@ -315,13 +327,22 @@ def aggregate_human_labels(
     result: dict[str, dict[str, float]] = {}
     metrics = sorted({metric for _, human in labelled for metric in human})
     for metric in metrics:
-        rows = [(case_id, human[metric]) for case_id, human in labelled if metric in human]
-        sets = [list(labels) if isinstance(labels, list) else [labels[k] for k in sorted(labels)] for _, labels in rows]
-        matrix = np.full((len(sets), max(len(labels) for labels in sets)), np.nan)
-        for index, labels in enumerate(sets):
+        rows = [
+            (case_id, list(labels) if isinstance(labels, list) else [labels[k] for k in sorted(labels)])
+            for case_id, human in labelled
+            if (labels := human.get(metric)) is not None
+        ]
+        whole = [(case_id, labels) for case_id, labels in rows if all(float(v).is_integer() for v in labels)]
+        for case_id, labels in rows:
+            if not all(float(v).is_integer() for v in labels):
+                result.setdefault(case_id, {})[metric] = math.fsum(labels) / len(labels)
+        if not whole:
+            continue
+        matrix = np.full((len(whole), max(len(labels) for _, labels in whole)), np.nan)
+        for index, (_, labels) in enumerate(whole):
             matrix[index, : len(labels)] = labels
         aggregated = aggregate_labels(matrix)
-        for (case_id, _), label in zip(rows, aggregated.labels, strict=True):
+        for (case_id, _), label in zip(whole, aggregated.labels, strict=True):
             result.setdefault(case_id, {})[metric] = float(label)
     return result
 
@@ -589,10 +610,10 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         for name, given_labels in labelled.get(case.id, {}).items():
             rubric = rubrics.get(name)
             raw = list(given_labels.values()) if isinstance(given_labels, dict) else list(given_labels)
-            off = [label for label in raw if rubric is not None and label not in rubric.scale]
+            off = [label for label in raw if rubric is not None and not _on_scale(label, rubric.scale)]
             if rubric is not None and off:
                 raise SuiteError(
-                    f"human {name} label {off[0]} of case {case.id!r} is not on the scale {list(rubric.scale)}",
+                    f"human {name} label {off[0]:g} of case {case.id!r} is not on the scale {list(rubric.scale)}",
                     path=case.path,
                     line=case.line,
                     field=f"human.{name}",

@@ -157,7 +157,7 @@ class RecordedScore(_Strict):
 
 def _labels_present(value: Any) -> Any:
     # One bare label is one annotator's: {task_quality: 2} is {task_quality: [2]}.
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
         return [value]
     # An empty label list is a case nobody labelled: leave the metric out instead of [].
     if isinstance(value, (list, dict)) and not value:
@@ -165,9 +165,8 @@ def _labels_present(value: Any) -> Any:
     return value
 
 
-Label = Annotated[int, BeforeValidator(_not_bool)]
-HumanLabels = Annotated[list[Label] | dict[str, Label], BeforeValidator(_labels_present)]
-"""One case's labels on one metric: one per annotator, as a list or by annotator id."""
+HumanLabels = Annotated[list[Number] | dict[str, Number], BeforeValidator(_labels_present)]
+"""One case's labels on one metric: one per annotator, as a list or by annotator id (finite numbers)."""
 
 
 class CaseConfig(_Strict):
