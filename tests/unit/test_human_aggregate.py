@@ -159,3 +159,12 @@ def test_label_shapes_and_their_aggregate() -> None:
         ]
     )
     assert {case: value["m"] for case, value in labels.items()} == {"a": 2.0, "b": 1.0, "c": 2.0, "d": 0.0, "e": 1.75}
+
+
+def test_per_language_thresholds_apply_to_human_rows() -> None:
+    spec = parse_aggregate("lower(human_mean(task_quality)) >= 1.9")
+    rows = compute_rows({"hi": spec.with_threshold(">=", 0.5)}, spec, [*HI, *BN], scale=(0.0, 2.0))
+    by = {row.language: row for row in rows}
+    assert by["hi"].spec.value == 0.5 and by["hi"].passed
+    assert by["bn"].spec.value == 1.9 and not by["bn"].passed and by["bn"].problem is None
+    assert by["hi"].spec.bound == "lower" and by["hi"].asserted == by["hi"].ci_low
