@@ -14,7 +14,8 @@ output is an error unless an output target will produce it.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Iterator, Mapping
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -277,6 +278,140 @@ def _recorded(raw: Mapping[str, Any]) -> dict[str, RecordedValue]:
     return values
 
 
+def _label_files(
+    config: SuiteConfig, path: Path, lines: Mapping[Any, int], known: set[str]
+) -> Iterator[tuple[str, str, list[float] | dict[str, float], tuple[Path, int | None]]]:
+    """(case id, metric, labels, (file, line)) from the suite's ``human_labels`` files.
+
+    JSONL: records with ``id`` and ``human: {metric: [labels] or {annotator: label}}`` (other keys
+    are ignored, so calibration items files load). CSV: a header with ``id``, ``metric``,
+    ``label`` and optionally ``annotator``; one row per label.
+    """
+    entries = config.human_labels
+    if entries is None:
+        return
+    for index, entry in enumerate([entries] if isinstance(entries, str) else entries):
+        at = ("human_labels",) if isinstance(entries, str) else ("human_labels", index)
+        labels_path = path.parent / entry
+        if not labels_path.is_file():
+            raise SuiteError(
+                f"labels file {_missing(labels_path)}: {labels_path}",
+                path=path,
+                line=line_for(lines, at),
+                field=_loc_text(at),
+                hint="human_labels is resolved relative to the suite file",
+            )
+        rows: list[tuple[int | None, str, str, list[float] | dict[str, float]]] = []
+        if labels_path.suffix.lower() == ".csv":
+            import csv
+
+            with labels_path.open(encoding="utf-8-sig", newline="") as handle:
+                reader = csv.DictReader(handle)
+                missing = {"id", "metric", "label"} - set(reader.fieldnames or ())
+                if missing:
+                    raise SuiteError(
+                        f"a CSV labels file needs the columns id, metric, label (missing: {', '.join(sorted(missing))})",
+                        path=labels_path,
+                        line=1,
+                    )
+                grouped: dict[tuple[str, str], tuple[int, list[float] | dict[str, float]]] = {}
+                for number, row in enumerate(reader, start=2):
+                    try:
+                        label = float(str(row["label"]).strip())
+                    except ValueError:
+                        label = math.nan
+                    if not math.isfinite(label):
+                        raise SuiteError(
+                            f"label {row['label']!r} is not a finite number",
+                            path=labels_path,
+                            line=number,
+                            field="label",
+                        )
+                    key = (str(row["id"]).strip(), str(row["metric"]).strip())
+                    first, bucket = grouped.setdefault(key, (number, [] if not row.get("annotator") else {}))
+                    if isinstance(bucket, dict):
+                        annotator = str(row.get("annotator") or "").strip()
+                        if not annotator or annotator in bucket:
+                            raise SuiteError(
+                                f"annotator {annotator!r} labels case {key[0]!r} {key[1]} twice, or without an id",
+                                path=labels_path,
+                                line=number,
+                                field="annotator",
+                            )
+                        bucket[annotator] = label
+                    else:
+                        bucket.append(label)
+                rows = [(number, case_id, metric, bucket) for (case_id, metric), (number, bucket) in grouped.items()]
+        else:
+            for number, record in iter_jsonl(labels_path):
+                human = record.get("human")
+                if not isinstance(record.get("id"), str) or not isinstance(human, dict):
+                    raise SuiteError(
+                        "each labels line needs a string 'id' and a 'human' object", path=labels_path, line=number
+                    )
+                try:
+                    parsed = CaseConfig.model_validate({"id": record["id"], "language": "xx", "human": human}).human
+                except ValidationError as exc:
+                    raise validation_error(exc, labels_path, {(): number}, record, root=CaseConfig) from None
+                rows.extend((number, record["id"], metric, labels) for metric, labels in parsed.items())
+        for line_number, case_id, metric, labels in rows:
+            if case_id not in known:
+                raise SuiteError(
+                    f"labels for case {case_id!r}, which the suite does not have",
+                    path=labels_path,
+                    line=line_number,
+                    field="id",
+                )
+            yield case_id, metric, labels, (labels_path, line_number)
+
+
+def _on_scale(label: float, scale: Sequence[int]) -> bool:
+    """A whole-number label must be a scale point; a fractional one (an average) must lie between the ends."""
+    if float(label).is_integer():
+        return label in scale
+    return min(scale) < label < max(scale)
+
+
+def aggregate_human_labels(
+    labelled: Sequence[tuple[str, Mapping[str, list[float] | dict[str, float]]]],
+) -> dict[str, dict[str, float]]:
+    """Case id -> metric -> one human label per case, from its annotators' labels.
+
+    Whole-number labels (a rubric's 0/1/2): the calibration gate's rule (``stats/annotators.py``,
+    METAL sec. 3.2), the majority label, else the mean rounded half up; labels given by
+    annotator id are taken in id order (the rule does not depend on the order). A case with a
+    fractional label (already an average, or a continuous scale): the plain mean of its labels.
+    One matrix per metric, so one aggregation call per metric.
+    """
+    if not labelled:
+        return {}
+    import numpy as np  # only suites with human labels pay for numpy here
+
+    from pytest_llmjudge.stats.annotators import aggregate_labels
+
+    result: dict[str, dict[str, float]] = {}
+    metrics = sorted({metric for _, human in labelled for metric in human})
+    for metric in metrics:
+        rows = [
+            (case_id, list(labels) if isinstance(labels, list) else [labels[k] for k in sorted(labels)])
+            for case_id, human in labelled
+            if (labels := human.get(metric)) is not None
+        ]
+        whole = [(case_id, labels) for case_id, labels in rows if all(float(v).is_integer() for v in labels)]
+        for case_id, labels in rows:
+            if not all(float(v).is_integer() for v in labels):
+                result.setdefault(case_id, {})[metric] = math.fsum(labels) / len(labels)
+        if not whole:
+            continue
+        matrix = np.full((len(whole), max(len(labels) for _, labels in whole)), np.nan)
+        for index, (_, labels) in enumerate(whole):
+            matrix[index, : len(labels)] = labels
+        aggregated = aggregate_labels(matrix)
+        for (case_id, _), label in zip(whole, aggregated.labels, strict=True):
+            result.setdefault(case_id, {})[metric] = float(label)
+    return result
+
+
 def _parse_thresholds(
     texts: Iterable[str], path: Path, lines: Mapping[tuple[Any, ...], int], at: tuple[Any, ...]
 ) -> list[Threshold]:
@@ -347,6 +482,8 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         if entry.sample is not None:
             records = _stratified_sample(list(records), entry.sample, entry.seed)
         for number, record in records:
+            if not entry.human:
+                record.pop("human", None)
             try:
                 case_sources.append((CaseConfig.model_validate(record), cases_path, number, None))
             except ValidationError as exc:
@@ -388,6 +525,19 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         rubrics[name] = _rubric_from_config(name, rubric_config)
 
     suite_thresholds = _parse_thresholds(config.assert_, path, doc.lines, ("assert",))
+    labelled = {case_config.id: dict(case_config.human) for case_config, *_ in case_sources if case_config.human}
+    for metric_labels in _label_files(config, path, doc.lines, {case_config.id for case_config, *_ in case_sources}):
+        case_id, metric, labels, origin = metric_labels
+        given = labelled.setdefault(case_id, {})
+        if metric in given:
+            raise SuiteError(
+                f"case {case_id!r} has {metric} labels twice (on the case, or twice in the labels files)",
+                path=origin[0],
+                line=origin[1],
+                field="human_labels",
+            )
+        given[metric] = labels
+    human_labels = aggregate_human_labels(list(labelled.items()))
     cases: list[Case] = []
     seen: dict[str, tuple[Path, int | None]] = {}
     for case_config, source, line, inline_index in case_sources:
@@ -427,6 +577,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 metadata=dict(case_config.metadata),
                 recorded=_recorded(case_config.recorded),
                 thresholds=tuple(suite_thresholds + own),
+                human=human_labels.get(case_config.id, {}),
                 path=source,
                 line=line,
                 tags=tuple(dict.fromkeys([*config.tags, *case_config.tags])),
@@ -463,8 +614,19 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             line=line_for(doc.lines, at),
             group_by=tuple(aggregate_config.group_by or config.group_by),
             group_overrides=group_overrides,
+            min_labels=aggregate_config.min_labels,
+            xfail=dict(aggregate_config.xfail),
         )
         _check_group_names(group_overrides, check.groups(cases), path, doc.lines, (*at, "per_group"))
+        known_rows = {group.name for group in check.groups(cases)} | {case.language for case in cases} | {"all"}
+        unknown_rows = sorted(set(check.xfail) - known_rows)
+        if unknown_rows:
+            raise SuiteError(
+                f"xfail names {', '.join(map(repr, unknown_rows))}, not a group, language or 'all' of this suite",
+                path=path,
+                line=line_for(doc.lines, (*at, "xfail")),
+                field=f"{_loc_text(at)}.xfail",
+            )
         aggregates.append(check)
 
     # Every metric named anywhere must be something we can score.
@@ -513,6 +675,17 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             ) from None
 
     for case in cases:
+        for name, given_labels in labelled.get(case.id, {}).items():
+            rubric = rubrics.get(name)
+            raw = list(given_labels.values()) if isinstance(given_labels, dict) else list(given_labels)
+            off = [label for label in raw if rubric is not None and not _on_scale(label, rubric.scale)]
+            if rubric is not None and off:
+                raise SuiteError(
+                    f"human {name} label {off[0]:g} of case {case.id!r} is not on the scale {list(rubric.scale)}",
+                    path=case.path,
+                    line=case.line,
+                    field=f"human.{name}",
+                )
         for name, value in case.recorded.items():
             rubric = rubrics.get(name)
             if rubric is not None and value.score is not None and value.score not in rubric.scale:

@@ -45,6 +45,8 @@ class Case:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     recorded: Mapping[str, RecordedValue] = field(default_factory=dict)
     thresholds: tuple[Threshold, ...] = ()
+    human: Mapping[str, float] = field(default_factory=dict)
+    """Metric -> the case's human label, its annotators' labels aggregated (``suite/build.py``)."""
     path: Path = Path()
     line: int | None = None
     tags: tuple[str, ...] = ()
@@ -82,6 +84,14 @@ class AggregateCheck:
     line: int | None = None
     group_by: tuple[str, ...] = ("language",)
     group_overrides: Mapping[str, tuple[Op, float]] = field(default_factory=dict)
+    min_labels: int = 5
+    """``human_mean``/``human_pass_rate``: fewest human-labelled cases a group needs."""
+    xfail: Mapping[str, str] = field(default_factory=dict)
+    """Group name, language or ``all`` -> reason: known failures, marked xfail (strict)."""
+
+    def xfail_reason(self, group: str, language: str | None) -> str | None:
+        """The reason a row (``group``, of ``language``) is a known failure: its group's, else its language's."""
+        return self.xfail.get(group) or (self.xfail.get(language) if language is not None else None)
 
     def for_language(self, language: str | None) -> AggregateSpec:
         if language is not None and language in self.overrides:

@@ -214,6 +214,20 @@ class RecordedScore(_Strict):
     judge: str | None = Field(None, description="Who produced it, e.g. 'gpt-4 (PARIKSHA release)'.")
 
 
+def _labels_present(value: Any) -> Any:
+    # One bare label is one annotator's: {task_quality: 2} is {task_quality: [2]}.
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [value]
+    # An empty label list is a case nobody labelled: leave the metric out instead of [].
+    if isinstance(value, (list, dict)) and not value:
+        raise ValueError("no labels: give at least one, or leave the metric out of 'human'")
+    return value
+
+
+HumanLabels = Annotated[list[Number] | dict[str, Number], BeforeValidator(_labels_present)]
+"""One case's labels on one metric: one per annotator, as a list or by annotator id (finite numbers)."""
+
+
 class CaseConfig(_Strict):
     """One evaluation case."""
 
@@ -225,6 +239,11 @@ class CaseConfig(_Strict):
     context: list[str] | str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     recorded: dict[str, RecordedScore | Number] = Field(default_factory=dict)
+    human: dict[str, HumanLabels] = Field(
+        default_factory=dict,
+        description="Native-speaker labels per metric: a list [2, 1, 2], {annotator id: label} or one label; "
+        "aggregated per case as calibration sets do (majority, else rounded mean). Used by human_mean(...).",
+    )
     assert_: list[str] = Field(default_factory=list, alias="assert")
     tags: Tags = Field(
         default_factory=list, description="Names that select the case with `pytest -m` (e.g. [smoke, math])."
@@ -289,6 +308,11 @@ class CasesFileConfig(_Strict):
     where: dict[str, Any] = Field(
         default_factory=dict, description="Keep only records whose top-level fields equal these values."
     )
+    human: bool = Field(
+        True,
+        description="Read the records' 'human' labels; false drops them (e.g. to keep only a random sample's "
+        "labels, given in human_labels).",
+    )
 
 
 class AggregateConfig(_Strict):
@@ -305,6 +329,15 @@ class AggregateConfig(_Strict):
     min_cases: int = Field(1, ge=1, description="Fewer scored cases in a language is an error, not a pass.")
     max_unscored_rate: float = Field(
         0.0, ge=0.0, le=1.0, description="Share of unscored cases tolerated before the aggregate fails (default 0)."
+    )
+    min_labels: int = Field(
+        5,
+        ge=2,
+        description="human_mean/human_pass_rate: fewer human-labelled cases in a group is an error, not a pass.",
+    )
+    xfail: dict[str, str] = Field(
+        default_factory=dict,
+        description="Known failures: group or language (or 'all') -> reason; the row is an xfail (strict: a pass fails).",
     )
 
 
@@ -367,6 +400,11 @@ class SuiteConfig(_Strict):
         None, description="JSONL file(s) next to the suite with one case per line."
     )
     cases: list[CaseConfig] = Field(default_factory=list)
+    human_labels: str | list[str] | None = Field(
+        None,
+        description="Native-speaker labels joined by case id: JSONL records {id, human: {metric: labels}} "
+        "(calibration.convert's items files) or CSV rows id,metric,label[,annotator]; paths relative to the suite.",
+    )
     assert_: list[str] = Field(
         default_factory=list, alias="assert", description="Case assertions applied to every case."
     )
