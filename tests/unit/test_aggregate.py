@@ -209,7 +209,9 @@ def test_upper_asserts_on_the_upper_bound() -> None:
 def test_a_bound_without_an_interval_is_an_error_not_a_pass() -> None:
     row = compute_row("hi", parse_aggregate("lower(mean(la)) >= 0"), scored("hi", 2))
     assert not row.passed
-    assert row.problem == "lower(mean(la)) needs an interval, hence at least 2 scored cases; hi has 1"
+    assert (
+        row.problem == "lower(mean(la)) needs an interval, hence at least 2 scored cases (or a known scale); hi has 1"
+    )
 
 
 def test_the_table_names_the_bound_it_tested() -> None:
@@ -434,3 +436,39 @@ def test_a_non_finite_score_is_a_row_error_not_a_crash_or_a_pass(stat: str, bad:
 def test_mean_ci_of_a_non_finite_value_gives_no_finite_interval() -> None:
     interval = mean_ci([1.0, math.inf, 2.0])
     assert interval is None or all(math.isnan(bound) for bound in interval)
+
+
+# --------------------------------------------------------------------------- betting interval on a known scale
+
+
+def test_a_known_scale_gives_the_betting_interval_that_keeps_a_width() -> None:
+    from pytest_llmjudge.stats.betting import betting_interval
+
+    spec = parse_aggregate("lower(mean(la)) >= 1.5")
+    row = compute_row("hi", spec, scored("hi", *[2] * 10), scale=(0.0, 2.0))
+    # Ten 2s: the bootstrap's interval was the point [2, 2], so lower() >= 1.5 passed on ten cases.
+    assert (row.ci_low, row.ci_high) == tuple(betting_interval([2] * 10, 0, 2))
+    assert row.ci_low == pytest.approx(1.2540, abs=1e-4) and row.ci_high == 2.0
+    assert not row.passed and row.problem is None
+    # The report's summary rows use the same function, hence the same interval.
+    assert mean_ci([2.0] * 10, scale=(0.0, 2.0)) == (row.ci_low, row.ci_high)
+
+
+def test_one_case_on_a_known_scale_has_the_whole_scale_as_its_interval() -> None:
+    row = compute_row("hi", parse_aggregate("lower(mean(la)) >= 0.5"), scored("hi", 2), scale=(0.0, 2.0))
+    assert (row.ci_low, row.ci_high) == (0.0, 2.0)
+    assert not row.passed and row.problem is None
+
+
+def test_a_score_off_the_known_scale_is_a_row_error() -> None:
+    row = compute_row("hi", parse_aggregate("mean(la) >= 0"), scored("hi", 1, 3), scale=(0.0, 2.0))
+    assert not row.passed
+    assert row.problem == "1 score(s) of la in hi lie off its scale [0, 2]"
+    assert mean_ci([1.0, 3.0], scale=(0.0, 2.0)) is None
+
+
+def test_compute_rows_passes_the_scale_to_every_row() -> None:
+    values = scored("hi", 2, 2, 1) + scored("ta", 0, 1, 2, 2)
+    rows = compute_rows({}, parse_aggregate("mean(la) >= 1"), values, scale=(0.0, 2.0))
+    for row, scores in zip(rows, ([2.0, 2.0, 1.0], [0.0, 1.0, 2.0, 2.0], [2.0, 2.0, 1.0, 0.0, 1.0, 2.0, 2.0])):
+        assert (row.ci_low, row.ci_high) == mean_ci(scores, scale=(0.0, 2.0))

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from pytest_llmjudge.errors import LLMJudgeError, MetricError, MissingDependencyError, SuiteError
 from pytest_llmjudge.judges.rubrics import Rubric
+from pytest_llmjudge.metrics.scales import reference_scale
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.stats.grouping import Group
 from pytest_llmjudge.suite import schema
@@ -395,6 +396,9 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             line=line_for(doc.lines, at),
             group_by=tuple(aggregate_config.group_by or config.group_by),
             group_overrides=group_overrides,
+            scale=None
+            if aggregate_config.scale is None
+            else (float(aggregate_config.scale[0]), float(aggregate_config.scale[1])),
         )
         _check_group_names(group_overrides, check.groups(cases), path, doc.lines, (*at, "per_group"))
         aggregates.append(check)
@@ -434,6 +438,18 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 line=line,
                 hint=(f"did you mean {close[0]!r}? " if close else "")
                 + "define it under 'rubrics:', use a built-in rubric or metric, or record scores for it",
+            )
+
+    for index, check in enumerate(aggregates):
+        known = rubrics[check.spec.metric].scale if kinds.get(check.spec.metric) == "rubric" else None
+        if check.scale is not None and (
+            known or (kinds.get(check.spec.metric) == "metric" and reference_scale(check.spec.metric))
+        ):
+            raise SuiteError(
+                f"{check.spec.metric} has a known scale; 'scale' is for metrics without one (scores recorded under a free name)",
+                path=path,
+                line=line_for(doc.lines, ("aggregate", index, "scale")) or check.line,
+                field=_loc_text(("aggregate", index, "scale")),
             )
 
     if "rubric" in kinds.values():

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pytest_llmjudge.judges.rubrics import Rubric
+from pytest_llmjudge.metrics.scales import reference_scale
 from pytest_llmjudge.stats.grouping import Group, group_of
 from pytest_llmjudge.suite.expressions import AggregateSpec, Op, Threshold
 from pytest_llmjudge.suite.schema import JudgeConfig, RegressionConfig
@@ -82,6 +83,8 @@ class AggregateCheck:
     line: int | None = None
     group_by: tuple[str, ...] = ("language",)
     group_overrides: Mapping[str, tuple[Op, float]] = field(default_factory=dict)
+    scale: tuple[float, float] | None = None
+    """The aggregate's ``scale:`` (the scores' range, for a metric that has no known one)."""
 
     def for_language(self, language: str | None) -> AggregateSpec:
         if language is not None and language in self.overrides:
@@ -125,6 +128,14 @@ class Suite:
     @property
     def languages(self) -> tuple[str, ...]:
         return tuple(sorted({case.language for case in self.cases}))
+
+    def scale_of(self, metric: str) -> tuple[float, float] | None:
+        """The range a metric's scores lie in: its rubric's scale, a built-in reference
+        metric's range, or None when unknown (an aggregate's ``scale:`` fills that gap)."""
+        rubric = self.rubrics.get(metric)
+        if rubric is not None and rubric.scale:
+            return float(min(rubric.scale)), float(max(rubric.scale))
+        return reference_scale(metric) if self.metric_kinds.get(metric) == "metric" else None
 
     @property
     def needs_live_judge(self) -> bool:
