@@ -15,7 +15,13 @@ the batch form of the same betting code, ``stats.betting.betting_intervals``):
 2. The gate itself: ``lower(mean(task_quality)) >= 1.88`` evaluated by ``compute_row`` on
    suites of 10 cases drawn from the heavy skew (true mean exactly 1.88): passes among 40
    suites (issue 23's target: at most 4) and among ``REPLICATIONS`` (nominal: at most 2.5%).
-3. With ``--e2e``: the same 40 suites written as YAML files with recorded scores and run
+3. The agreement gate's weighted-F1 interval (``stats.resampling.posterior_confusion_ci``
+   with the gate's defaults: 1,000 draws, seed 0) against the percentile bootstrap it
+   replaced, on a judge right 95%, 80% or 70% of the time (a wrong answer is one of the two
+   other labels at random) with human labels skewed ``(.1, .2, .7)`` on 0-2, ``n = 4, 10,
+   20, 50`` items: coverage of the population F1 and how often the lower bound lies above it
+   (what ``ci_lower_bound: true`` passing a judge at its true F1 would be; nominal 2.5%).
+4. With ``--e2e``: the same 40 suites written as YAML files with recorded scores and run
    through ``pytest --llmjudge`` in a subprocess; counts the ``lower(...)`` items that pass.
 
 Seeded (``SEED``), so a run prints the same numbers every time.
@@ -38,7 +44,9 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_llmjudge.aggregate import ScoredValue, compute_row, mean_ci
+from pytest_llmjudge.stats.agreement import weighted_f1_from_confusion
 from pytest_llmjudge.stats.betting import betting_intervals
+from pytest_llmjudge.stats.resampling import bootstrap_confusion_ci, posterior_confusion_ci
 from pytest_llmjudge.suite.expressions import parse_aggregate
 
 REPLICATIONS = 2000
@@ -106,12 +114,38 @@ def coverage_table(replications: int, bootstrap: bool) -> dict[str, float]:
     return worst
 
 
-def _gate_passes(samples: FloatArray) -> int:
+F1_SIZES = (4, 10, 20, 50)
+F1_ACCURACIES = (0.95, 0.8, 0.7)
+F1_LABELS = (0.1, 0.2, 0.7)
+
+
+def f1_table(replications: int) -> dict[str, float]:
+    rng = np.random.default_rng(SEED + 3)
+    worst = {"posterior": 0.0, "bootstrap": 0.0}
+    print(f"\nweighted F1 interval, {replications} replications per row; nominal: coverage >= 0.950, lower>F1 <= 0.025")
+    print(f"{'judge accuracy':<15} {'true F1':>7} {'n':>4} {'method':<9} {'coverage':>9} {'lower>F1':>9} {'width':>8}")
+    for accuracy in F1_ACCURACIES:
+        cells = np.where(np.eye(3, dtype=bool), accuracy, (1 - accuracy) / 2) * np.array(F1_LABELS)[:, np.newaxis]
+        truth = float(weighted_f1_from_confusion(cells))
+        for n in F1_SIZES:
+            matrices = rng.multinomial(n, cells.ravel(), size=replications).reshape(replications, 3, 3)
+            for method, interval in (("posterior", posterior_confusion_ci), ("bootstrap", bootstrap_confusion_ci)):
+                bounds = np.array([interval(m, weighted_f1_from_confusion)[:2] for m in matrices])
+                covered = float(np.mean((bounds[:, 0] <= truth) & (truth <= bounds[:, 1])))
+                above = float(np.mean(bounds[:, 0] > truth))
+                width = float(np.mean(bounds[:, 1] - bounds[:, 0]))
+                print(f"{accuracy:<15} {truth:>7.3f} {n:>4} {method:<9} {covered:>9.3f} {above:>9.3f} {width:>8.3f}")
+                worst[method] = max(worst[method], above)
+    return worst
+
+
+def _gate_passes(samples: FloatArray, scale: tuple[float, float] | None = (0.0, 2.0)) -> int:
+    """``lower(mean(task_quality)) >= 1.88`` passes among the rows; ``scale=None`` is the bootstrap."""
     spec = parse_aggregate("lower(mean(task_quality)) >= 1.88")
     passes = 0
     for row in samples:
         values = [ScoredValue("hi", float(v), True) for v in row]
-        passes += compute_row("hi", spec, values, scale=(0.0, 2.0)).passed
+        passes += compute_row("hi", spec, values, scale=scale).passed
     return passes
 
 
@@ -140,6 +174,8 @@ def end_to_end(samples: FloatArray) -> int:
             check=False,
         )
     summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else result.stderr
+    if "ERROR" in result.stdout:  # a row error would fail the item without testing the bound
+        raise SystemExit(f"an aggregate row errored:\n{result.stdout}")
     passed = re.search(r"(\d+) passed", summary)
     failed = re.search(r"(\d+) failed", summary)
     total = (int(passed[1]) if passed else 0) + (int(failed[1]) if failed else 0)
@@ -154,18 +190,22 @@ def main() -> None:
     parser.add_argument("--replications", type=int, default=REPLICATIONS)
     parser.add_argument("--e2e", action="store_true", help="also run the 40 suites through pytest --llmjudge")
     parser.add_argument("--no-bootstrap", action="store_true", help="skip the (slow) bootstrap rows")
+    parser.add_argument("--no-f1", action="store_true", help="skip the agreement gate's F1 interval")
     args = parser.parse_args()
     start = time.perf_counter()
     worst = coverage_table(args.replications, not args.no_bootstrap)
 
     suites = _suite_samples()
     in_40 = _gate_passes(suites)
+    bootstrap_in_40 = _gate_passes(suites, scale=None)
     many = _discrete((0.02, 0.08, 0.90))(np.random.default_rng(SEED + 2), (args.replications, SUITE_CASES))
     rate = _gate_passes(many) / args.replications
     print(
         f"lower(mean(task_quality)) >= 1.88 at the true mean 1.88, {SUITE_CASES} cases, heavy skew: "
-        f"passes {in_40} of {SUITES} suites (target <= 4); {rate:.4f} of {args.replications} (nominal <= 0.025)"
+        f"passes {in_40} of {SUITES} suites (target <= 4); {rate:.4f} of {args.replications} (nominal <= 0.025); "
+        f"with the bootstrap {bootstrap_in_40} of {SUITES}"
     )
+    f1 = None if args.no_f1 else f1_table(args.replications)
     e2e = end_to_end(suites) if args.e2e else None
     print(f"seconds={time.perf_counter() - start:.1f}")
     parts = [
@@ -174,7 +214,16 @@ def main() -> None:
     ]
     if not args.no_bootstrap:
         parts.append(f"bootstrap_min_coverage={worst['bootstrap_coverage']:.3f}")
-    parts += [f"gate_passes_of_40={in_40}", f"gate_pass_rate={rate:.4f}"]
+    parts += [
+        f"gate_passes_of_40={in_40}",
+        f"gate_pass_rate={rate:.4f}",
+        f"bootstrap_gate_passes_of_40={bootstrap_in_40}",
+    ]
+    if f1 is not None:
+        parts += [
+            f"f1_posterior_max_lower_error={f1['posterior']:.3f}",
+            f"f1_bootstrap_max_lower_error={f1['bootstrap']:.3f}",
+        ]
     if e2e is not None:
         parts.append(f"e2e_passes_of_40={e2e}")
     print(" ".join(parts))

@@ -62,9 +62,28 @@ def test_interval_equals_the_papers_definition_computed_term_by_term(scores: lis
     x = [s / 2 for s in scores]
     expected_low = 2 * _slow_lower(x, 0.025, TRUNCATION)
     expected_high = 2 * (1 - _slow_lower([1 - v for v in x], 0.025, TRUNCATION))
-    interval = betting_interval(scores, 0, 2)
+    interval = betting_interval(scores, 0, 2, shuffle_seed=None)
     assert interval.low == pytest.approx(expected_low, abs=1e-12)
     assert interval.high == pytest.approx(expected_high, abs=1e-12)
+    # By default the scores are put in the order numpy's generator seeded with 0 draws.
+    order = np.random.default_rng(0).permutation(len(x))
+    shuffled = [x[i] for i in order]
+    default = betting_interval(scores, 0, 2)
+    assert default.low == pytest.approx(2 * _slow_lower(shuffled, 0.025, TRUNCATION), abs=1e-12)
+    assert default.high == pytest.approx(2 * (1 - _slow_lower([1 - v for v in shuffled], 0.025, TRUNCATION)), abs=1e-12)
+
+
+def test_blocks_of_similar_cases_are_shuffled_apart() -> None:
+    # 50 cases scoring 2 then 50 scoring 1 (mean 1.5), as a file grouped by language or task
+    # puts them: in that order the capital grows on the first block and the lower bound
+    # reaches the mean; in the seeded random order (the default) the mean is well inside.
+    blocks = [2.0] * 50 + [1.0] * 50
+    assert betting_interval(blocks, 0, 2, shuffle_seed=None).low >= 1.5 - 1e-9
+    assert betting_interval(blocks[::-1], 0, 2, shuffle_seed=None).high <= 1.5 + 1e-9
+    for scores in (blocks, blocks[::-1]):
+        shuffled = betting_interval(scores, 0, 2)
+        assert shuffled.low < 1.4 and shuffled.high > 1.6
+        assert shuffled == betting_interval(scores, 0, 2)  # the same on every run
 
 
 def test_all_scores_at_the_top_give_the_closed_form_bound_and_keep_a_width() -> None:
@@ -97,7 +116,8 @@ def test_bounds_stay_on_the_scale_contain_the_mean_and_mirror() -> None:
     means = samples.mean(axis=1)
     assert np.all((lows >= 0) & (lows <= means) & (means <= highs) & (highs <= 2))
     assert np.all(highs - lows > 0)
-    mirrored_lows, mirrored_highs = betting_intervals(2 - samples, 0, 2)
+    lows, highs = betting_intervals(samples, 0, 2, shuffle_seed=None)
+    mirrored_lows, mirrored_highs = betting_intervals(2 - samples, 0, 2, shuffle_seed=None)
     np.testing.assert_allclose(mirrored_lows, 2 - highs, atol=1e-12)
     np.testing.assert_allclose(mirrored_highs, 2 - lows, atol=1e-12)
     # A 0-100 metric gives the 0-1 interval scaled by 100.
@@ -160,7 +180,7 @@ def test_confidence_sequence_equals_the_definition_and_only_narrows() -> None:
     mirrored = [2 * (1 - _slow_lower([1 - v for v in x[:t]], 0.025, TRUNCATION, anytime=True)) for t in range(1, 17)]
     np.testing.assert_allclose(highs, np.minimum.accumulate(mirrored), atol=1e-12)
     assert np.all(np.diff(lows) >= 0) and np.all(np.diff(highs) <= 0)
-    fixed = betting_interval(scores, 0, 2)
+    fixed = betting_interval(scores, 0, 2, shuffle_seed=None)
     assert lows[-1] <= fixed.low and fixed.high <= highs[-1]  # looking at every t costs width
     assert betting_confidence_sequence([], 0, 2)[0].size == 0
 
