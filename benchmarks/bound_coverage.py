@@ -15,13 +15,17 @@ the batch form of the same betting code, ``stats.betting.betting_intervals``):
 2. The gate itself: ``lower(mean(task_quality)) >= 1.88`` evaluated by ``compute_row`` on
    suites of 10 cases drawn from the heavy skew (true mean exactly 1.88): passes among 40
    suites (issue 23's target: at most 4) and among ``REPLICATIONS`` (nominal: at most 2.5%).
-3. The agreement gate's weighted-F1 interval (``stats.resampling.posterior_confusion_ci``
+3. ``pass_rate``'s interval: the exact probability (binomial pmf, no simulation) that the
+   lower end lies above the true rate, or the upper end below it, maximised over rates
+   0.005-0.995, for the Clopper-Pearson interval the aggregates use and the Wilson interval
+   they used before (nominal: at most 2.5% each).
+4. The agreement gate's weighted-F1 interval (``stats.resampling.posterior_confusion_ci``
    with the gate's defaults: 1,000 draws, seed 0) against the percentile bootstrap it
    replaced, on a judge right 95%, 80% or 70% of the time (a wrong answer is one of the two
    other labels at random) with human labels skewed ``(.1, .2, .7)`` on 0-2, ``n = 4, 10,
    20, 50`` items: coverage of the population F1 and how often the lower bound lies above it
    (what ``ci_lower_bound: true`` passing a judge at its true F1 would be; nominal 2.5%).
-4. With ``--e2e``: the same 40 suites written as YAML files with recorded scores and run
+5. With ``--e2e``: the same 40 suites written as YAML files with recorded scores and run
    through ``pytest --llmjudge`` in a subprocess; counts the ``lower(...)`` items that pass.
 
 Seeded (``SEED``), so a run prints the same numbers every time.
@@ -46,6 +50,7 @@ import numpy.typing as npt
 from pytest_llmjudge.aggregate import ScoredValue, compute_row, mean_ci
 from pytest_llmjudge.stats.agreement import weighted_f1_from_confusion
 from pytest_llmjudge.stats.betting import betting_intervals
+from pytest_llmjudge.stats.proportion import clopper_pearson_interval, wilson_interval
 from pytest_llmjudge.stats.resampling import bootstrap_confusion_ci, posterior_confusion_ci
 from pytest_llmjudge.suite.expressions import parse_aggregate
 
@@ -111,6 +116,29 @@ def coverage_table(replications: int, bootstrap: bool) -> dict[str, float]:
                     worst["betting_lower_error"] = max(worst["betting_lower_error"], above, below)
                 else:
                     worst["bootstrap_coverage"] = min(worst["bootstrap_coverage"], covered)
+    return worst
+
+
+def pass_rate_table() -> dict[str, float]:
+    from scipy import stats
+
+    worst = {"clopper_pearson": 0.0, "wilson": 0.0}
+    print(
+        "\npass_rate interval: max over true rates 0.005-0.995 of P(lower > p) / P(upper < p), exact; nominal <= 0.025"
+    )
+    print(f"{'n':>4} {'Clopper-Pearson':>18} {'Wilson':>18}")
+    rates = np.linspace(0.005, 0.995, 199)
+    for n in SIZES:
+        k = np.arange(n + 1)
+        cells = []
+        for name, interval in (("clopper_pearson", clopper_pearson_interval), ("wilson", wilson_interval)):
+            bounds = np.array([interval(int(i), n) for i in k])
+            pmf = stats.binom.pmf(k[np.newaxis, :], n, rates[:, np.newaxis])
+            above = float((pmf * (bounds[:, 0] > rates[:, np.newaxis])).sum(axis=1).max())
+            below = float((pmf * (bounds[:, 1] < rates[:, np.newaxis])).sum(axis=1).max())
+            worst[name] = max(worst[name], above, below)
+            cells.append(f"{above:.3f} / {below:.3f}")
+        print(f"{n:>4} {cells[0]:>18} {cells[1]:>18}")
     return worst
 
 
@@ -205,6 +233,7 @@ def main() -> None:
         f"passes {in_40} of {SUITES} suites (target <= 4); {rate:.4f} of {args.replications} (nominal <= 0.025); "
         f"with the bootstrap {bootstrap_in_40} of {SUITES}"
     )
+    rates = pass_rate_table()
     f1 = None if args.no_f1 else f1_table(args.replications)
     e2e = end_to_end(suites) if args.e2e else None
     print(f"seconds={time.perf_counter() - start:.1f}")
@@ -218,6 +247,10 @@ def main() -> None:
         f"gate_passes_of_40={in_40}",
         f"gate_pass_rate={rate:.4f}",
         f"bootstrap_gate_passes_of_40={bootstrap_in_40}",
+    ]
+    parts += [
+        f"pass_rate_cp_max_side_error={rates['clopper_pearson']:.3f}",
+        f"pass_rate_wilson_max_side_error={rates['wilson']:.3f}",
     ]
     if f1 is not None:
         parts += [

@@ -398,7 +398,7 @@ def _summary_row(
     rate_ci: tuple[float | None, float | None] = (None, None)
     if pass_rate is None and rate_check is not None:
         pass_rate = rate_check.value
-        rate_ci = (rate_check.ci_low, rate_check.ci_high)  # Wilson
+        rate_ci = (rate_check.ci_low, rate_check.ci_high)  # Clopper-Pearson
     failed_checks = [a for a in group.aggregates if not a.passed]
     return SummaryRow(
         suite=suite,
