@@ -3,12 +3,15 @@
 Source: I. Waudby-Smith and A. Ramdas, "Estimating means of bounded random variables by
 betting", JRSS-B 86(1), 2024 (arXiv:2010.09686), sections 3-4 (the capital process, the
 predictable plug-in bets, hedging) and the fixed-n variant of its section on confidence
-intervals; checked against the authors' ``confseq`` package (``betting.py``,
-``betting_strategies.lambda_predmix_eb``).
+intervals; compared line by line with the source of the authors' ``confseq`` package
+(``betting.py``: ``betting_mart``, ``betting_ci``; ``betting_strategies.lambda_predmix_eb``),
+which does not build here (its C++ extension needs Boost), so the tests pin a term-by-term
+implementation of the formulas below and hand-computed cases instead.
 
 Why: a percentile bootstrap of the mean has no guarantee at small n, and none at all when
 the scores crowd one end of the scale. With ``p = (.02, .08, .90)`` on a 0-2 rubric (true
-mean 1.88) the bootstrap's 95% interval covered 66.6% at n = 10: a third of the samples are
+mean 1.88) the bootstrap's 95% interval covered 66.6% at n = 10 (issue 23; 65.0% in
+``benchmarks/bound_coverage.py``, where this interval covered 100%): a third of the samples are
 all 2s, and every resample of them has mean 2, the point interval ``[2, 2]``. A betting
 interval holds its level for every distribution on ``[low, high]`` and every n, because it
 rests only on the scale being known (the bound below is a martingale argument, not an
