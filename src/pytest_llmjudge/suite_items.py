@@ -365,7 +365,7 @@ class AggregateItem(_SuiteItem):
                 values,
                 min_cases=self.check.min_cases,
                 max_unscored_rate=self.check.max_unscored_rate,
-                scale=self.check.scale or self.suite.scale_of(metric),
+                scale=self.suite.scale_of(metric),
             )
             takers = sum(
                 1

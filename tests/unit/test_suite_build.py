@@ -1226,18 +1226,19 @@ def test_each_metric_knows_its_scale_and_an_aggregate_may_declare_one(tmp_path: 
         """\
         suite: demo
         cases:
-          - {id: a, language: hi, output: x, reference: y, recorded: {linguistic_acceptability: 2, stars: 4}}
+          - {id: a, language: hi, output: x, reference: y, recorded: {linguistic_acceptability: 2, stars: 4, votes: 1}}
         aggregate:
           - mean(linguistic_acceptability) >= 1
           - mean(chrf) >= 40
-          - mean(stars) >= 3
+          - mean(votes) >= 3
           - expr: lower(mean(stars)) >= 3
             scale: [1, 5]
         """,
     )
     assert suite.scale_of("linguistic_acceptability") == (0.0, 2.0)
     assert suite.scale_of("chrf") == (0.0, 100.0)
-    assert suite.scale_of("stars") is None
+    assert suite.scale_of("stars") == (1.0, 5.0)  # declared once, for every aggregate of stars
+    assert suite.scale_of("votes") is None
     assert [check.scale for check in suite.aggregates] == [None, None, None, (1.0, 5.0)]
 
 
@@ -1246,6 +1247,7 @@ def test_each_metric_knows_its_scale_and_an_aggregate_may_declare_one(tmp_path: 
     [
         ("stars", "[5, 1]", "finite low < high"),
         ("linguistic_acceptability", "[0, 3]", "has a known scale"),
+        ("stars", "[1, 5]\n          - expr: mean(stars) >= 2\n            scale: [0, 5]", "two scales"),
     ],
 )
 def test_a_bad_aggregate_scale_names_its_entry(
@@ -1264,5 +1266,5 @@ def test_a_bad_aggregate_scale_names_its_entry(
         """,
     )
     assert message in error.message
-    assert error.field is not None and error.field.startswith("aggregate[0]")
-    assert error.line in (5, 6)
+    assert error.field is not None and error.field.startswith(("aggregate[0]", "aggregate[1]"))
+    assert error.line in (5, 6, 8)

@@ -440,7 +440,15 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 + "define it under 'rubrics:', use a built-in rubric or metric, or record scores for it",
             )
 
+    declared: dict[str, tuple[float, float]] = {}
     for index, check in enumerate(aggregates):
+        if check.scale is not None and declared.setdefault(check.spec.metric, check.scale) != check.scale:
+            raise SuiteError(
+                f"{check.spec.metric} is given two scales, {list(declared[check.spec.metric])} and {list(check.scale)}",
+                path=path,
+                line=line_for(doc.lines, ("aggregate", index, "scale")) or check.line,
+                field=_loc_text(("aggregate", index, "scale")),
+            )
         known = rubrics[check.spec.metric].scale if kinds.get(check.spec.metric) == "rubric" else None
         if check.scale is not None and (
             known or (kinds.get(check.spec.metric) == "metric" and reference_scale(check.spec.metric))

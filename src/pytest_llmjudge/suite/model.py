@@ -131,11 +131,15 @@ class Suite:
 
     def scale_of(self, metric: str) -> tuple[float, float] | None:
         """The range a metric's scores lie in: its rubric's scale, a built-in reference
-        metric's range, or None when unknown (an aggregate's ``scale:`` fills that gap)."""
+        metric's range, the ``scale:`` an aggregate of the suite declares for it (one
+        declaration serves every aggregate of the metric), or None when unknown."""
         rubric = self.rubrics.get(metric)
         if rubric is not None and rubric.scale:
             return float(min(rubric.scale)), float(max(rubric.scale))
-        return reference_scale(metric) if self.metric_kinds.get(metric) == "metric" else None
+        known = reference_scale(metric) if self.metric_kinds.get(metric) == "metric" else None
+        if known is not None:
+            return known
+        return next((check.scale for check in self.aggregates if check.spec.metric == metric and check.scale), None)
 
     @property
     def needs_live_judge(self) -> bool:

@@ -234,8 +234,8 @@ class AggregateConfig(_Strict):
     scale: tuple[Number, Number] | None = Field(
         None,
         description="[low, high] the scores lie in, for a metric without a known scale (scores recorded under a "
-        "free name): the mean's interval is then the betting interval, which holds its level at every n. "
-        "Rubrics and built-in metrics know their scale.",
+        "free name, a metric plugin): the mean's interval is then the betting interval, which holds its level at "
+        "every n. One declaration serves every aggregate of the metric. Rubrics and built-in metrics know their scale.",
     )
 
     @field_validator("scale")
