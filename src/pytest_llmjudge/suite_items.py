@@ -212,14 +212,6 @@ def _selected_groups(rows: list[AggregateItem]) -> set[str] | None:
     return None if ALL_LANGUAGES in names else names
 
 
-def _metric_scale(suite: Suite, metric: str) -> tuple[float, float] | None:
-    """The metric's scale (a rubric's lowest and highest score), which bounds a human estimate's interval."""
-    rubric = suite.rubrics.get(metric)
-    if rubric is None or not rubric.scale:
-        return None
-    return float(min(rubric.scale)), float(max(rubric.scale))
-
-
 def human_message(suite: str, row: AggregateRow, rows: list[AggregateRow], language: str, judges: str | None) -> str:
     """The failure text of a ``human_mean``/``human_pass_rate`` item, in the agreement gate's shape:
     what was estimated, from what, how sure, then every group's row."""
@@ -465,14 +457,14 @@ class AggregateItem(_SuiteItem):
                 min_cases=self.check.min_cases,
                 max_unscored_rate=self.check.max_unscored_rate,
                 min_labels=self.check.min_labels,
-                scale=_metric_scale(self.suite, metric),
+                scale=self.suite.scale_of(metric),
             )
             if wanted is not None:
                 # The ``all`` row of a subset of the groups is no row of the suite: not shown.
                 rows = [row for row in rows if row.language != ALL_LANGUAGES]
             queue = self.config.stash.get(queue_key, None)
             if queue is not None and self.check.spec.stat in HUMAN_STATS:
-                queue.append((self.suite, self.check, scored, _metric_scale(self.suite, metric)))
+                queue.append((self.suite, self.check, scored, self.suite.scale_of(metric)))
             takers = len(siblings)
             shared = memo[key] = _CheckScores(self.check, scored, rows, takers)
         shared.takers -= 1

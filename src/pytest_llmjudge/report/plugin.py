@@ -234,9 +234,13 @@ def _suite_info(config: pytest.Config, suite: Suite) -> SuiteInfo:
         rubrics={name: suite.rubrics[name].version for name in rubric_metrics if name in suite.rubrics},
         # Each rubric's score range, so charts keep axes and intervals on the scale.
         scales={
-            name: [min(suite.rubrics[name].scale), max(suite.rubrics[name].scale)]
-            for name in rubric_metrics
-            if name in suite.rubrics and suite.rubrics[name].scale
+            # An aggregate's declared ``scale:`` too: its betting interval rests on it.
+            **{check.spec.metric: list(check.scale) for check in suite.aggregates if check.scale is not None},
+            **{
+                name: [min(suite.rubrics[name].scale), max(suite.rubrics[name].scale)]
+                for name in rubric_metrics
+                if name in suite.rubrics and suite.rubrics[name].scale
+            },
         },
         recorded_judges=sorted(
             {str(value.judge) for case in suite.cases for value in case.recorded.values() if value.judge}

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 
 from pytest_llmjudge.errors import LLMJudgeError, MetricError, MissingDependencyError, SuiteError
 from pytest_llmjudge.judges.rubrics import Rubric
+from pytest_llmjudge.metrics.scales import reference_scale
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.stats.grouping import Group
 from pytest_llmjudge.suite import schema
@@ -616,6 +617,9 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             group_overrides=group_overrides,
             min_labels=aggregate_config.min_labels,
             xfail=dict(aggregate_config.xfail),
+            scale=None
+            if aggregate_config.scale is None
+            else (float(aggregate_config.scale[0]), float(aggregate_config.scale[1])),
         )
         _check_group_names(group_overrides, check.groups(cases), path, doc.lines, (*at, "per_group"))
         known_rows = {group.name for group in check.groups(cases)} | {case.language for case in cases} | {"all"}
@@ -664,6 +668,26 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 line=line,
                 hint=(f"did you mean {close[0]!r}? " if close else "")
                 + "define it under 'rubrics:', use a built-in rubric or metric, or record scores for it",
+            )
+
+    declared: dict[str, tuple[float, float]] = {}
+    for index, check in enumerate(aggregates):
+        if check.scale is not None and declared.setdefault(check.spec.metric, check.scale) != check.scale:
+            raise SuiteError(
+                f"{check.spec.metric} is given two scales, {list(declared[check.spec.metric])} and {list(check.scale)}",
+                path=path,
+                line=line_for(doc.lines, ("aggregate", index, "scale")) or check.line,
+                field=_loc_text(("aggregate", index, "scale")),
+            )
+        known = rubrics[check.spec.metric].scale if kinds.get(check.spec.metric) == "rubric" else None
+        if check.scale is not None and (
+            known or (kinds.get(check.spec.metric) == "metric" and reference_scale(check.spec.metric))
+        ):
+            raise SuiteError(
+                f"{check.spec.metric} has a known scale; 'scale' is for metrics without one (scores recorded under a free name)",
+                path=path,
+                line=line_for(doc.lines, ("aggregate", index, "scale")) or check.line,
+                field=_loc_text(("aggregate", index, "scale")),
             )
 
     if "rubric" in kinds.values():

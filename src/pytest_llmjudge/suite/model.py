@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pytest_llmjudge.judges.rubrics import Rubric
+from pytest_llmjudge.metrics.scales import reference_scale
 from pytest_llmjudge.stats.grouping import Group, group_of
 from pytest_llmjudge.suite.expressions import AggregateSpec, Op, Threshold
 from pytest_llmjudge.suite.schema import JudgeConfig, RegressionConfig
@@ -88,6 +89,8 @@ class AggregateCheck:
     """``human_mean``/``human_pass_rate``: fewest human-labelled cases a group needs."""
     xfail: Mapping[str, str] = field(default_factory=dict)
     """Group name, language or ``all`` -> reason: known failures, marked xfail (strict)."""
+    scale: tuple[float, float] | None = None
+    """The aggregate's ``scale:`` (the scores' range, for a metric that has no known one)."""
 
     def xfail_reason(self, group: str, language: str | None) -> str | None:
         """The reason a row (``group``, of ``language``) is a known failure: its group's, else its language's."""
@@ -135,6 +138,18 @@ class Suite:
     @property
     def languages(self) -> tuple[str, ...]:
         return tuple(sorted({case.language for case in self.cases}))
+
+    def scale_of(self, metric: str) -> tuple[float, float] | None:
+        """The range a metric's scores lie in: its rubric's scale, a built-in reference
+        metric's range, the ``scale:`` an aggregate of the suite declares for it (one
+        declaration serves every aggregate of the metric), or None when unknown."""
+        rubric = self.rubrics.get(metric)
+        if rubric is not None and rubric.scale:
+            return float(min(rubric.scale)), float(max(rubric.scale))
+        known = reference_scale(metric) if self.metric_kinds.get(metric) == "metric" else None
+        if known is not None:
+            return known
+        return next((check.scale for check in self.aggregates if check.spec.metric == metric and check.scale), None)
 
     @property
     def needs_live_judge(self) -> bool:

@@ -13,6 +13,7 @@ one; a rubric scale needs at least two distinct values.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated, Any, Literal
 
@@ -339,6 +340,20 @@ class AggregateConfig(_Strict):
         default_factory=dict,
         description="Known failures: group or language (or 'all') -> reason; the row is an xfail (strict: a pass fails).",
     )
+
+    scale: tuple[Number, Number] | None = Field(
+        None,
+        description="[low, high] the scores lie in, for a metric without a known scale (scores recorded under a "
+        "free name, a metric plugin): the mean's interval is then the betting interval, which holds its level at "
+        "every n. One declaration serves every aggregate of the metric. Rubrics and built-in metrics know their scale.",
+    )
+
+    @field_validator("scale")
+    @classmethod
+    def _scale_is_a_range(cls, value: tuple[float, float] | None) -> tuple[float, float] | None:
+        if value is not None and not (math.isfinite(value[0]) and math.isfinite(value[1]) and value[0] < value[1]):
+            raise ValueError(f"scale must be [low, high] with finite low < high, got {list(value)}")
+        return value
 
 
 class RegressionConfig(_Strict):
