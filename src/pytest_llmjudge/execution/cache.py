@@ -59,6 +59,7 @@ from typing import Any, Literal
 from pytest_llmjudge.execution.cache_directory import DirectoryStore
 from pytest_llmjudge.execution.stores.base import CacheStore
 from pytest_llmjudge.judges.base import ProviderReply, ProviderRequest, Usage, canonical_json
+from pytest_llmjudge.redaction import secret_forms
 
 CacheMode = Literal["use", "refresh", "off"]
 SECRET_ENV = "LLMJUDGE_CACHE_SECRET"
@@ -78,11 +79,20 @@ def secret_from_environment(environ: Mapping[str, str] = os.environ) -> str | No
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret (length >= 4) replaced by ``***``, longest first."""
-    # Longest first, so a secret that extends another is hidden whole.
-    for secret in sorted(secrets, key=len, reverse=True):
+    """``text`` with every secret (length >= 4) replaced by ``***`` in each of its spellings, longest first.
+
+    The spellings are :func:`pytest_llmjudge.redaction.secret_forms`' (stripped, escaped,
+    URL-encoded), so a key read with its file's newline is hidden where it appears stripped.
+    """
+    forms: set[str] = set()
+    for secret in secrets:
         if len(secret) >= _MIN_REDACTED:
-            text = text.replace(secret, "***")
+            forms.add(secret)
+            forms |= secret_forms(secret)
+    # Longest first, so a secret that extends another is hidden whole.
+    for form in sorted(forms, key=lambda form: (-len(form), form)):
+        if form in text:
+            text = text.replace(form, "***")
     return text
 
 

@@ -20,7 +20,8 @@ Per call:
    most ``lease_ttl`` seconds (then the holder is taken as hung, and this runner pays
    without the lease); then call the provider, retrying retryable failures (429, 5xx,
    timeouts, dropped connections) with exponential back-off and full
-   jitter, or exactly the server's ``Retry-After`` when it sends one; the sleep happens
+   jitter, or the server's ``Retry-After`` when it sends one, either capped at ``backoff_max``
+   (30 s; so is the pause a 429 imposes on its endpoint, ``ratelimit.py``); the sleep happens
    outside the concurrency slot so other calls proceed;
 2. store the reply in the cache (redacted: see ``execution/cache.py``) *before* giving back
    its concurrency slot and before parsing it (paid-for work survives a crash, and a kill
@@ -225,7 +226,11 @@ class JudgeRunner:
         # Per provider endpoint: rpm/tpm budgets (split between ``budget_parts`` xdist workers)
         # and the adaptive window that 429s shrink.
         self.budgets = Budgets(
-            Budget(requests_per_minute, tokens_per_minute), rate_limits, max_window=concurrency, parts=budget_parts
+            Budget(requests_per_minute, tokens_per_minute),
+            rate_limits,
+            max_window=concurrency,
+            parts=budget_parts,
+            max_pause=backoff_max,  # a Retry-After pauses the endpoint no longer than it delays a retry
         )
         self._lock = threading.Lock()
         self._futures: dict[str, concurrent.futures.Future[CallOutcome]] = {}

@@ -8,10 +8,17 @@ in tests while the real SDKs do the talking.
 A provider raises :class:`ProviderCallError` for a failed call, saying whether a retry can
 help (429, 5xx, timeouts, dropped connections) and how long the server asked us to wait
 (``Retry-After``). Anything else it raises is a bug in the provider and is reported as such.
+
+**Deadline.** The built-in providers' requests go through :func:`post_through_sdk`, which
+bounds each attempt as a whole, from connecting to the last byte of the reply, by the
+client's timeout (``--llmjudge-timeout``): the SDKs' own timeouts are per phase and per
+read, so a server that sends a byte a second would otherwise keep one attempt alive for as
+long as its reply lasts. Running past the deadline is a retryable ``request timed out``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import hashlib
 import json
@@ -257,10 +264,15 @@ async def post_through_sdk(sdk: Any, client: Any, path: str, body: Mapping[str, 
     largest client cost with hundreds of calls in flight). ``sdk`` is the ``openai`` or
     ``anthropic`` module: both SDKs are generated from one template and raise the same error
     classes, translated here into :class:`ProviderCallError` saying whether a retry can help.
+    The whole attempt, reading the body included, ends within :func:`request_deadline` seconds.
     """
+    deadline = request_deadline(client)
+    # One message whichever fires first: the SDK's per-phase timeout or the overall deadline.
+    timed_out = "request timed out" + ("" if deadline is None else f" (no complete reply within {deadline:g} s)")
     try:
-        raw = await client.post(path, body=body, cast_to=response_class)
-        return raw.json()
+        return await asyncio.wait_for(_post(client, path, body, response_class), deadline)
+    except asyncio.TimeoutError:
+        raise ProviderCallError(timed_out, retryable=True) from None
     except sdk.APIStatusError as exc:
         raise ProviderCallError(
             f"HTTP {exc.status_code}: {provider_error_text(exc)}",
@@ -269,7 +281,7 @@ async def post_through_sdk(sdk: Any, client: Any, path: str, body: Mapping[str, 
             retry_after=parse_retry_after(dict(exc.response.headers)),
         ) from None
     except sdk.APITimeoutError:
-        raise ProviderCallError("request timed out", retryable=True) from None
+        raise ProviderCallError(timed_out, retryable=True) from None
     except sdk.APIConnectionError as exc:
         # The operating system's reason (connection refused, name not known), not just the class.
         raise ProviderCallError(f"connection failed ({connection_cause(exc)})", retryable=True) from None
@@ -281,6 +293,26 @@ async def post_through_sdk(sdk: Any, client: Any, path: str, body: Mapping[str, 
     except sdk.APIError as exc:
         # A 200 whose body isn't valid JSON lands here in some SDK versions.
         raise ProviderCallError(f"provider error: {exc.message}", retryable=True) from None
+
+
+async def _post(client: Any, path: str, body: Mapping[str, Any], response_class: type[Any]) -> Any:
+    raw = await client.post(path, body=body, cast_to=response_class)
+    return raw.json()  # the body was read within ``post`` (a non-streaming response)
+
+
+def request_deadline(client: Any) -> float | None:
+    """Seconds one request through an SDK ``client`` may take from start to last byte: its timeout.
+
+    The providers give their clients the run's ``--llmjudge-timeout`` as a number. A client
+    whose timeout is an ``httpx.Timeout`` (a plugin's) is bounded by the largest phase it
+    names; none at all (``None``): no overall bound.
+    """
+    timeout = getattr(client, "timeout", None)
+    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+        return float(timeout) if timeout > 0 else None
+    phases = [getattr(timeout, name, None) for name in ("connect", "read", "write", "pool")]
+    numbers = [float(value) for value in phases if isinstance(value, (int, float)) and value > 0]
+    return max(numbers) if numbers else None
 
 
 def sdk_response_class() -> type[Any]:
