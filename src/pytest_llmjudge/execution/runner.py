@@ -213,7 +213,8 @@ class JudgeRunner:
         for secret in secrets:
             cache.add_secret(secret)
         self.secrets = (*secrets, *cache.secrets)
-        self.share = share if cache.mode == "use" else None
+        cache.check_location()  # a cache that can't be written: known before anything is paid for
+        self.share = share if cache.mode == "use" and cache.writable else None
         self.stats = RunnerStats()
         self.endpoints = EndpointTally()
         """Calls and failures per judge endpoint, made by this process (not waited for)."""
@@ -583,7 +584,9 @@ class JudgeRunner:
         if self.cache.mode == "off":
             return reply
         data, stored = self.cache.encode(key, request, reply)
-        if data is None:
+        if data is None or not self.cache.writable:
+            if data is not None:  # the cache location failed earlier this run: keep the reply in memory
+                self.cache.keep(key, stored)
             lease.release()
             return stored
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -591,7 +594,11 @@ class JudgeRunner:
         if not self._storing:
             self._storing = True
             asyncio.get_running_loop().create_task(self._write_stored())
-        await done
+        try:
+            await done
+        except OSError as exc:  # read-only, full, not a directory: paid for, so used (cache.py)
+            self.cache.failed("write", exc)
+            self.cache.keep(key, stored)
         return stored
 
     async def _write_stored(self) -> None:

@@ -265,6 +265,9 @@ class ScoreBoard:
             else None
         )
         self._cache = JudgeCache(settings.cache_dir, settings.cache_mode, secret=secret_from_environment(), store=store)
+        if share is not None:  # an xdist worker: share only through a cache the workers can write
+            self._cache.check_location()
+            share = self.share = share if self._cache.writable else None
         self._runner: JudgeRunner | None = None
         self._lock = threading.RLock()
         self._providers: dict[tuple[str, str | None, str | None], JudgeProvider] = {}
@@ -310,6 +313,19 @@ class ScoreBoard:
     def store_failure(self) -> str | None:
         """Why the remote cache store was given up for the local cache dir this run (``stores/fallback.py``)."""
         return getattr(self._cache.store, "failure", None)
+
+    @property
+    def cache_problems(self) -> list[str]:
+        """The cache location's failure this run and what it ignored there, one headline each (``cache.py``)."""
+        cache = self._cache
+        lines = [f"llmjudge: cache {self.settings.cache_dir}: {warning}" for warning in cache.warnings]
+        if cache.failure is not None:
+            lines.insert(
+                0,
+                f"llmjudge: cache {self.settings.cache_dir} can't be used ({cache.failure}): the run went on "
+                "without it; replies paid for were used from memory and not stored",
+            )
+        return lines
 
     @property
     def runner_started(self) -> bool:
