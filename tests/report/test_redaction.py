@@ -92,3 +92,9 @@ def test_redact_value_hides_every_spelling_in_keys_and_values() -> None:
     raw = KEY + "\n"
     value = {"m": [repr(raw.encode()), quote(raw)], repr(raw): 1}
     assert "forms-3f9a" not in json.dumps(redact_value(value, [raw]))
+
+
+def test_lone_surrogates_become_visible_text_and_pairs_stay() -> None:
+    text = "a\ud800b\udcffc 😀 d"
+    assert escape_controls(text) == "a\\ud800b\\udcffc 😀 d"
+    assert escape_controls(text, ONE_LINE).encode("utf-8")  # encodable now

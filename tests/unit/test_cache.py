@@ -702,3 +702,18 @@ def test_the_checks_hold_over_another_store(tmp_path: Path) -> None:
         assert cache.lease(key, 60) is not None
     finally:
         cache.close()
+
+
+def test_a_lone_surrogate_in_a_prompt_is_sent_escaped_and_keys_of_other_text_are_unchanged(tmp_path: Path) -> None:
+    """``"\\ud800"`` from a JSONL file has no UTF-8 form: the request carries it as visible
+    ``\\ud800`` (so the SDK can send it), the key and the entry are plain UTF-8, and it round-trips."""
+    request = dataclasses.replace(BASE, user="Rate \ud800 this.")
+    assert request.user == "Rate \\ud800 this."
+    assert BASE.canonical_payload == json.dumps(
+        BASE.cache_payload(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    ).encode("utf-8")
+    cache = JudgeCache(tmp_path)
+    reply = ProviderReply(text='{"justification": "half \ud83d"}', model="m")  # a judge's lone half
+    cache.put(request.cache_key, request, reply)
+    hit = cache.get(request.cache_key)
+    assert hit is not None and hit.reply.text == reply.text

@@ -71,9 +71,24 @@ def public_url(url: str | None) -> str | None:
     return urlunsplit((parts.scheme, host, parts.path, urlencode(kept), parts.fragment))
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def canonical_json(value: Any) -> bytes:
-    """``value`` as canonical JSON (sorted keys, no whitespace, UTF-8): the bytes a cache key hashes."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    """``value`` as canonical JSON (sorted keys, no whitespace, UTF-8): the bytes a cache key hashes.
+
+    A lone surrogate (an output read from ``"\\ud800"`` in a JSONL file) has no UTF-8 form: it is
+    written as its ``\\u`` escape, as ``json.dumps`` writes it with ``ensure_ascii``, and reads back
+    the same. Text without one is unchanged, and so is every existing cache key.
+    """
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    if _LONE_SURROGATE.search(text) is not None:
+        text = _LONE_SURROGATE.sub(_surrogate_escape, text)
+    return text.encode("utf-8")
+
+
+def _surrogate_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
 
 
 @dataclass(frozen=True)
@@ -90,6 +105,14 @@ class ProviderRequest:
     json_schema: Mapping[str, Any] | None = None
     structured_output: str = "none"
     base_url: str | None = None
+
+    def __post_init__(self) -> None:
+        # A lone surrogate can't be sent (no UTF-8 form: the SDK failed to encode the body, five
+        # times, as a "malformed response"): the judge sees it as the visible text ``\ud800``.
+        for name in ("system", "user"):
+            text = getattr(self, name)
+            if _LONE_SURROGATE.search(text) is not None:
+                object.__setattr__(self, name, _LONE_SURROGATE.sub(_surrogate_escape, text))
 
     def cache_payload(self) -> dict[str, Any]:
         """The canonical description hashed into the cache key (never credentials).
