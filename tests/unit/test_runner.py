@@ -400,6 +400,50 @@ def test_a_huge_retry_after_waits_no_longer_than_the_back_off_cap(
     assert budget.max_pause == 0.05 and budget.stats.congestion_events == 1
 
 
+@pytest.mark.parametrize("provider_name", ["openai", "anthropic"])
+def test_a_reply_over_the_size_cap_is_a_failed_call_never_retried_nor_cached(
+    server: LoopbackServer, make_runner: Callable[..., JudgeRunner], tmp_path: Path, provider_name: str
+) -> None:
+    """A 1.1 MiB reply (a verdict is a few hundred bytes): refused before it is parsed, the case
+    unscored with the reason, one request only, nothing in the cache."""
+    from pytest_llmjudge.judges.base import MAX_REPLY_BYTES
+
+    server.responder = lambda request: "x" * (MAX_REPLY_BYTES + 100_000)
+    runner = make_runner(tmp_path / "cache", max_retries=3)
+    make_provider = openai_provider if provider_name == "openai" else anthropic_provider
+    outcome = judge_once(runner, make_provider(runner, server), request_for(server, provider=provider_name))
+
+    assert outcome.error is not None and "reply too large: 1," in outcome.error
+    assert "over the 1,048,576-byte cap for a judge reply" in outcome.error
+    assert isinstance(outcome.results["linguistic_acceptability"], UnscoredError)
+    assert len(server.requests) == 1 and runner.stats.retries == 0
+    assert DirectoryStore(tmp_path / "cache" / "v1").keys() == []
+
+
+def test_any_providers_reply_over_the_size_cap_is_refused(
+    make_runner: Callable[..., JudgeRunner], tmp_path: Path
+) -> None:
+    """A plugin's provider (not going through the SDK helper): the runner checks the text's UTF-8 size."""
+    from pytest_llmjudge.judges.base import MAX_REPLY_BYTES
+
+    class Huge:
+        name = "huge"
+
+        async def complete(self, request: ProviderRequest) -> ProviderReply:
+            return ProviderReply(text="é" * (MAX_REPLY_BYTES // 2 + 1), model="m")  # 2 bytes each
+
+        async def aclose(self) -> None:
+            pass
+
+    runner = make_runner(tmp_path / "cache")
+    request = ProviderRequest(provider="huge", model="m", system="s", user="u")
+    outcome = judge_once(runner, Huge(), request)
+    assert outcome.error == f"huge:m (default endpoint): reply too large: {MAX_REPLY_BYTES + 2:,} bytes, " + (
+        f"over the {MAX_REPLY_BYTES:,}-byte cap for a judge reply"
+    )
+    assert DirectoryStore(tmp_path / "cache" / "v1").keys() == []
+
+
 @pytest.mark.parametrize("fault", [Fault.CONNECTION_RESET, Fault.TRUNCATED])
 @pytest.mark.parametrize("provider_name", ["openai", "anthropic"])
 def test_dropped_connections_are_retried(

@@ -73,12 +73,14 @@ from pytest_llmjudge.execution.cache import JudgeCache, Lease, cache_key, redact
 from pytest_llmjudge.execution.ratelimit import CONGESTION_STATUSES, Budget, Budgets
 from pytest_llmjudge.execution.sharing import WorkerShare
 from pytest_llmjudge.judges.base import (
+    MAX_REPLY_BYTES,
     JudgeProvider,
     LazyProvider,
     ProviderCallError,
     ProviderReply,
     ProviderRequest,
     Usage,
+    reply_too_large,
 )
 from pytest_llmjudge.judges.diagnosis import PROVIDER_FAILED, EndpointTally, classify, endpoint_label
 from pytest_llmjudge.judges.parsing import Verdict, parse_reply
@@ -743,6 +745,10 @@ class JudgeRunner:
                         self.stats.provider_calls += 1
                     try:
                         reply = await provider.complete(request)
+                        if len(reply.text) * 4 > MAX_REPLY_BYTES:  # maybe over the cap (a character is 1-4 bytes)
+                            size = len(reply.text.encode("utf-8", "surrogatepass"))
+                            if size > MAX_REPLY_BYTES:
+                                raise reply_too_large(size)  # any provider's: never stored
                         usage = reply.usage
                     except ProviderCallError as exc:
                         failure = exc

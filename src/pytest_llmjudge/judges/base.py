@@ -14,6 +14,12 @@ bounds each attempt as a whole, from connecting to the last byte of the reply, b
 client's timeout (``--llmjudge-timeout``): the SDKs' own timeouts are per phase and per
 read, so a server that sends a byte a second would otherwise keep one attempt alive for as
 long as its reply lasts. Running past the deadline is a retryable ``request timed out``.
+
+**Size.** A reply body over :data:`MAX_REPLY_BYTES` (1 MiB) is refused before it is parsed:
+a judge's verdict is a few hundred bytes (``max_tokens`` 1024 is about 4 KB of text), and
+a 50 MB reply was otherwise parsed, cached and copied into both reports. It is a failed call
+(``reply too large``), not retried (a retry would pay for the same again) and never cached;
+the runner checks the reply text of any provider against the same cap.
 """
 
 from __future__ import annotations
@@ -40,18 +46,51 @@ def connection_cause(exc: BaseException) -> str:
 
     Follows ``__cause__``/``__context__`` to the first exception with an ``errno``; without
     one, the innermost exception's text (``All connection attempts failed``) or its class.
+    A TLS error is said in plain words (:func:`tls_cause`): its ``errno`` is OpenSSL's error
+    code, not the system's (``strerror`` made "exec format error" of a plain-HTTP port).
     """
+    import ssl
+
     seen: set[int] = set()
     current: BaseException | None = exc
     innermost = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
+        if isinstance(current, ssl.SSLError):
+            return tls_cause(current)
         errno = getattr(current, "errno", None)
         if isinstance(errno, int):
             return os.strerror(errno).lower()
         innermost = current
         current = current.__cause__ or current.__context__
     return str(innermost) or innermost.__class__.__name__
+
+
+_NOT_TLS = (
+    "WRONG_VERSION_NUMBER",
+    "RECORD_LAYER_FAILURE",
+    "PACKET_LENGTH_TOO_LONG",
+    "HTTP_REQUEST",
+    "UNKNOWN_PROTOCOL",
+)
+"""OpenSSL's reasons when the other end answered in something other than TLS (a plain HTTP port)."""
+
+
+def tls_cause(exc: BaseException) -> str:
+    """A TLS failure in plain words: a port that doesn't speak TLS, a certificate that doesn't verify, or OpenSSL's reason."""
+    import ssl
+
+    reason = str(getattr(exc, "reason", None) or "")
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return f"TLS certificate verification failed: {exc.verify_message or reason or exc}"
+    if reason in _NOT_TLS:
+        # No parentheses: the run's headline takes the cause up to the first ")" (judges/diagnosis.py).
+        return (
+            f"TLS handshake failed: the server does not speak TLS on this port [{reason}], is it http:// not https://?"
+        )
+    if isinstance(exc, ssl.SSLEOFError) or "EOF" in reason:
+        return "TLS handshake failed: the server closed the connection during the handshake"
+    return f"TLS handshake failed: {reason or exc.__class__.__name__}"
 
 
 def public_url(url: str | None) -> str | None:
@@ -219,6 +258,16 @@ class LazyProvider:
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 
+MAX_REPLY_BYTES = 1024 * 1024
+"""Largest judge reply accepted (1 MiB): the HTTP body of the built-in providers, the UTF-8 text of any."""
+
+
+def reply_too_large(size: int) -> ProviderCallError:
+    """The failure of a reply of ``size`` bytes, over :data:`MAX_REPLY_BYTES`: not retried, never cached."""
+    return ProviderCallError(
+        f"reply too large: {size:,} bytes, over the {MAX_REPLY_BYTES:,}-byte cap for a judge reply", retryable=False
+    )
+
 
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
     """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
@@ -320,7 +369,10 @@ async def post_through_sdk(sdk: Any, client: Any, path: str, body: Mapping[str, 
 
 async def _post(client: Any, path: str, body: Mapping[str, Any], response_class: type[Any]) -> Any:
     raw = await client.post(path, body=body, cast_to=response_class)
-    return raw.json()  # the body was read within ``post`` (a non-streaming response)
+    size = len(raw.content)  # read within ``post`` (a non-streaming response)
+    if size > MAX_REPLY_BYTES:
+        raise reply_too_large(size)
+    return raw.json()
 
 
 def request_deadline(client: Any) -> float | None:
