@@ -355,19 +355,19 @@ def test_persistent_timeouts_fail_the_call(server: LoopbackServer, make_runner: 
 def test_a_trickling_reply_ends_at_the_timeout_of_the_whole_request(
     server: LoopbackServer, make_runner: Callable[..., JudgeRunner], provider_name: str
 ) -> None:
-    """A server sending its reply a byte every 50 ms never stalls a read for the 0.3 s timeout,
-    but would take ~20 s per reply: each attempt ends at the timeout, as a timeout."""
-    server.trickle_interval = 0.05
+    """A server sending its reply a byte every 30 ms never stalls a read for the 0.2 s timeout,
+    but would take ~12 s per reply: each attempt ends at the timeout, as a timeout."""
+    server.trickle_interval = 0.03
     server.inject(Fault.TRICKLE, times=2)
     runner = make_runner(max_retries=1)
     make_provider = openai_provider if provider_name == "openai" else anthropic_provider
     base_url = server.openai_base_url if provider_name == "openai" else server.anthropic_base_url
     outcome = judge_once(
-        runner, make_provider(runner, server, timeout=0.3), request_for(server, provider=provider_name)
+        runner, make_provider(runner, server, timeout=0.2), request_for(server, provider=provider_name)
     )
 
     assert outcome.error == (
-        f"{provider_name}:loopback-judge at {base_url}: request timed out (no complete reply within 0.3 s) "
+        f"{provider_name}:loopback-judge at {base_url}: request timed out (no complete reply within 0.2 s) "
         "after 2 attempts"
     )
     assert server.stats()["by_fault"] == {"trickle": 2}
@@ -376,10 +376,10 @@ def test_a_trickling_reply_ends_at_the_timeout_of_the_whole_request(
 def test_a_trickling_reply_is_retried_and_the_retry_succeeds(
     server: LoopbackServer, make_runner: Callable[..., JudgeRunner]
 ) -> None:
-    server.trickle_interval = 0.05
+    server.trickle_interval = 0.03
     server.inject(Fault.TRICKLE, times=1)
     runner = make_runner()
-    outcome = judge_once(runner, openai_provider(runner, server, timeout=0.3), request_for(server))
+    outcome = judge_once(runner, openai_provider(runner, server, timeout=0.2), request_for(server))
 
     assert outcome.error is None and verdict(outcome).score == 2.0
     assert runner.stats.retries == 1
