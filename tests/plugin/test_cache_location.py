@@ -102,3 +102,25 @@ def test_a_disk_that_takes_no_byte_still_serves_the_cache_and_uses_the_replies_p
     assert "output target failed" not in run.stdout
     assert "judge calls: 1 provider requests, 1 cache hits" in run.stdout, run.stdout[-1500:]
     assert len(loopback.requests) == 2  # "eins" once, in the first run; "zwei" once, though asked twice
+
+
+def test_batch_mode_which_needs_the_cache_is_a_usage_error_with_an_unwritable_one(
+    pytester: pytest.Pytester, loopback: LoopbackServer
+) -> None:
+    """Batch replies reach the items through the cache and its records resume a batch: without
+    a writable cache nothing is submitted (and paid for) at all."""
+    (pytester.path / "a-file").write_text("not a directory")
+    _suite(pytester, ["eins"])
+    result = pytester.runpytest(
+        "--llmjudge",
+        "--llmjudge-batch",
+        f"--llmjudge-base-url={loopback.openai_base_url}",
+        "--llmjudge-cache-dir=a-file",
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*--llmjudge-batch needs a cache it can write: *a-file can't be used (not a directory: *a-file*, found at start)*"
+        ]
+    )
+    assert loopback.requests == [] and loopback.batch_requests == []

@@ -314,6 +314,11 @@ class ScoreBoard:
         """Why the remote cache store was given up for the local cache dir this run (``stores/fallback.py``)."""
         return getattr(self._cache.store, "failure", None)
 
+    def cache_location_problem(self) -> str | None:
+        """Why the cache directory can't take writes, looked at now without writing (``JudgeCache.check_location``)."""
+        self._cache.check_location()
+        return self._cache.failure
+
     @property
     def cache_problems(self) -> list[str]:
         """The cache location's failure this run and what it ignored there, one headline each (``cache.py``)."""
