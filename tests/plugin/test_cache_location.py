@@ -98,7 +98,9 @@ def test_a_disk_that_takes_no_byte_still_serves_the_cache_and_uses_the_replies_p
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "3 passed" in run.stdout
-    assert "can't be used (file too large (a full disk or a file size limit), found on write)" in run.stdout
+    packs = pytester.path / "cache" / "v1" / "packs"
+    assert f"can't be used (file too large (a full disk or a file size limit): {packs}/" in run.stdout
+    assert ".pack, found on write): the run went on without it" in run.stdout
     assert "output target failed" not in run.stdout
     assert "judge calls: 1 provider requests, 1 cache hits" in run.stdout, run.stdout[-1500:]
     assert len(loopback.requests) == 2  # "eins" once, in the first run; "zwei" once, though asked twice

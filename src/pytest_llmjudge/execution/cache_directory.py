@@ -244,16 +244,23 @@ class DirectoryStore:
             start = self._size
             try:
                 _write_all(fd, b"".join(records))
-            except BaseException:
+            except BaseException as exc:
                 # Part of the batch may be in the pack, where it would hide every later record
                 # from readers: the next put starts a pack of its own.
                 os.close(fd)
                 self._write_fd, self._own = None, None
+                if isinstance(exc, OSError) and exc.filename is None:
+                    exc.filename = os.path.join(self._packs_dir, pack.name)  # a full disk says where
                 raise
             self._size += sum(map(len, records))
             self._appended += 1
             ticket = self._appended
-        self._sync(fd, ticket)
+        try:
+            self._sync(fd, ticket)
+        except OSError as exc:  # fdatasync on a full disk (a delayed allocation): say where
+            if exc.filename is None:
+                exc.filename = os.path.join(self._packs_dir, pack.name)
+            raise
         with self._read_lock:
             position = start
             for (key, data), record in zip(pending, records, strict=True):
