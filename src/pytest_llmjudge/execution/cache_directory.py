@@ -382,7 +382,8 @@ class DirectoryStore:
             return exc
         if system.f_flag & os.ST_RDONLY:
             return OSError(errno.EROFS, os.strerror(errno.EROFS), path)
-        if system.f_bavail == 0 and system.f_blocks > 0:
+        free = system.f_bfree if os.geteuid() == 0 else system.f_bavail  # root may use the reserved blocks
+        if free == 0 and system.f_blocks > 0:
             return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
         if not os.access(path, os.W_OK | os.X_OK):
             return PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
