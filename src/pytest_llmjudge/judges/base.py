@@ -121,9 +121,10 @@ def canonical_json(value: Any) -> bytes:
     the same. Text without one is unchanged, and so is every existing cache key.
     """
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    if _LONE_SURROGATE.search(text) is not None:
-        text = _LONE_SURROGATE.sub(_surrogate_escape, text)
-    return text.encode("utf-8")
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # only a lone surrogate has no UTF-8 form
+        return _LONE_SURROGATE.sub(_surrogate_escape, text).encode("utf-8")
 
 
 def _surrogate_escape(match: re.Match[str]) -> str:
@@ -150,8 +151,11 @@ class ProviderRequest:
         # times, as a "malformed response"): the judge sees it as the visible text ``\ud800``.
         for name in ("system", "user"):
             text = getattr(self, name)
-            if _LONE_SURROGATE.search(text) is not None:
-                object.__setattr__(self, name, _LONE_SURROGATE.sub(_surrogate_escape, text))
+            if not text.isascii():  # an encode is cheaper than a regex search, and fails only on a surrogate
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError:
+                    object.__setattr__(self, name, _LONE_SURROGATE.sub(_surrogate_escape, text))
 
     def cache_payload(self) -> dict[str, Any]:
         """The canonical description hashed into the cache key (never credentials).
