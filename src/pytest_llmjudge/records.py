@@ -571,8 +571,14 @@ class RegressionRecord(ItemRecord):
     resamples: int | None = None
     seed: int | None = None
     missing_in_baseline: list[str] = Field(default_factory=list)
+    """The first ``MAX_LISTED`` (100) of them, sorted; ``missing_in_baseline_count`` has how many."""
     missing_in_candidate: list[str] = Field(default_factory=list)
+    """The first ``MAX_LISTED`` (100) of them, sorted; ``missing_in_candidate_count`` has how many."""
     baseline_unscored: list[str] = Field(default_factory=list)
+    """The first ``MAX_LISTED`` (100) of them, sorted; ``baseline_unscored_count`` has how many."""
+    missing_in_baseline_count: int = 0
+    missing_in_candidate_count: int = 0
+    baseline_unscored_count: int = 0
     candidate_unscored: list[UnscoredCase] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     problem: str | None = None

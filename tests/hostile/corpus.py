@@ -58,6 +58,8 @@ class Entry:
     symlinks: tuple[tuple[str, str], ...] = ()
     """``(link, target)`` symlinks to create (a symlink loop)."""
     notes: str = ""
+    absent: tuple[str, ...] = ()
+    """Strings (a credential) that no output of the run may hold: terminal, JUnit, JSON, HTML report."""
 
     @property
     def main(self) -> str:
@@ -620,6 +622,12 @@ def baseline_entries() -> list[Entry]:
         ("baseline_latin1", b'{"name": "caf\xe9"}', "not valid UTF-8"),
         ("baseline_wrong_format", b'{"format": "something-else"}', "not a pytest-llmjudge baseline"),
         ("baseline_infinity", None, "is not a finite number"),
+        # Over the 32 MiB a baseline may have: refused before it is read (60 MB cost 1.7 GB of RSS).
+        (
+            "baseline_too_large",
+            b'{"format": "pytest-llmjudge-baseline", "version": 1, "suites": {}' + b" " * (32 * 2**20) + b"}",
+            "baseline file too large: 33,554,498 bytes, more than the 33,554,432",
+        ),
     ]:
         if content is None:
             content = (
@@ -638,6 +646,43 @@ def baseline_entries() -> list[Entry]:
             )
         )
     return entries
+
+
+PASSWORD = "hunter2-corpus-secret"
+"""A base URL password in the secrets entries: no output may hold it, in any spelling."""
+
+
+def limits_entries() -> list[Entry]:
+    """Secrets in a suite that is refused, and strings no report can encode (a lone surrogate)."""
+    url = f"http://judge-user:{PASSWORD}@127.0.0.1:9/v1?api_key=sk-corpus-query-secret"
+    basic = "anVkZ2UtdXNlcjpodW50ZXIyLWNvcnB1cy1zZWNyZXQ="  # base64 of judge-user:PASSWORD
+    secret_judge = f'judge: {{provider: openai, model: m, base_url: "{url}", temperature: hot}}\n'
+    lone = "reports_lone_surrogate"
+    return [
+        _yaml(
+            "secrets_in_a_refused_judge",
+            suite("secret-judge", extra=secret_judge),
+            "judge.temperature",
+            "temperature:",
+            absent=(PASSWORD, "sk-corpus-query-secret", basic),
+        ),
+        Entry(
+            lone,
+            {
+                f"{lone}.yaml": (
+                    f"suite: lone-surrogate\ncases_file: {lone}.jsonl\nassert:\n  - linguistic_acceptability >= 3\n"
+                ).encode(),
+                # JSON escapes that decode to lone surrogates and controls: no UTF-8 form, must not stop a report.
+                f"{lone}.jsonl": b'{"id": "c1", "language": "hi", "output": "a \\ud800 b \\udcff \\u001b[31m c",'
+                b' "recorded": {"linguistic_acceptability": 2}}\n',
+            },
+            FAILING_CAUSE,
+            None,
+            item="c1[linguistic_acceptability]",
+            error_file="",
+            notes="the reports are written and read back (test_hostile_corpus)",
+        ),
+    ]
 
 
 @dataclass(frozen=True)
@@ -660,6 +705,7 @@ def build() -> Corpus:
         + calibration_and_ranking_entries()
         + judge_calibration_entries()
         + baseline_entries()
+        + limits_entries()
     )
     names = [entry.name for entry in entries]
     assert len(names) == len(set(names)), "corpus entry names must be unique"

@@ -11,10 +11,12 @@ loaded again in subprocesses whose address space and CPU time the OS bounds.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
 import textwrap
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from types import ModuleType
 
@@ -54,7 +56,17 @@ def test_every_hostile_file_fails_its_own_item_and_the_valid_suite_still_passes(
     pytester.makefile(".yaml", valid=corpus.VALID_SUITE)
     for entry in ENTRIES:
         _write(pytester.path, entry)
-    result = pytester.runpytest_inprocess("--llmjudge", "-p", "no:cacheprovider", "-p", "no:randomly")
+    result = pytester.runpytest_inprocess(
+        "--llmjudge",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "-rA",
+        "--junitxml=junit.xml",
+        "--llmjudge-report=json:report.json",
+        "--llmjudge-report=html:report.html",
+    )
 
     reports = {
         report.nodeid: report
@@ -95,6 +107,23 @@ def test_every_hostile_file_fails_its_own_item_and_the_valid_suite_still_passes(
 
     assert not (pytester.path / corpus.MARKER).exists()
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+    # Whatever the inputs hold (lone surrogates, control characters), every report is written and
+    # reads back as strict UTF-8; no output holds an entry's secret.
+    outputs = {"terminal": result.stdout.str() + result.stderr.str()}
+    for name in ("junit.xml", "report.json", "report.html"):
+        outputs[name] = (pytester.path / name).read_bytes().decode("utf-8")
+    json.loads(outputs["report.json"])
+    ET.fromstring(outputs["junit.xml"])
+    assert "could not render" not in outputs["terminal"] and "could not write" not in outputs["terminal"]
+    leaks = [
+        f"{entry.name}: {secret} in {where}"
+        for entry in ENTRIES
+        for secret in entry.absent
+        for where, text in outputs.items()
+        if secret in text
+    ]
+    assert leaks == []
 
 
 _BOUNDED_LOAD = textwrap.dedent(

@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     from pytest_llmjudge.suite.model import Case, Suite
 
 _EXCERPT = 5
+MAX_LISTED = 100
+"""Case ids a regression record lists per kind of missing case (with the count of all): a baseline
+of a million cases the suite no longer has made a 161 MB JSON report listing every one."""
 
 
 @dataclass
@@ -342,8 +345,13 @@ class RegressionItem(LLMJudgeItem):
                 candidate=candidate.get(case_id),
                 baseline_output=outputs.get(case_id),
             )
-            for case_id in sorted(set(base) | set(candidate))
+            # Every case of the run, and the first MAX_LISTED the suite no longer has (counted in the record).
+            for case_id in sorted(set(candidate) | set(sorted(set(base) - set(candidate))[:MAX_LISTED]))
         ]
+        listed = result.to_dict()
+        for kind in ("missing_in_baseline", "missing_in_candidate", "baseline_unscored"):
+            listed[f"{kind}_count"] = len(listed[kind])
+            listed[kind] = listed[kind][:MAX_LISTED]
         kept = RegressionRecord(
             suite=self.suite.name,
             suite_path=str(self.suite.path),
@@ -357,7 +365,7 @@ class RegressionItem(LLMJudgeItem):
             passed=result.gate in ("pass", "warn"),
             largest_drops=largest_drops,
             cases=paired,
-            **result.to_dict(),
+            **listed,
         )
         self.llmjudge_result = kept
         record(self, kept.junit_properties())
