@@ -275,7 +275,7 @@ def _fail(path: Path, message: str) -> BaselineError:
 def load_baseline(path: Path) -> Baseline:
     """Read and validate a baseline file."""
     from pytest_llmjudge.errors import SuiteError
-    from pytest_llmjudge.suite.sniff import decode
+    from pytest_llmjudge.suite.text import decode
 
     try:
         # A byte-order mark (an editor on Windows) picks the encoding as for suite files.

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from pytest_llmjudge.errors import SuiteError
-from pytest_llmjudge.suite.sniff import decode, detect_encoding, read_text
+from pytest_llmjudge.suite.text import decode, detect_encoding, read_text
 
 PathKey = tuple[str | int, ...]
 
