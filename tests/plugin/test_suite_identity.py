@@ -193,3 +193,14 @@ def test_an_esc_in_a_file_name_is_escaped_in_the_terminal_and_junit(pytester: py
     xml = junit.read_text(encoding="utf-8")
     assert "\x1b" not in xml and "\x07" not in xml
     assert list(xmlschema.XMLSchema(SCHEMA).iter_errors(str(junit))) == []
+
+
+def test_under_xdist_a_report_over_an_input_is_refused_and_not_written(pytester: pytest.Pytester) -> None:
+    """The worker collects and finds the clash; the controller, which writes reports, writes none."""
+    pytester.makefile(".yaml", s="suite: s\ncases_file: cases.jsonl\nassert:\n  - linguistic_acceptability >= 2\n")
+    cases = '{"id": "c1", "language": "hi", "output": "x", "recorded": {"linguistic_acceptability": 2}}\n'
+    (pytester.path / "cases.jsonl").write_text(cases, encoding="utf-8")
+    result = pytester.runpytest("--llmjudge", "-n", "1", "--llmjudge-report=json:cases.jsonl")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(["*ERROR: pytest-llmjudge: --llmjudge-report=json: *cases.jsonl: it is *an input*"])
+    assert (pytester.path / "cases.jsonl").read_text(encoding="utf-8") == cases
