@@ -49,8 +49,11 @@ def _status(path: Path) -> os.stat_result | None | str:
         return exc.strerror or str(exc)
 
 
-def target_problem(path: Path) -> str | None:
-    """Why ``path`` must not be replaced by a write, judged alone (no inputs), or None."""
+def target_problem(path: Path, *, yaml_kinds: bool = True) -> str | None:
+    """Why ``path`` must not be replaced by a write, judged alone (no inputs), or None.
+
+    ``yaml_kinds``: also refuse a suite, calibration or ranking file (False for a tool whose
+    own output is such a file, the calibration converter)."""
     status = _status(path)
     if status is None:
         return None
@@ -58,7 +61,7 @@ def target_problem(path: Path) -> str | None:
         return f"its status can't be read ({status})"
     if not stat.S_ISREG(status.st_mode):
         return f"it is {file_kind(status.st_mode)}, not a regular file"
-    if path.suffix in (".yaml", ".yml"):
+    if yaml_kinds and path.suffix in (".yaml", ".yml"):
         from pytest_llmjudge.suite.sniff import sniff_kind
 
         kind = sniff_kind(path)
@@ -72,11 +75,13 @@ def _key(path: Path) -> tuple[int, int] | None:
     return (status.st_dev, status.st_ino) if isinstance(status, os.stat_result) else None
 
 
-def check_targets(targets: Sequence[tuple[str, Path]], inputs: Iterable[Path] = ()) -> list[str]:
+def check_targets(
+    targets: Sequence[tuple[str, Path]], inputs: Iterable[Path] = (), *, yaml_kinds: bool = True
+) -> list[str]:
     """One line per refused ``(what, path)`` target: alone, against ``inputs``, and against each other."""
     problems = []
     for what, path in targets:
-        problem = target_problem(path)
+        problem = target_problem(path, yaml_kinds=yaml_kinds)
         if problem is not None:
             problems.append(f"{what} {path}: {problem}; refusing to replace it")
     input_keys: dict[tuple[int, int], Path] = {}
