@@ -204,3 +204,18 @@ def test_under_xdist_a_report_over_an_input_is_refused_and_not_written(pytester:
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stdout.fnmatch_lines(["*ERROR: pytest-llmjudge: --llmjudge-report=json: *cases.jsonl: it is *an input*"])
     assert (pytester.path / "cases.jsonl").read_text(encoding="utf-8") == cases
+
+
+def test_calibration_sets_share_the_suite_namespace(pytester: pytest.Pytester) -> None:
+    """A calibration set ``x`` keys its cases as suite ``calibration:x``: a second set, or a suite of that name, clashes."""
+    cal = (
+        "calibration: cal\ngate: {threshold: 0.1, min_items: 1}\nitems:\n"
+        "  - {id: i1, language: hi, output: x, metric: linguistic_acceptability, labels: {a: 1},"
+        " recorded: {linguistic_acceptability: 1}}\n"
+    )
+    pytester.makefile(".yaml", a_cal=cal, b_cal=cal, c_suite=suite("calibration:cal"))
+    seen = outcomes(pytester.runpytest("--llmjudge", "-p", "no:randomly"))
+    assert seen["a_cal.yaml::agreement[hi-linguistic_acceptability]"][0] == "passed"
+    outcome, text = seen["b_cal.yaml::calibration-error"]
+    assert outcome == "failed" and "b_cal.yaml:1: calibration: calibration set name 'cal' is also declared by" in text
+    assert "a_cal.yaml" in seen["c_suite.yaml::suite-error"][1]

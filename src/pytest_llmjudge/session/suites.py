@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from pytest_llmjudge.errors import LLMJudgeError
+from pytest_llmjudge.errors import LLMJudgeError, SuiteError
 from pytest_llmjudge.suite.model import Suite
 
 suites_key = pytest.StashKey[dict[Path, Suite | LLMJudgeError]]()
@@ -55,16 +55,26 @@ def built_suite(config: pytest.Config, path: Path, hook: Any) -> Suite:
 
 def _claim_name(config: pytest.Config, suite: Suite) -> Suite | LLMJudgeError:
     """``suite``, or the error of a second file declaring a name another file has."""
-    from pytest_llmjudge.errors import SuiteError
+    clash = name_clash(config, suite.name, suite.path, f"suite name {suite.name!r}")
+    return suite if clash is None else clash
+
+
+def name_clash(config: pytest.Config, key: str, path: Path, what: str, field: str = "suite") -> SuiteError | None:
+    """None when ``path`` may have the name ``key``, else the error naming the file that has it.
+
+    Suites and calibration sets share one namespace, the suite name their cases are keyed by
+    in the scoreboard (a calibration set ``x`` is ``calibration:x``); ``what`` is the name as
+    the file says it. The error is located at the file's ``field:`` line (``suite``, ``calibration``).
+    """
     from pytest_llmjudge.suite.sniff import key_line
 
-    owner = config.stash.setdefault(names_key, {}).setdefault(suite.name, suite.path)
-    if owner == suite.path or owner.resolve() == suite.path.resolve():
-        return suite
+    owner = config.stash.setdefault(names_key, {}).setdefault(key, path)
+    if owner == path or owner.resolve() == path.resolve():
+        return None
     return SuiteError(
-        f"suite name {suite.name!r} is also declared by {owner}: each suite file needs its own name",
-        path=suite.path,
-        line=key_line(suite.path, "suite"),
-        field="suite",
-        hint="judge calls, the cache, records, reports and baselines are keyed by the suite name; rename one",
+        f"{what} is also declared by {owner}: each file needs its own name",
+        path=path,
+        line=key_line(path, field),
+        field=field,
+        hint="judge calls, the cache, records, reports and baselines are keyed by the name; rename one",
     )
