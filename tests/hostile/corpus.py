@@ -724,6 +724,30 @@ def identity_entries() -> list[Entry]:
             fifos=("ident_fifo.jsonl",),
         )
     )
+    # FIFOs named as side files: each is refused by kind, never opened (a read would wait forever).
+    fifo_baseline = suite("ident-baseline-fifo", extra="regression: {baseline: ident_baseline_fifo.json}\n")
+    entries.append(
+        Entry(
+            "ident_baseline_fifo",
+            {"ident_baseline_fifo.yaml": fifo_baseline.encode()},
+            "is a FIFO, not a regular file",
+            None,
+            item="regression[baseline]",
+            error_file="ident_baseline_fifo.json",
+            fifos=("ident_baseline_fifo.json",),
+        )
+    )
+    entries.append(
+        Entry(
+            "ident_rank_fifo",
+            {"ident_rank_fifo.yaml": b"ranking: ident-rank-fifo\ncases_file: ident_rank_fifo.jsonl\n"},
+            "is a FIFO, not a regular file",
+            None,
+            item="ranking-error",
+            error_file="ident_rank_fifo.jsonl",
+            fifos=("ident_rank_fifo.jsonl",),
+        )
+    )
     baseline = (
         b'{"format": "pytest-llmjudge-baseline", "version": 1, "name": "ident", "suites": {"ident-old-name": '
         b'{"metrics": {"linguistic_acceptability": {"scores": {"hi": {"c1": 2.0}}}}}}}'

@@ -275,9 +275,10 @@ def _fail(path: Path, message: str) -> BaselineError:
 def load_baseline(path: Path) -> Baseline:
     """Read and validate a baseline file."""
     from pytest_llmjudge.errors import SuiteError
-    from pytest_llmjudge.suite.text import decode
+    from pytest_llmjudge.suite.text import decode, require_regular
 
     try:
+        require_regular(path)  # a FIFO would block the read
         # A byte-order mark (an editor on Windows) picks the encoding as for suite files.
         data = json.loads(decode(path.read_bytes(), path))
     except FileNotFoundError:

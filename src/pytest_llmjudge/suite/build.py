@@ -258,7 +258,11 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
     if judge.calibration is not None:
         calibration_path = (base_dir / judge.calibration).resolve()
         if not calibration_path.is_file():
-            what = "is a directory, not a calibration set file" if calibration_path.is_dir() else "not found"
+            what = (
+                "is a directory, not a calibration set file"
+                if calibration_path.is_dir()
+                else _missing(calibration_path)
+            )
             raise SuiteError(
                 f"calibration set {what}: {calibration_path}",
                 path=path,

@@ -5,12 +5,14 @@ PowerShell 5 ``>`` writes); without one, a NUL pattern in the first four bytes p
 UTF-16/32 the way RFC 4627 did for JSON, and anything else is UTF-8.
 
 Degenerate cases: undecodable bytes or a NUL character are a :class:`SuiteError` with the
-line they are on; a directory or an unreadable file is a :class:`SuiteError` saying so.
+line they are on; a directory, a FIFO, a socket, a device or an unreadable file is a
+:class:`SuiteError` saying so (a FIFO is never opened: the read would wait for a writer).
 """
 
 from __future__ import annotations
 
 import codecs
+import stat
 from pathlib import Path
 
 from pytest_llmjudge.errors import SuiteError
@@ -58,8 +60,21 @@ def decode(data: bytes, path: Path) -> str:
     return text
 
 
+def require_regular(path: Path) -> None:
+    """A :class:`SuiteError` for an existing ``path`` that is a FIFO, socket or device: reading a
+    FIFO would wait for a writer forever. Missing files and directories are left to the reader."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        what = "a FIFO" if stat.S_ISFIFO(mode) else "a socket or device"
+        raise SuiteError(f"is {what}, not a regular file", path=path)
+
+
 def read_text(path: Path) -> str:
     """A YAML file's text, decoded as :func:`decode` says."""
+    require_regular(path)
     try:
         data = path.read_bytes()
     except IsADirectoryError:
