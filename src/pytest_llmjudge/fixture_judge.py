@@ -76,7 +76,7 @@ class Judge:
         outcome = self._board.runner.submit_judgment(
             provider, request, (chosen,), max_reasks=self._suite.judge.max_reasks
         ).result()
-        return verdict_score(chosen, settings.label, [outcome])
+        return self._board.noted(verdict_score(chosen, settings.label, [outcome]))
 
     def score(
         self,

@@ -24,7 +24,7 @@ import importlib
 import os
 import stat
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,7 @@ import pytest
 from pytest_llmjudge import builtin_plugins, hookspecs
 from pytest_llmjudge.errors import ConfigError, MissingDependencyError
 from pytest_llmjudge.session.collector import ResultsCollector, results_key
-from pytest_llmjudge.session.items import selected_calls
+from pytest_llmjudge.session.items import planners_key, selected_calls
 from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
 from pytest_llmjudge.session.state import (
     WRITES_REFUSED,
@@ -48,6 +48,7 @@ from pytest_llmjudge.session.state import (
 from pytest_llmjudge.settings import OPTIONS, Settings, resolve_settings
 
 if TYPE_CHECKING:
+    from pytest_llmjudge.execution.scoreboard import ScoreBoard
     from pytest_llmjudge.execution.sharing import WorkerShare
     from pytest_llmjudge.fixture_judge import Judge
     from pytest_llmjudge.records import ItemRecord
@@ -241,6 +242,44 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_llmjudge.redaction import redact
 
         raise pytest.UsageError(f"pytest-llmjudge: {redact(str(exc))}") from None
+    spend = config.stash[scoreboard_key].spend
+    if spend is not None and settings.max_cost is not None:
+        spend.price = _pricer(config)
+
+
+def _pricer(config: pytest.Config) -> Callable[[str], tuple[float, float] | None]:
+    """``model -> (input, output)`` USD per 1M tokens, from the table the cost report uses."""
+    from pytest_llmjudge.report.assemble import PriceError, parse_prices, price_for
+    from pytest_llmjudge.report.plugin import price_lines
+
+    try:
+        prices = parse_prices(price_lines(config))
+    except (ValueError, PriceError) as exc:
+        raise pytest.UsageError(f"pytest-llmjudge: {exc}") from None
+
+    def price(model: str) -> tuple[float, float] | None:
+        found = price_for(model, prices)
+        return None if found is None else found[1]
+
+    return price
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    """Fail an item that was handed a score the spend cap kept from being judged, whatever it
+    made of it (an aggregate that tolerates unscored cases, a regression, a gate): an item
+    whose judge call was not made never passes."""
+    board = item.config.stash.get(scoreboard_key, None)
+    if board is None or board.spend is None or getattr(item, "checks_not_judged", False):
+        return (yield)  # an aggregate row checks its own cases (it scores other rows' cases for them)
+    seen = len(board.not_judged)
+    result = yield
+    if len(board.not_judged) > seen:
+        from pytest_llmjudge.errors import ItemFailure
+
+        missing = len(board.not_judged) - seen
+        raise ItemFailure(f"NOT JUDGED: {missing} score(s) this item needs were not judged: {board.not_judged[seen]}")
+    return result
 
 
 def _worker_share(config: pytest.Config, settings: Settings) -> WorkerShare | None:
@@ -296,6 +335,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     board = session.config.stash.get(scoreboard_key, None)
     if board is not None and exitstatus == pytest.ExitCode.INTERRUPTED:
         board.abandon()
+    if board is not None and board.spend is not None and board.spend.refused and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a capped run judged less than it planned: never green
     refused = session.config.stash.get(writes_refused_key, None)
     if refused and session.config.stash.get(_relayed_key, False):  # xdist controller: say why, exit as a usage error
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
@@ -315,6 +356,20 @@ def pytest_testnodedown(node: Any, error: object) -> None:
 
 
 _relayed_key = pytest.StashKey[bool]()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Say that the spend cap stopped judge calls (in the process that sent them; under xdist each
+    refused call's items say it in their failures)."""
+    board = terminalreporter.config.stash.get(scoreboard_key, None)
+    spend = None if board is None else board.spend
+    if spend is not None and spend.refused:
+        terminalreporter.write_line(
+            f"llmjudge: spend cap: {spend.refused} judge request(s) not sent, their items fail; "
+            f"first: {spend.first_refusal}",
+            red=True,
+            bold=True,
+        )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -374,6 +429,16 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile 
     return suite_file
 
 
+_deselected_key = pytest.StashKey[list[pytest.Item]]()
+
+
+def pytest_deselected(items: Sequence[pytest.Item]) -> None:
+    """Keep the deselected items (-k, -m, --llmjudge-language, shards), so the plan's line can say
+    how many judge calls the selection saved."""
+    if items and is_enabled(items[0].config):
+        items[0].config.stash.setdefault(_deselected_key, []).extend(items)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     if not is_enabled(session.config):
         return
@@ -381,13 +446,25 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if session.config.option.collectonly:
         return  # --collect-only runs no item: send no (paid) judge call
     board = session.config.stash[scoreboard_key]
-    planned = board.plan(selected_calls(session.items, session.config))
+    needs = list(selected_calls(session.items))
+    dependencies = [call for planner in session.config.stash.get(planners_key, []) for call in planner(session.items)]
+    if board.spend is not None:  # counted before any is sent: a refusal's message says of how many
+        board.spend.planned = board.unplanned([*needs, *dependencies])
+    # The selected items' own calls, then what they depend on (a calibrated judge's gates): the
+    # first line says when a selection pays for more than its items.
+    own = board.plan(needs)
+    needed = board.plan(dependencies)
+    planned = own + needed
     # With a remote store the line is printed even when all is cached: a log should say which store served it.
     if (planned or board.settings.cache_url) and session.config.get_verbosity() >= 0:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
+            skipped = _saved_calls(board, session.config.stash.get(_deselected_key, []))
             reporter.write_line(
-                f"llmjudge: {planned} judge call(s) planned, concurrency {board.settings.concurrency}"
+                f"llmjudge: {planned} judge call(s) planned"
+                + (f", {own} for the selected items, {needed} for the calibration gates they need" if needed else "")
+                + (f" ({skipped} of deselected items not planned)" if skipped else "")
+                + f", concurrency {board.settings.concurrency}"
                 + (f", {board.settings.requests_per_minute:g} rpm" if board.settings.requests_per_minute else "")
                 + f", cache {board.cache_description}"
             )
@@ -412,6 +489,19 @@ def _refuse_writes_over_inputs(session: pytest.Session) -> None:
     problems = check_targets(targets, sorted(inputs))
     if problems:
         refuse_writes(session.config, problems, session)
+
+
+def _saved_calls(board: ScoreBoard, deselected: list[pytest.Item]) -> int:
+    """The judge calls of deselected suite items that were not planned (what the selection saved).
+
+    Suite items only: their calls are cheap to list, where a deselected calibration gate would
+    build its whole calibration set's scoring suite to say it.
+    """
+    if not deselected:
+        return 0
+    from pytest_llmjudge.suite_items import AggregateItem, CaseItem
+
+    return board.unplanned(selected_calls([item for item in deselected if isinstance(item, (CaseItem, AggregateItem))]))
 
 
 def _import_summary_modules() -> None:

@@ -275,6 +275,8 @@ class UncalibratedRecord(ItemRecord):
     policy: Literal["failed", "xfailed", "skipped"]
     checks: list[dict[str, Json]]
     """Each failing calibration check (``CalibrationCheck.to_dict``)."""
+    untrusted: str | None = None
+    """What the judge said anyway (score, justification, output), shown but not trusted."""
 
     @property
     def message(self) -> str:

@@ -34,6 +34,7 @@ from pytest_llmjudge.aggregate import ALL_LANGUAGES, AggregateRow, ScoredValue, 
 from pytest_llmjudge.errors import ItemFailure, LLMJudgeError
 from pytest_llmjudge.escaping import ONE_LINE, escape_controls
 from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
+from pytest_llmjudge.execution.spend import NOT_JUDGED
 from pytest_llmjudge.formatting import format_value
 from pytest_llmjudge.records import AggregateRecord, CaseRecord, CaseScore
 from pytest_llmjudge.records import AggregateRow as RecordRow
@@ -190,6 +191,13 @@ def _assign_carriers(items: list[pytest.Item], suite_path: str, metric: str) -> 
     return carriers
 
 
+def _selected_groups(rows: list[AggregateItem]) -> set[str] | None:
+    """The group names whose cases the selected rows of one check need; None when that is
+    every case (the ``all`` row is selected)."""
+    names = {item.language for item in rows}
+    return None if ALL_LANGUAGES in names else names
+
+
 class InvalidSuiteItem(InvalidFileItem):
     """Stands in for a suite that failed to load, so its error is reported with the run."""
 
@@ -241,10 +249,21 @@ class CaseItem(_SuiteItem):
         )
         self.llmjudge_result = result
         record(self, result.junit_properties())
+        if score.error is not None and score.error.startswith(NOT_JUDGED):
+            # The spend cap kept the call from being sent: the headline names the cap.
+            raise CaseFailure(
+                f"NOT JUDGED: {self.case.id} [{self.case.language}] {self.threshold.metric}, expected "
+                f"{self.threshold.op} {format_value(expected)}: {score.error}"
+            )
         if not score.scored:
             raise CaseFailure(self._explain(score, "UNSCORED"))
         if not passed:
             raise CaseFailure(self._explain(score, "FAILED"))
+
+    def explain_untrusted(self) -> str:
+        """What the judge said for this case (score, justification, output) though it is not trusted."""
+        score = _scoreboard(self.config).score(self.suite, self.case, self.threshold.metric)
+        return self._explain(score, "UNTRUSTED")
 
     def _explain(self, score: Score, verdict: str) -> str:
         from pytest_llmjudge.judges.diagnosis import PROVIDER_FAILED, reply_excerpt
@@ -291,6 +310,9 @@ class CaseItem(_SuiteItem):
 class AggregateItem(_SuiteItem):
     """One suite aggregate, asserted for one group (``language`` holds its name: ``hi``, ``hi-task=qa``) or all."""
 
+    checks_not_judged = True
+    """Fails on its own row's cases the spend cap left unjudged (``runtest``), not on other rows' it scored."""
+
     def __init__(
         self, *, suite: Suite, check: AggregateCheck, language: str, judge_problem: str | None, **kwargs: Any
     ) -> None:
@@ -314,7 +336,7 @@ class AggregateItem(_SuiteItem):
         self._skip_or_fail_without_judge(metric, recorded)
 
     def rows(self) -> list[AggregateRow]:
-        shared = self._shared_scores()
+        shared = self._shared = self._shared_scores()
         metric = self.check.spec.metric
         self.case_scores: list[CaseScore] = []  # per-case scores of this row, for baselines
         self.unasserted: list[CaseRecord] = []  # the row's cases no case item reports on this metric
@@ -343,6 +365,11 @@ class AggregateItem(_SuiteItem):
         one pass over every case and a bootstrap interval per group, for each group (10,000
         cases in 10 languages, 2 aggregates: 4.4 s of a 9.7 s run). Let go of once all the
         check's selected items have taken it (in one process; an xdist worker keeps it).
+
+        "All rows" are the selected ones: only their groups' cases are judged, so a run of one
+        language (``--llmjudge-language sw``, ``-k "sw and mean"``) pays for that language's
+        cases alone; its table shows the selected rows, and no ``all`` row unless that row is
+        selected (which needs every case).
         """
         memo = self.config.stash.setdefault(_check_scores_key, {})
         key = (id(self.suite), id(self.check))
@@ -350,10 +377,21 @@ class AggregateItem(_SuiteItem):
         if shared is None:
             board = _scoreboard(self.config)
             metric = self.check.spec.metric
-            board.plan((self.suite, case, metric) for case in self.suite.cases)
+            siblings = [
+                item
+                for item in self.session.items
+                if isinstance(item, AggregateItem) and item.check is self.check and item.suite is self.suite
+            ]
+            wanted = _selected_groups(siblings or [self])
+            # Only the cases of the selected rows are judged (a deselected row costs nothing);
+            # the ``all`` row, when selected, needs every case.
+            cases = [
+                case for case in self.suite.cases if wanted is None or case.group(self.check.group_by).name in wanted
+            ]
+            board.plan((self.suite, case, metric) for case in cases)
             scored: list[tuple[Case, Score, str]] = []
             values = []
-            for case in self.suite.cases:
+            for case in cases:
                 score = board.score(self.suite, case, metric)
                 group = case.group(self.check.group_by).name
                 scored.append((case, score, group))
@@ -366,11 +404,10 @@ class AggregateItem(_SuiteItem):
                 min_cases=self.check.min_cases,
                 max_unscored_rate=self.check.max_unscored_rate,
             )
-            takers = sum(
-                1
-                for item in self.session.items
-                if isinstance(item, AggregateItem) and item.check is self.check and item.suite is self.suite
-            )
+            if wanted is not None:
+                # The ``all`` row of a subset of the groups is no row of the suite: not shown.
+                rows = [row for row in rows if row.language != ALL_LANGUAGES]
+            takers = len(siblings)
             shared = memo[key] = _CheckScores(self.check, scored, rows, takers)
         shared.takers -= 1
         if shared.takers <= 0:
@@ -427,6 +464,16 @@ class AggregateItem(_SuiteItem):
         self.llmjudge_result = result
         record(self, result.junit_properties())
         judges = result.judges
+        unjudged = [
+            s.error
+            for _, s, group in self._shared.scored
+            if self.language in (ALL_LANGUAGES, group) and s.error is not None and s.error.startswith(NOT_JUDGED)
+        ]
+        if unjudged:  # never passes on the cases it has, however many it tolerates unscored
+            raise CaseFailure(
+                f"NOT JUDGED: {self.check.spec.label} for {self.language}: {len(unjudged)} of "
+                f"{row.n_scored + row.n_unscored} case(s) not judged: {unjudged[0]}"
+            )
         if row.passed:
             return
         verdict = "ERROR" if row.problem else "FAILED"
@@ -439,11 +486,11 @@ class AggregateItem(_SuiteItem):
         )
 
     def planned_calls(self) -> list[tuple[Suite, Case, str]]:
-        # Every case of the suite, not only this row's: the rows share the calls, so selecting
-        # one row plans (and so batches) the same calls as selecting them all.
+        # This row's cases only (every case for ``all``): a row selected alone (-k, -m,
+        # --llmjudge-language) pays for its own group, not for the groups left out.
         if self.judge_problem is not None:
             return []
-        return [(self.suite, case, self.check.spec.metric) for case in self.suite.cases]
+        return [(self.suite, case, self.check.spec.metric) for case in self.cases]
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = self.check.line - 1 if self.check.line else 0

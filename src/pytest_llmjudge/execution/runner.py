@@ -18,7 +18,9 @@ Per call:
    paying for this very prompt, so wait for its reply instead (polling with back-off)
    until the entry appears or the lease is free (released, or its holder dead), for at
    most ``lease_ttl`` seconds (then the holder is taken as hung, and this runner pays
-   without the lease); then call the provider, retrying retryable failures (429, 5xx,
+   without the lease); then call the provider (each attempt first reserved against the run's
+   spend cap, ``execution/spend.py``: one past it is not sent, and the call is unscored
+   "not judged: ..."), retrying retryable failures (429, 5xx,
    timeouts, dropped connections) with exponential back-off and full
    jitter, or exactly the server's ``Retry-After`` when it sends one; the sleep happens
    outside the concurrency slot so other calls proceed;
@@ -71,6 +73,7 @@ from pytest_llmjudge.errors import ProviderError, UnscoredError
 from pytest_llmjudge.execution.cache import JudgeCache, Lease, cache_key, redact
 from pytest_llmjudge.execution.ratelimit import CONGESTION_STATUSES, Budget, Budgets
 from pytest_llmjudge.execution.sharing import WorkerShare
+from pytest_llmjudge.execution.spend import NOT_JUDGED, Reservation, SpendCap
 from pytest_llmjudge.judges.base import (
     JudgeProvider,
     LazyProvider,
@@ -84,6 +87,12 @@ from pytest_llmjudge.judges.parsing import Verdict, parse_reply
 from pytest_llmjudge.judges.rubrics import Rubric
 
 T = TypeVar("T")
+
+
+def _failure_text(exc: ProviderError) -> str:
+    """An unscored call's reason: the provider's failure, or the spend cap that kept it from being sent."""
+    text = str(exc)
+    return text if text.startswith(NOT_JUDGED) else f"{PROVIDER_FAILED}{text}"
 
 
 @dataclass(frozen=True)
@@ -200,6 +209,7 @@ class JudgeRunner:
         rate_limits: Mapping[str, Budget] | None = None,
         budget_parts: int = 1,
         lease_ttl: float = 600.0,
+        spend: SpendCap | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -209,6 +219,8 @@ class JudgeRunner:
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self.lease_ttl = lease_ttl
+        self.spend = spend
+        """The hard spend cap (``execution/spend.py``), consulted right before each request is sent."""
         for secret in secrets:
             cache.add_secret(secret)
         self.secrets = (*secrets, *cache.secrets)
@@ -494,8 +506,8 @@ class JudgeRunner:
             error = asked.problem
             cached = asked.cached
         except ProviderError as exc:
-            value, error, cached = None, f"{PROVIDER_FAILED}{exc}", False
-            if not owner_elsewhere:
+            value, error, cached = None, _failure_text(exc), False
+            if not owner_elsewhere and not error.startswith(NOT_JUDGED):
                 self._count(request, exc)
         else:
             if not owner_elsewhere:
@@ -550,10 +562,11 @@ class JudgeRunner:
             if not owner_elsewhere:
                 self._count(request, None)
         except ProviderError as exc:
-            if not owner_elsewhere:
+            failure = _failure_text(exc)
+            if not owner_elsewhere and not failure.startswith(NOT_JUDGED):
                 self._count(request, exc)
             outcome = CallOutcome(
-                results={r.name: UnscoredError(f"{PROVIDER_FAILED}{exc}") for r in rubrics},
+                results={r.name: UnscoredError(failure) for r in rubrics},
                 error=str(exc),
                 cached=False,
                 provider_calls=asked.calls,
@@ -564,7 +577,7 @@ class JudgeRunner:
             self.stats.finished += 1
             self.stats.input_tokens += outcome.usage.input_tokens
             self.stats.output_tokens += outcome.usage.output_tokens
-            if outcome.error is not None:
+            if outcome.error is not None and not outcome.error.startswith(NOT_JUDGED):  # a refusal is no failure
                 self.stats.failed_calls += 1
             self.stats.unscored += sum(isinstance(v, UnscoredError) for v in outcome.results.values())
         return outcome
@@ -725,8 +738,11 @@ class JudgeRunner:
             ticket = await budget.acquire(request)
             usage: Usage | None = None
             failure: ProviderCallError | None = None
+            reservation: Reservation | None = None
             try:
                 async with self._semaphore:
+                    if self.spend is not None:  # reserve before send: raises SpendCapReached past a cap
+                        reservation = self.spend.reserve(request)
                     with self._lock:
                         self.stats.provider_calls += 1
                     try:
@@ -741,6 +757,8 @@ class JudgeRunner:
                     else:
                         return await self._store(key, request, reply, lease)
             finally:
+                if reservation is not None and self.spend is not None:
+                    self.spend.settle(reservation, request, usage, refused=failure is not None and bool(failure.status))
                 budget.release(
                     ticket,
                     usage=usage,

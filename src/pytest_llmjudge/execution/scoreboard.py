@@ -43,6 +43,7 @@ from pytest_llmjudge.execution.cache import JudgeCache, secret_from_environment
 from pytest_llmjudge.execution.ratelimit import Budget
 from pytest_llmjudge.execution.runner import CallOutcome, JudgeRunner
 from pytest_llmjudge.execution.sharing import WorkerShare
+from pytest_llmjudge.execution.spend import NOT_JUDGED, SpendCap, SpendLimits
 from pytest_llmjudge.execution.stores import open_store
 from pytest_llmjudge.judges.base import JudgeProvider, LazyProvider, ProviderRequest
 from pytest_llmjudge.judges.parsing import Verdict
@@ -266,6 +267,13 @@ class ScoreBoard:
         )
         self._cache = JudgeCache(settings.cache_dir, settings.cache_mode, secret=secret_from_environment(), store=store)
         self._runner: JudgeRunner | None = None
+        limits = SpendLimits(settings.max_calls, settings.max_cost, settings.max_tokens)
+        self.spend = (
+            SpendCap(limits.share(share.index, share.count) if share is not None else limits, run_limits=limits)
+            if limits.any
+            else None
+        )
+        """The run's hard spend cap (this worker's share of it under xdist), or None; ``execution/spend.py``."""
         self._lock = threading.RLock()
         self._providers: dict[tuple[str, str | None, str | None], JudgeProvider] = {}
         self._calls: dict[tuple[str, tuple[str, ...], int], concurrent.futures.Future[CallOutcome]] = {}
@@ -275,6 +283,9 @@ class ScoreBoard:
         if share is not None:
             share.prune_stale(self._cache)
         self._metrics: dict[tuple[str, str], Metric] = {}
+        self.not_judged: list[str] = []
+        """Reasons of the scores handed out unjudged because of the spend cap, in order (the plugin
+        fails the item that asked for one: ``plugin.pytest_runtest_call``)."""
         self.score_adjusters: list[Callable[[Suite, Case, Score], Score]] = []
         """Applied in order to every live judge score (e.g. the calibration's score correction)."""
 
@@ -295,6 +306,7 @@ class ScoreBoard:
                     budget_parts=self.share.count if self.share is not None else 1,
                     backoff_base=self.settings.retry_backoff,
                     lease_ttl=lease_ttl(self.settings),
+                    spend=self.spend,
                 )
             return self._runner
 
@@ -381,6 +393,16 @@ class ScoreBoard:
                 if metric in {rubric.name for rubric in group}:
                     for sample in range(suite.judge.repeats):
                         yield suite, case, group, sample
+
+    def unplanned(self, needs: Iterable[tuple[Suite, Case, str]]) -> int:
+        """How many distinct judge calls the needs would add to what is planned (none is submitted)."""
+        seen: set[tuple[str, tuple[str, ...], int]] = set()
+        with self._lock:
+            for _, case, group, sample in self.planned_calls(needs):
+                key = (case.key, tuple(r.name for r in group), sample)
+                if key not in self._calls:
+                    seen.add(key)
+        return len(seen)
 
     def owns_call(self, case: Case, group: tuple[Rubric, ...], sample: int) -> bool:
         """Whether this process makes the call (always, unless another xdist worker owns it)."""
@@ -578,7 +600,7 @@ class ScoreBoard:
             judged = self._judge_score(suite, case, metric)
             for adjust in self.score_adjusters:
                 judged = adjust(suite, case, judged)
-            return judged
+            return self.noted(judged)
         if kind == "metric":
             return self._metric_score(suite, case, metric)
         return _unscored(metric, "recorded", f"case {case.id!r} has no recorded score for {metric!r}")
@@ -612,6 +634,13 @@ class ScoreBoard:
             except Exception as exc:
                 return _unscored(metric, "judge", target_failure(exc), judge=label)
         return verdict_score(rubric, label, outcomes, suite.judge.repeat_aggregate)
+
+    def noted(self, score: Score) -> Score:
+        """``score``, remembered in :attr:`not_judged` when the spend cap kept its call from being
+        sent: the item that asked for it then fails, whatever it makes of the score."""
+        if score.error is not None and score.error.startswith(NOT_JUDGED):
+            self.not_judged.append(score.error)
+        return score
 
     def metric_object(self, suite: Suite, metric: str) -> Metric:
         key = (str(suite.path), metric)

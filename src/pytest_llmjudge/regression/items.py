@@ -56,6 +56,8 @@ class RegressionState:
     loaded: dict[Path, Baseline | BaselineError] = field(default_factory=dict)
     saved: str | None = None
     save_problem: str | None = None
+    history_dir: Path | None = None
+    """``--llmjudge-history``: where ``history:BRANCH`` baselines live."""
 
 
 state_key = pytest.StashKey[RegressionState]()
@@ -107,7 +109,7 @@ class RegressionFile(pytest.File):
                 path, name = state.cli_baseline, str(self.config.getoption("llmjudge_baseline"))
             elif config is not None and config.baseline:
                 name = config.baseline
-                path = resolve_path(config.baseline, state.baseline_dir, self.path.parent)
+                path = resolve_path(config.baseline, state.baseline_dir, self.path.parent, state.history_dir)
             else:
                 return []
             baseline = _load(state, path)

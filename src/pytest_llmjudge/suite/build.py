@@ -38,6 +38,7 @@ from pytest_llmjudge.suite.identity import normalized
 from pytest_llmjudge.suite.loader import LocatedDocument, iter_jsonl, line_for, load_yaml
 from pytest_llmjudge.suite.model import AggregateCheck, Case, MetricKind, RecordedValue, Suite
 from pytest_llmjudge.suite.schema import AggregateConfig, CaseConfig, CasesFileConfig, RubricConfig, SuiteConfig
+from pytest_llmjudge.suite.tabular import table_format, table_records
 
 
 def _field_names(model: type[BaseModel]) -> list[str]:
@@ -173,6 +174,32 @@ def read_records(
         yield number, record
 
 
+def _source_records(path: Path, entry: CasesFileConfig) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The records of one ``cases_file`` entry: JSONL lines or table rows (suite/tabular.py)."""
+    fmt = table_format(path, entry.format)
+    if fmt is None:
+        if entry.columns or entry.encoding:
+            raise SuiteError(
+                "'columns' and 'encoding' apply to CSV, TSV and Parquet cases files",
+                path=path,
+                field="cases_file",
+                hint="set 'format:' if the file is a table with another suffix",
+            )
+        yield from read_records(path, entry.where, entry.extra_fields, _CASE_FIELDS)
+        return
+    rows = table_records(path, fmt, columns=entry.columns, case_fields=_CASE_FIELDS, encoding=entry.encoding)
+    for number, record, _unit in rows:
+        if all(_table_matches(record, key, value) for key, value in entry.where.items()):
+            yield number, record
+
+
+def _table_matches(record: Mapping[str, Any], key: str, wanted: Any) -> bool:
+    # A table's cells are text, and an unmapped column sits in metadata: `where: {year: 2024}`
+    # matches the cell "2024" of a column 'year' wherever the row put it.
+    value = record[key] if key in record else record.get("metadata", {}).get(key)
+    return bool(value == wanted or (isinstance(value, str) and not isinstance(wanted, str) and value == str(wanted)))
+
+
 def _cases_files(config: SuiteConfig) -> list[CasesFileConfig]:
     entries = config.cases_file
     if entries is None:
@@ -286,7 +313,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 field=_loc_text(at),
                 hint="cases_file is resolved relative to the suite file",
             )
-        for number, record in read_records(cases_path, entry.where, entry.extra_fields, _CASE_FIELDS):
+        for number, record in _source_records(cases_path, entry):
             try:
                 case_sources.append((CaseConfig.model_validate(record), cases_path, number, None))
             except ValidationError as exc:
@@ -475,6 +502,21 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             doc.lines,
             ("regression", "per_group"),
         )
+
+    covered_at: tuple[str, ...] = ("judge", "calibration_metrics")
+    if covered_at not in doc.lines:
+        covered_at = ("judge", "calibration", "metrics")
+    for index, metric in enumerate(judge.calibration_metrics or ()):
+        if kinds.get(metric) != "rubric":
+            judged = sorted(name for name, kind in kinds.items() if kind == "rubric")
+            close = difflib.get_close_matches(metric, judged, n=1)
+            raise SuiteError(
+                f"calibration covers {metric!r}, which no assertion of this suite has the judge score",
+                path=path,
+                line=line_for(doc.lines, (*covered_at, index)),
+                field=_loc_text(covered_at),
+                hint=f"did you mean {close[0]!r}?" if close else f"judge-scored metrics: {', '.join(judged) or 'none'}",
+            )
 
     return Suite(
         name=config.suite,

@@ -145,13 +145,29 @@ def _parse_value(text: str) -> float | str:
     return number
 
 
+# Operators people type for the ones the grammar has: '=>' from other languages' arrows,
+# the mathematical signs from copied specifications, a single '=' from YAML habits.
+_OPERATOR_TYPOS = (("=>", ">="), ("=<", "<="), ("≥", ">="), ("≤", "<="), ("≠", "!="), ("<>", "!="), ("===", "=="))
+_LONE_EQUALS = re.compile(r"(?<![<>=!])=(?!=)")
+
+
+def _did_you_mean(text: str) -> str:
+    """``; did you mean '>='?`` when ``text`` holds an operator typo, else nothing."""
+    for typo, meant in _OPERATOR_TYPOS:
+        if typo in text:
+            return f"; did you mean {text.replace(typo, meant, 1)!r}?"
+    if _LONE_EQUALS.search(text):
+        return f"; did you mean {_LONE_EQUALS.sub('==', text, count=1)!r}?"
+    return ""
+
+
 def parse_threshold(text: str) -> Threshold:
     """Parse ``METRIC OP VALUE``."""
     match = _CASE_RE.match(text)
     if match is None:
         raise ExpressionError(
             f"can't parse assertion {text!r}; expected 'METRIC OP VALUE' such as "
-            "'linguistic_acceptability >= 1' or 'language == case.language'"
+            "'linguistic_acceptability >= 1' or 'language == case.language'" + _did_you_mean(text)
         )
     op: Op = match["op"]  # type: ignore[assignment]
     value = _parse_value(match["value"])
@@ -181,7 +197,7 @@ def _parse_statistic(text: str, shown: str) -> AggregateSpec:
     if match is None:
         raise ExpressionError(
             f"can't parse aggregate {shown!r}; expected e.g. 'mean(linguistic_acceptability) >= 1.6' "
-            "or 'pass_rate(chrf >= 45) >= 0.8' or 'lower(mean(linguistic_acceptability)) >= 1.5'"
+            "or 'pass_rate(chrf >= 45) >= 0.8' or 'lower(mean(linguistic_acceptability)) >= 1.5'" + _did_you_mean(shown)
         )
     stat: AggregateStat = match["stat"]  # type: ignore[assignment]
     op: Op = match["op"]  # type: ignore[assignment]
@@ -193,6 +209,7 @@ def _parse_statistic(text: str, shown: str) -> AggregateSpec:
         if not _CASE_RE.match(inner_text):
             raise ExpressionError(
                 f"pass_rate needs a case assertion inside, e.g. pass_rate(chrf >= 45), got {inner_text!r}"
+                + _did_you_mean(inner_text)
             )
         inner = parse_threshold(inner_text)
         return AggregateSpec(stat, inner.metric, op, value, inner)
@@ -213,7 +230,9 @@ def parse_override(text: str | float | int, default_op: Op) -> tuple[Op, float]:
         return default_op, float(text)
     match = _OVERRIDE_RE.match(text)
     if match is None:
-        raise ExpressionError(f"can't parse per-language threshold {text!r}; expected e.g. '>= 1.4'")
+        raise ExpressionError(
+            f"can't parse per-language threshold {text!r}; expected e.g. '>= 1.4'" + _did_you_mean(text)
+        )
     value = _parse_value(match["value"])
     if isinstance(value, str):
         raise ExpressionError(f"a per-language threshold must be a number, got {text!r}")

@@ -103,7 +103,14 @@ class JudgeConfig(_Strict):
         2, ge=0, le=10, description="Re-asks after an unparseable reply before the case is unscored."
     )
     calibration: str | None = Field(
-        None, description="Calibration set (path relative to the suite) this judge must pass per language."
+        None,
+        description="Calibration set (path relative to the suite) this judge must pass per language; "
+        "or {path: ..., metrics: [...]} to name the metrics it covers.",
+    )
+    calibration_metrics: list[str] | None = Field(
+        None,
+        description="The metrics the calibration set vouches for (default: every judge-scored metric); "
+        "the others are judged without calibration, as the summary says.",
     )
     uncalibrated: Literal["fail", "xfail", "skip"] = Field(
         "fail", description="What judge-scored items do in a language where the judge failed its calibration."
@@ -115,11 +122,38 @@ class JudgeConfig(_Strict):
         "default: fail in CI (env CI), skip elsewhere. --llmjudge-require-judge/--llmjudge-allow-no-judge win.",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _calibration_mapping(cls, data: Any) -> Any:
+        # `calibration: {path: cal.yaml, metrics: [task_quality]}` is the same as `calibration:
+        # cal.yaml` with `calibration_metrics: [task_quality]`: one place says what is covered.
+        if isinstance(data, dict) and isinstance(data.get("calibration"), dict):
+            entry = dict(data["calibration"])
+            unknown = sorted(set(entry) - {"path", "metrics"})
+            if unknown or "path" not in entry:
+                raise ValueError(
+                    f"calibration takes a path, or {{path: ..., metrics: [...]}}; got keys {sorted(entry)}"
+                )
+            if "calibration_metrics" in data:
+                raise ValueError("give the covered metrics once: calibration.metrics or calibration_metrics")
+            data = {**data, "calibration": entry["path"]}
+            if "metrics" in entry:
+                data["calibration_metrics"] = entry["metrics"]
+        return data
+
     @model_validator(mode="after")
     def _correction_needs_calibration(self) -> JudgeConfig:
         if self.correction and self.calibration is None:
             raise ValueError("correction needs a calibration set: set judge.calibration")
+        if self.calibration_metrics is not None and self.calibration is None:
+            raise ValueError("calibration_metrics names what a calibration set covers: set judge.calibration")
         return self
+
+    def calibration_covers(self, metric: str) -> bool:
+        """Whether the calibration set vouches for ``metric`` (False without a calibration set)."""
+        if self.calibration is None:
+            return False
+        return self.calibration_metrics is None or metric in self.calibration_metrics
 
 
 class RubricConfig(_Strict):
@@ -209,9 +243,20 @@ class OutputsConfig(_Strict):
 
 
 class CasesFileConfig(_Strict):
-    """A JSONL file of cases next to the suite, optionally filtered."""
+    """A file of cases next to the suite (JSONL, CSV, TSV or Parquet), optionally filtered."""
 
     path: str
+    format: Literal["jsonl", "csv", "tsv", "parquet"] | None = Field(
+        None, description="The file's format (default: from its suffix; .csv, .tsv/.tab, .parquet, else JSONL)."
+    )
+    columns: dict[str, str] = Field(
+        default_factory=dict,
+        description="Tables only: case field -> column, for headers that don't name the fields "
+        "(e.g. {id: qid, input: question}); other columns become metadata.",
+    )
+    encoding: str | None = Field(
+        None, description="Tables only: the text encoding (default: from a byte-order mark, else UTF-8)."
+    )
     extra_fields: Literal["error", "metadata"] = Field(
         "error", description="What to do with keys a case doesn't define: reject them, or move them into metadata."
     )
