@@ -130,6 +130,9 @@ def test_report_and_baseline_targets_that_are_not_regular_files_are_refused(pyte
     _refused(pytester, "--llmjudge-report=json:dir", cause="dir: it is a directory, not a regular file")
     _refused(pytester, "--llmjudge-save-baseline=dir/", cause="it is a directory")
     _refused(pytester, "--llmjudge-report=html:/dev/null", cause="/dev/null: it is a character device")
+    (pytester.path / "hist").mkdir()
+    os.mkfifo(pytester.path / "hist" / "history.jsonl")  # appended to at the end: would block
+    _refused(pytester, "--llmjudge-history=hist", cause="history.jsonl: it is a FIFO")
     assert stat.S_ISFIFO((pytester.path / "fifo").stat().st_mode)
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
 

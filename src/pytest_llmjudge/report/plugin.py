@@ -190,6 +190,11 @@ def pytest_configure(config: pytest.Config) -> None:
     except (ValueError, PriceError) as exc:
         raise pytest.UsageError(f"pytest-llmjudge: {exc}") from None
     claim_write_targets(config, [(f"--llmjudge-report={kind}:", path) for kind, path in targets])
+    history = history_directory(config)
+    if history is not None:  # appended to, not replaced: a FIFO there would block the run's end
+        from pytest_llmjudge.history import FILE_NAME
+
+        claim_write_targets(config, [("--llmjudge-history", history / FILE_NAME)])
     state = ReportState(targets=targets, prices=prices)
     config.stash[state_key] = state
     config.stash[recorder_key] = record_properties
