@@ -534,7 +534,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         regression=config.regression,
         group_by=tuple(config.group_by),
         tags=tuple(config.tags),
-        sources=tuple(dict.fromkeys(source for _, source, _, _ in case_sources if source != path))
+        sources=tuple(dict.fromkeys(base_dir / entry.path for entry in _cases_files(config)))
         + ((base_dir / config.outputs.file,) if config.outputs is not None and config.outputs.file else ()),
     )
 
