@@ -60,6 +60,8 @@ class Entry:
     notes: str = ""
     absent: tuple[str, ...] = ()
     """Strings (a credential) that no output of the run may hold: terminal, JUnit, JSON, HTML report."""
+    fifos: tuple[str, ...] = ()
+    """Named pipes to create (a cases file that is a FIFO must not block the reader)."""
 
     @property
     def main(self) -> str:
@@ -693,6 +695,152 @@ class Corpus:
         return next(entry for entry in self.entries if entry.name == name)
 
 
+def identity_entries() -> list[Entry]:
+    """Suite identity: names and ids that print alike, names from merge keys, loops, FIFOs, odd file names.
+
+    Two files of one suite name: the ``-first`` file sorts before the entry's own (pytest collects
+    a directory in name order), keeps the name and runs; the entry's file is the invalid one.
+    """
+    entries = []
+    for name, first, second in [
+        ("ident_dup_suite", "ident-dup", "ident-dup"),
+        ("ident_dup_suite_nfc", "ident-caf\u00e9", "ident-cafe\u0301"),  # NFC vs NFD: one name
+    ]:
+        entries.append(
+            Entry(
+                name,
+                {f"{name}-first.yaml": suite(first).encode(), f"{name}.yaml": suite(second).encode()},
+                "is also declared by",
+                1,
+            )
+        )
+    two = '    output: x\n    recorded: {linguistic_acceptability: 2}\n  - id: "cafe\u0301"\n    language: hi\n'
+    nfc = suite("ident-case-nfc", case=two + "    output: x\n    recorded: {linguistic_acceptability: 2}\n")
+    nfc = nfc.replace("id: c1", 'id: "caf\u00e9"')  # NFC, then the same id in NFD
+    entries.append(_yaml("ident_case_nfc", nfc, "duplicate case id 'café'", 'id: "cafe\u0301"'))
+    for name, char, cause in [
+        ("ident_case_zwsp", "\u200b", "U+200B ZERO WIDTH SPACE"),
+        ("ident_case_rlo", "\u202e", "U+202E RIGHT-TO-LEFT OVERRIDE"),
+        ("ident_case_isolate", "\u2067", "U+2067 RIGHT-TO-LEFT ISOLATE"),
+        ("ident_case_bom", "\ufeff", "U+FEFF ZERO WIDTH NO-BREAK SPACE"),
+    ]:
+        text = suite(name.replace("_", "-")).replace("id: c1", f'id: "c{char}1"')
+        entries.append(_yaml(name, text, cause, "id: "))
+    name_bidi = suite("ident-name\u2066x")
+    entries.append(_yaml("ident_suite_name_bidi", name_bidi, "U+2066 LEFT-TO-RIGHT ISOLATE", "suite:"))
+    jsonl = '{"id": "ok", "language": "hi", "output": "x"}\n{"id": "o\u200bk", "language": "hi", "output": "x"}\n'
+    yaml_text = "suite: ident-jsonl-zwsp\ncases_file: ident_jsonl_zwsp.jsonl\nassert:\n  - chrf >= 0\n"
+    entries.append(
+        Entry(
+            "ident_jsonl_zwsp",
+            {"ident_jsonl_zwsp.yaml": yaml_text.encode(), "ident_jsonl_zwsp.jsonl": jsonl.encode()},
+            "U+200B ZERO WIDTH SPACE",
+            2,
+            error_file="ident_jsonl_zwsp.jsonl",
+        )
+    )
+    merged = (
+        "<<: {suite: ident-merged, description: the name comes from a merge key}\n"
+        + _failing_suite("x").split("\n", 1)[1]
+    )
+    entries.append(
+        Entry(
+            "ident_merge_key",
+            {"ident_merge_key.yaml": merged.encode()},
+            FAILING_CAUSE,
+            None,
+            item="c1[linguistic_acceptability]",
+            error_file="",
+            notes="a suite: supplied by a merge key was not collected at all",
+        )
+    )
+    # A directory holding a suite and a symlink back to itself: the suite is collected once
+    # (the corpus test checks that no file is collected under two paths).
+    entries.append(
+        Entry(
+            "ident_loop.d/inner",
+            {"ident_loop.d/inner.yaml": _failing_suite("ident-loop-inner").encode()},
+            FAILING_CAUSE,
+            None,
+            item="c1[linguistic_acceptability]",
+            error_file="",
+            directories=("ident_loop.d",),
+            symlinks=(("ident_loop.d/again", "."),),
+        )
+    )
+    fifo_text = "suite: ident-fifo\ncases_file: ident_fifo.jsonl\nassert:\n  - chrf >= 0\n"
+    entries.append(
+        Entry(
+            "ident_fifo",
+            {"ident_fifo.yaml": fifo_text.encode()},
+            "cases file is not a regular file (a FIFO",
+            2,
+            fifos=("ident_fifo.jsonl",),
+        )
+    )
+    # FIFOs named as side files: each is refused by kind, never opened (a read would wait forever).
+    fifo_baseline = suite("ident-baseline-fifo", extra="regression: {baseline: ident_baseline_fifo.json}\n")
+    entries.append(
+        Entry(
+            "ident_baseline_fifo",
+            {"ident_baseline_fifo.yaml": fifo_baseline.encode()},
+            "is a FIFO, not a regular file",
+            None,
+            item="regression[baseline]",
+            error_file="ident_baseline_fifo.json",
+            fifos=("ident_baseline_fifo.json",),
+        )
+    )
+    entries.append(
+        Entry(
+            "ident_rank_fifo",
+            {"ident_rank_fifo.yaml": b"ranking: ident-rank-fifo\ncases_file: ident_rank_fifo.jsonl\n"},
+            "is a FIFO, not a regular file",
+            None,
+            item="ranking-error",
+            error_file="ident_rank_fifo.jsonl",
+            fifos=("ident_rank_fifo.jsonl",),
+        )
+    )
+    baseline = (
+        b'{"format": "pytest-llmjudge-baseline", "version": 1, "name": "ident", "suites": {"ident-old-name": '
+        b'{"metrics": {"linguistic_acceptability": {"scores": {"hi": {"c1": 2.0}}}}}}}'
+    )
+    renamed = suite("ident-new-name", extra="regression: {baseline: ident_baseline_lacks_suite.json}\n")
+    entries.append(
+        Entry(
+            "ident_baseline_lacks_suite",
+            {"ident_baseline_lacks_suite.yaml": renamed.encode(), "ident_baseline_lacks_suite.json": baseline},
+            "suite 'ident-new-name' is not in baseline 'ident'",
+            None,
+            item="regression[not-in-baseline]",
+            error_file="ident_baseline_lacks_suite.json",
+            notes="was a skip: renaming a suite switched its release gate off",
+        )
+    )
+    # Control characters in file names: escaped in node ids and messages like ids are.
+    entries.append(
+        Entry(
+            "ident_esc\x1b[31m_name",
+            {"ident_esc\x1b[31m_name.yaml": suite("ident-esc-name").replace("suite:", "suite: x\nsuit:", 1).encode()},
+            "unknown field 'suit'",
+            2,
+            error_file="ident_esc\\x1b[31m_name.yaml",
+        )
+    )
+    entries.append(
+        Entry(
+            "ident_bel\x07_name",
+            {"ident_bel\x07_name.yaml": _failing_suite("ident-bel-name").encode()},
+            FAILING_CAUSE,
+            None,
+            item="c1[linguistic_acceptability]",
+            error_file="",
+        )
+    )
+    return entries
+
+
 def build() -> Corpus:
     entries = (
         encoding_entries()
@@ -706,6 +854,7 @@ def build() -> Corpus:
         + judge_calibration_entries()
         + baseline_entries()
         + limits_entries()
+        + identity_entries()
     )
     names = [entry.name for entry in entries]
     assert len(names) == len(set(names)), "corpus entry names must be unique"

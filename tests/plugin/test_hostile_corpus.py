@@ -22,6 +22,8 @@ from types import ModuleType
 
 import pytest
 
+from pytest_llmjudge.escaping import ONE_LINE, escape_controls
+
 CORPUS_PATH = Path(__file__).resolve().parents[1] / "hostile" / "corpus.py"
 
 
@@ -43,6 +45,8 @@ def _write(directory: Path, entry: object) -> None:
         (directory / name).mkdir()
     for link, target in entry.symlinks:  # type: ignore[attr-defined]
         os.symlink(target, directory / link)
+    for name in entry.fifos:  # type: ignore[attr-defined]
+        os.mkfifo(directory / name)
     for name, content in entry.files.items():  # type: ignore[attr-defined]
         (directory / name).write_bytes(content)
 
@@ -84,9 +88,17 @@ def test_every_hostile_file_fails_its_own_item_and_the_valid_suite_still_passes(
     assert len(valid) == corpus.VALID_ITEMS
     assert set(valid.values()) == {"passed"}
 
+    # Each file is collected under one path: a symlinked directory (or a loop) adds none.
+    spellings: dict[Path, set[str]] = {}
+    for node in reports:
+        file_part = node.split("::", 1)[0]
+        spellings.setdefault((pytester.path / file_part).resolve(), set()).add(file_part)
+    assert [names for names in spellings.values() if len(names) > 1] == []
+
     problems = []
     for entry in ENTRIES:
-        nodeid = f"{entry.main}::{entry.item}"
+        # Node ids show control characters as text (escaping.py), file names included.
+        nodeid = escape_controls(f"{entry.main}::{entry.item}", ONE_LINE)
         report = reports.get(nodeid)
         if report is None:
             collected = sorted(node for node in reports if node.startswith(f"{entry.main}::"))
@@ -97,6 +109,8 @@ def test_every_hostile_file_fails_its_own_item_and_the_valid_suite_still_passes(
         if entry.line is not None:
             expected.append(f"{entry.named_file}:{entry.line}:")
         missing = [part for part in expected if part not in text]
+        if escape_controls(text) != text:
+            problems.append(f"{entry.name}: raw control characters in the message: {text[:300]!r}")
         if report.outcome != "failed" or missing:
             problems.append(f"{entry.name}: {report.outcome}, message lacks {missing}:\n{text[:600]}")
         if entry.item == "suite-error":

@@ -294,16 +294,19 @@ def load_baseline(path: Path) -> Baseline:
     import stat
 
     from pytest_llmjudge.errors import SuiteError
-    from pytest_llmjudge.suite.sniff import decode
+    from pytest_llmjudge.suite.text import decode
 
     try:
         found = path.stat()
     except FileNotFoundError:
-        raise BaselineError(f"baseline file not found: {path}") from None
+        raise BaselineError(_not_found(path)) from None
     except OSError as exc:
         raise _fail(path, f"not a readable JSON file ({exc})") from None
     if not stat.S_ISREG(found.st_mode):  # a FIFO would block the read; a directory is not a file
-        raise _fail(path, "not a regular file")
+        what = {stat.S_IFIFO: "a FIFO", stat.S_IFDIR: "a directory"}.get(
+            stat.S_IFMT(found.st_mode), "a socket or device"
+        )
+        raise _fail(path, f"is {what}, not a regular file")
     if found.st_size > MAX_BASELINE_BYTES:
         raise _fail(
             path,

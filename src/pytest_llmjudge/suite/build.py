@@ -7,8 +7,9 @@ scores against rubric scales. Every problem raises :class:`SuiteError` rendered 
 field or metric, the install extra for a missing package).
 
 Degenerate cases: a suite whose language filter leaves no cases is an error (it would pass
-vacuously); duplicate case ids are an error (node ids must be unique); a case without an
-output is an error unless an output target will produce it.
+vacuously); duplicate case ids are an error (node ids must be unique), compared in Unicode
+NFC (``suite/identity.py``: ids that print alike are one id); a case without an output is an
+error unless an output target will produce it.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from pytest_llmjudge.suite.expressions import (
     parse_override,
     parse_threshold,
 )
+from pytest_llmjudge.suite.identity import normalized
 from pytest_llmjudge.suite.loader import LocatedDocument, iter_jsonl, line_for, load_yaml
 from pytest_llmjudge.suite.model import AggregateCheck, Case, MetricKind, RecordedValue, Suite
 from pytest_llmjudge.suite.schema import AggregateConfig, CaseConfig, CasesFileConfig, RubricConfig, SuiteConfig
@@ -430,7 +432,9 @@ def _parse_thresholds(
 
 def _missing(path: Path) -> str:
     """Why a side file that is not a regular file can't be read (for its error message)."""
-    return "is a directory, not a file" if path.is_dir() else "not found"
+    if path.is_dir():
+        return "is a directory, not a file"
+    return "is not a regular file (a FIFO, socket or device)" if path.exists() else "not found"
 
 
 def target_search_paths(suite_path: Path) -> list[Path]:
@@ -455,7 +459,11 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
     if judge.calibration is not None:
         calibration_path = (base_dir / judge.calibration).resolve()
         if not calibration_path.is_file():
-            what = "is a directory, not a calibration set file" if calibration_path.is_dir() else "not found"
+            what = (
+                "is a directory, not a calibration set file"
+                if calibration_path.is_dir()
+                else _missing(calibration_path)
+            )
             raise SuiteError(
                 f"calibration set {what}: {calibration_path}",
                 path=path,
@@ -506,7 +514,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             for number, record in iter_jsonl(outputs_path):
                 if not isinstance(record.get("id"), str) or not isinstance(record.get("output"), str):
                     raise SuiteError("each outputs line needs string 'id' and 'output'", path=outputs_path, line=number)
-                outputs[record["id"]] = record["output"]
+                outputs[normalized(record["id"])] = record["output"]  # matched as case ids are: in NFC
         else:
             target = config.outputs.target
             assert target is not None
@@ -551,6 +559,9 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 path=source,
                 line=line,
                 field="id",
+                hint=None
+                if case_config.id.isascii()
+                else "case ids are compared in Unicode NFC (docs/suite-format.md)",
             )
         seen[case_config.id] = (source, line)
         output = case_config.output if case_config.output is not None else outputs.get(case_config.id)
@@ -761,6 +772,8 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         regression=config.regression,
         group_by=tuple(config.group_by),
         tags=tuple(config.tags),
+        sources=tuple(dict.fromkeys(base_dir / entry.path for entry in _cases_files(config)))
+        + ((base_dir / config.outputs.file,) if config.outputs is not None and config.outputs.file else ()),
     )
 
 

@@ -134,6 +134,8 @@ class Suite:
     """The suite's ``group_by``: aggregates and regressions without their own use it."""
     tags: tuple[str, ...] = ()
     """The suite's ``tags``: markers of every item of the suite (each case adds its own)."""
+    sources: tuple[Path, ...] = ()
+    """The side files the suite was read from (cases files, outputs file): inputs no write may replace."""
 
     @property
     def languages(self) -> tuple[str, ...]:

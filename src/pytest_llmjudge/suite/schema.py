@@ -28,6 +28,8 @@ from pydantic import (
     model_validator,
 )
 
+from pytest_llmjudge.suite.identity import invisible_problem, normalized
+
 
 def _not_bool(value: Any) -> Any:
     # pydantic reads true as 1.0; a boolean where a score belongs is a mistake, not a 1.
@@ -257,7 +259,10 @@ class CaseConfig(_Strict):
             raise ValueError(
                 "case ids can't contain '[', ']', '/', ':', newlines or edge spaces (they become node ids)"
             )
-        return value
+        problem = invisible_problem(value, "case id")
+        if problem is not None:
+            raise ValueError(problem)
+        return normalized(value)
 
 
 class OutputsConfig(_Strict):
@@ -389,6 +394,11 @@ class RegressionConfig(_Strict):
     seed: int = 0
     max_unscored_rate: float = Field(0.0, ge=0.0, le=1.0, description="Share of unscored candidate cases tolerated.")
     fail_on_missing: bool = Field(False, description="Fail (not only report) when cases are missing on either side.")
+    missing_suite: Literal["fail", "skip"] = Field(
+        "fail",
+        description="When the baseline this section names lacks the suite: fail (a renamed suite must not switch "
+        "its gate off) or skip (a new suite, not in the baseline yet).",
+    )
 
     @field_validator("per_metric", "per_language", "per_group")
     @classmethod
@@ -434,6 +444,15 @@ class SuiteConfig(_Strict):
     tags: Tags = Field(
         default_factory=list, description="Tags of every case and aggregate of the suite (selected with `pytest -m`)."
     )
+
+    @field_validator("suite")
+    @classmethod
+    def _name_is_visible(cls, value: str) -> str:
+        # The name keys judge calls, records and baselines: two names that print alike must be one.
+        problem = invisible_problem(value, "suite name")
+        if problem is not None:
+            raise ValueError(problem)
+        return normalized(value)
 
     @model_validator(mode="after")
     def _has_cases(self) -> SuiteConfig:
