@@ -456,6 +456,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     own = board.plan(needs)
     needed = board.plan(dependencies)
     planned = own + needed
+    _judge_sequentially(session, board)
     # With a remote store the line is printed even when all is cached: a log should say which store served it.
     if (planned or board.settings.cache_url) and session.config.get_verbosity() >= 0:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
@@ -471,6 +472,35 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             )
     if planned and not hasattr(session.config, "workerinput"):
         _import_summary_modules()
+
+
+def _judge_sequentially(session: pytest.Session, board: ScoreBoard) -> None:
+    """``--llmjudge-sequential``: judge the aggregate rows in rounds now, before the items run
+    (``suite_items.judge_sequentially``), and say what it saved."""
+    if not board.settings.sequential:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    verbose = reporter is not None and session.config.get_verbosity() >= 0
+    if board.settings.batch:
+        if verbose and reporter is not None:
+            reporter.write_line(
+                "llmjudge: --llmjudge-sequential is off in batch mode (a batch is sent at once, not in rounds): "
+                "every case is judged"
+            )
+        return
+    from pytest_llmjudge.suite_items import judge_sequentially
+
+    outcome = judge_sequentially(session.items, session.config)
+    if outcome is None:
+        return
+    rows, settled, rounds, saved = outcome
+    if board.share is None or board.share.index == 0:  # the workers' stats are summed: count it once
+        board.runner.stats.not_needed += saved
+    if verbose and reporter is not None:
+        reporter.write_line(
+            f"llmjudge: sequential: {settled} of {rows} aggregate row(s) settled in {rounds} round(s); "
+            f"{saved} judge call(s) not needed"
+        )
 
 
 def _refuse_writes_over_inputs(session: pytest.Session) -> None:

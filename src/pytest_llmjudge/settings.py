@@ -28,6 +28,9 @@ command line           environment                      ini (pytest.ini/pyprojec
 --llmjudge-max-calls   LLMJUDGE_MAX_CALLS               llmjudge_max_calls          (no cap)
 --llmjudge-max-cost    LLMJUDGE_MAX_COST                llmjudge_max_cost           (no cap; USD)
 --llmjudge-max-tokens  LLMJUDGE_MAX_TOKENS              llmjudge_max_tokens         (no cap)
+--llmjudge-sequential  LLMJUDGE_SEQUENTIAL              llmjudge_sequential         false
+--llmjudge-sequential-round LLMJUDGE_SEQUENTIAL_ROUND   llmjudge_sequential_round   20 (cases per row)
+--llmjudge-sequential-seed  LLMJUDGE_SEQUENTIAL_SEED    llmjudge_sequential_seed    0
 =====================  ===============================  ==========================  ===========
 
 ``--llmjudge-cache`` is one of ``use`` (read and write), ``refresh`` (write only: re-judge
@@ -100,6 +103,12 @@ class Settings:
     """Hard cap on the run's estimated judge cost, USD, priced as the report prices it; None: no cap."""
     max_tokens: int | None = None
     """Hard cap on the run's judge tokens (input + output); None: no cap."""
+    sequential: bool = False
+    """Judge aggregate rows in rounds and stop a row once its verdict is settled (``execution/sequential.py``)."""
+    sequential_round: int = 20
+    """Cases per aggregate row per round of sequential judging."""
+    sequential_seed: int = 0
+    """Seed of sequential judging's case order."""
 
 
 @dataclass(frozen=True)
@@ -274,6 +283,28 @@ OPTIONS: tuple[Option, ...] = (
         "Hard cap on judge tokens, input + output (each request reserves its upper bound); calls past it fail.",
         None,
     ),
+    Option(
+        "sequential",
+        "--llmjudge-sequential",
+        "LLMJUDGE_SEQUENTIAL",
+        "Judge each aggregate row's cases in seeded random rounds and stop once an anytime-valid bound "
+        "settles its verdict (docs/scale.md).",
+        False,
+    ),
+    Option(
+        "sequential_round",
+        "--llmjudge-sequential-round",
+        "LLMJUDGE_SEQUENTIAL_ROUND",
+        "Cases per aggregate row per round of sequential judging (default 20).",
+        20,
+    ),
+    Option(
+        "sequential_seed",
+        "--llmjudge-sequential-seed",
+        "LLMJUDGE_SEQUENTIAL_SEED",
+        "Seed of sequential judging's case order (default 0).",
+        0,
+    ),
 )
 
 
@@ -393,6 +424,9 @@ def resolve_settings(
         "tokens_per_minute": _positive_float,
         "rate_limits": _rate_limits,
         "batch": _boolean,
+        "sequential": _boolean,
+        "sequential_round": _positive_int,
+        "sequential_seed": _non_negative_int,
         "batch_poll": _positive_float,
         "batch_wait": _positive_float,
         "retry_backoff": _positive_float,

@@ -148,6 +148,8 @@ class RunnerStats:
     """Cache entries that failed verification (misplaced, edited, wrongly shaped, unsigned): re-asked."""
     cache_unparseable: int = 0
     """Cached replies of earlier runs that did not parse: asked again instead of replayed."""
+    not_needed: int = 0
+    """Judge calls sequential judging never made: their rows' verdicts settled first (``sequential.py``)."""
 
 
 @dataclass

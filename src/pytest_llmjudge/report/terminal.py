@@ -320,6 +320,12 @@ def accounting_line(accounting: Accounting | None) -> str | None:
     line += f"; tokens in/out {_tokens(accounting.input_tokens)}/{_tokens(accounting.output_tokens)}"
     if accounting.estimated_cost_usd is not None:
         line += f"; est. ${accounting.estimated_cost_usd:.4f} ({accounting.cost_model})"
+    if accounting.not_needed:
+        line += f"; {accounting.not_needed} calls not needed (sequential)"
+        if accounting.estimated_cost_usd is not None and accounting.provider_calls:
+            # Priced at this run's mean cost per request: the calls not made are the same kind.
+            per_call = accounting.estimated_cost_usd / accounting.provider_calls
+            line += f", about ${accounting.not_needed * per_call:.4f} saved"
     return line
 
 
