@@ -477,12 +477,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def _judge_sequentially(session: pytest.Session, board: ScoreBoard) -> None:
     """``--llmjudge-sequential``: judge the aggregate rows in rounds now, before the items run
     (``suite_items.judge_sequentially``), and say what it saved."""
-    if not board.settings.sequential:
-        return
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     verbose = reporter is not None and session.config.get_verbosity() >= 0
     if board.settings.batch:
-        if verbose and reporter is not None:
+        if verbose and reporter is not None and board.settings.sequential:
             reporter.write_line(
                 "llmjudge: --llmjudge-sequential is off in batch mode (a batch is sent at once, not in rounds): "
                 "every case is judged"

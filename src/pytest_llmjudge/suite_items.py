@@ -185,13 +185,20 @@ def sequential_scale(board: ScoreBoard, suite: Suite, check: AggregateCheck) -> 
     sequential mode off or in batch mode, or a check it does not apply to (``execution/sequential.py``)."""
     settings = board.settings
     spec = check.spec
-    if not settings.sequential or settings.batch or spec.stat not in SEQUENTIAL_STATS:
+    if not _sequential_settings(board, suite)[0] or settings.batch or spec.stat not in SEQUENTIAL_STATS:
         return None
     if suite.metric_kinds.get(spec.metric) != "rubric":
         return None  # recorded scores and reference metrics cost no judge call: nothing to save
     if spec.stat == "pass_rate":
         return (0.0, 1.0)
     return suite.scale_of(spec.metric)
+
+
+def _sequential_settings(board: ScoreBoard, suite: Suite) -> tuple[bool, int, int]:
+    """(on, round, seed) of a suite: its ``sequential:`` setting over the run's options."""
+    settings = board.settings
+    on, size, seed = suite.sequential or (settings.sequential, None, None)
+    return on, size or settings.sequential_round, settings.sequential_seed if seed is None else seed
 
 
 def _sequential_value(
@@ -223,7 +230,6 @@ def judge_sequentially(items: list[pytest.Item], config: pytest.Config) -> tuple
             checks.setdefault((id(item.suite), id(item.check)), []).append(item)
     if not checks:
         return None
-    seed, size = board.settings.sequential_seed, board.settings.sequential_round
     runs: dict[tuple[int, int], dict[str, RowRun]] = {}
     where: dict[int, tuple[Suite, AggregateCheck, tuple[float, float]]] = {}
     by_key: dict[str, Case] = {}
@@ -231,6 +237,7 @@ def judge_sequentially(items: list[pytest.Item], config: pytest.Config) -> tuple
         suite, check = members[0].suite, members[0].check
         scale = sequential_scale(board, suite, check)
         assert scale is not None
+        _, size, seed = _sequential_settings(board, suite)
         groups = {group.name: group for group in check.groups(suite.cases)}
         rows: dict[str, RowRun] = {}
         for name in dict.fromkeys(member.language for member in members):
@@ -238,7 +245,8 @@ def judge_sequentially(items: list[pytest.Item], config: pytest.Config) -> tuple
             cases = [case for case in suite.cases if name == ALL_LANGUAGES or case.group(check.group_by).name == name]
             cases.sort(key=lambda case: order_key(seed, case.key))
             by_key.update((case.key, case) for case in cases)
-            row = RowRun(name, [case.key for case in cases], spec.op, spec.value, scale, min_cases=check.min_cases)
+            keys = [case.key for case in cases]
+            row = RowRun(name, keys, spec.op, spec.value, scale, min_cases=check.min_cases, size=size)
             # ``==``/``!=`` and a per-language override the sequence can't decide: judged in full.
             row.full = spec.op not in (">=", ">", "<=", "<")
             rows[name] = row
@@ -262,7 +270,7 @@ def judge_sequentially(items: list[pytest.Item], config: pytest.Config) -> tuple
         return results
 
     every = [row for rows in runs.values() for row in rows.values()]
-    rounds = run_rounds(every, size, judge)
+    rounds = run_rounds(every, judge)
     config.stash[_sequential_key] = runs
     skipped = [
         (suite, by_key[k], check.spec.metric)

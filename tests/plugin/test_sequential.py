@@ -39,7 +39,9 @@ def scripted_judge() -> ScriptedJudge:
     return ScriptedJudge(_score)
 
 
-def suite(base_url: str, *, borderline: bool = False, assertion: str = "lower(mean(task_quality)) >= 1.0") -> str:
+def suite(
+    base_url: str, *, borderline: bool = False, assertion: str = "lower(mean(task_quality)) >= 1.0", extra: str = ""
+) -> str:
     cases = "\n".join(
         f"  - {{id: {language}-{i}, language: {language}, input: 'say {i}', "
         f"output: 'text {language} {i}{' borderline' if borderline else ''}'}}"
@@ -52,6 +54,7 @@ judge:
   provider: openai
   model: loopback-judge
   base_url: "{base_url}"
+{extra}
 aggregate: ["{assertion}"]
 cases:
 {cases}
@@ -116,3 +119,35 @@ def test_a_borderline_gate_judges_everything(pytester: pytest.Pytester, loopback
     assert loopback.stats()["requests"] >= (len(LANGUAGES) - 1) * PER_LANGUAGE
     result.stdout.fnmatch_lines(["*sequential: not settled after 60 of 60 cases*"])
     assert outcomes(result)["lower(mean(task_quality))[de]"] == "FAILED"
+
+
+def test_xdist_workers_reach_the_same_decisions(pytester: pytest.Pytester, loopback: LoopbackServer) -> None:
+    """Every worker runs the rounds where the calls are planned: each sends the calls it owns and
+    waits for the others' replies, so all see the same scores and stop at the same point."""
+    pytester.makefile(".yaml", suite=suite(loopback.openai_base_url))
+    result = pytester.runpytest_inprocess(
+        "--llmjudge", "-p", "no:cacheprovider", "-n", "2", "--llmjudge-sequential", "-v"
+    )
+    sent = loopback.stats()["requests"]
+    assert sent <= len(LANGUAGES) * PER_LANGUAGE // 2, sent
+    assert len(loopback.requests) == len({request.last_user_text for request in loopback.requests}), "paid once"
+    result.assert_outcomes(passed=4, failed=1)
+    result.stdout.fnmatch_lines([f"*{len(LANGUAGES) * PER_LANGUAGE - sent} calls not needed (sequential)*"])
+
+
+def test_the_suite_setting_turns_it_on_or_off(pytester: pytest.Pytester, loopback: LoopbackServer) -> None:
+    pytester.makefile(".yaml", suite=suite(loopback.openai_base_url, extra="sequential: {round: 10, seed: 1}"))
+    result = pytester.runpytest("--llmjudge", "--llmjudge-no-cache")
+    first = loopback.stats()["requests"]
+    assert first <= len(LANGUAGES) * PER_LANGUAGE // 2
+    assert first % 10 == 0, "whole rounds of 10 per language row"
+    result.assert_outcomes(passed=4, failed=1)
+    # ``sequential: false`` keeps a suite judged in full under --llmjudge-sequential.
+    pytester.makefile(".yaml", suite=suite(loopback.openai_base_url, extra="sequential: false"))
+    result = pytester.runpytest("--llmjudge", "--llmjudge-no-cache", "--llmjudge-sequential")
+    assert loopback.stats()["requests"] - first == len(LANGUAGES) * PER_LANGUAGE
+    result.assert_outcomes(passed=4, failed=1)
+    # A bad value names the file, the line and the field.
+    pytester.makefile(".yaml", suite=suite(loopback.openai_base_url, extra="sequential: {round: 0}"))
+    result = pytester.runpytest("--llmjudge")
+    result.stdout.fnmatch_lines(["*suite.yaml:*sequential.round*"])

@@ -42,7 +42,7 @@ the ``all`` row and a language row share their judged prefix), independent of th
 same in every process (xdist workers, a re-run from the cache: same seed, same order, same
 scores, same decisions).
 
-Degenerate cases: an empty row is settled at once only if it has no case (nothing to judge);
+Degenerate cases: a row without cases has nothing to judge (it is the full run's row);
 ``round`` must be at least 1; one case never settles a 95% row (``stats/betting.py``).
 """
 
@@ -146,6 +146,8 @@ class RowRun:
     threshold: float
     scale: tuple[float, float]
     min_cases: int = 1
+    size: int = DEFAULT_ROUND
+    """Cases per round."""
     judged: int = 0
     values: list[float] = field(default_factory=list)
     decision: Decision | None = None
@@ -158,11 +160,11 @@ class RowRun:
             return False
         return self.full or not (self.decision is not None and self.decision.settled)
 
-    def next_round(self, size: int) -> list[str]:
-        """The next ``size`` cases to judge (all the rest once the row is judged in full)."""
+    def next_round(self) -> list[str]:
+        """The next :attr:`size` cases to judge (all the rest once the row is judged in full)."""
         if self.full:
             return self.case_keys[self.judged :]
-        return self.case_keys[self.judged : self.judged + size]
+        return self.case_keys[self.judged : self.judged + self.size]
 
     def take(self, scores: Sequence[float | None]) -> None:
         """The scores of the cases :meth:`next_round` gave (None: unscored), then a new look."""
@@ -186,7 +188,6 @@ class RowRun:
 
 def run_rounds(
     rows: Sequence[RowRun],
-    round_size: int,
     judge: Callable[[list[tuple[RowRun, list[str]]]], list[list[float | None]]],
 ) -> int:
     """Judge ``rows`` in rounds until every row is settled or judged in full; returns the rounds.
@@ -194,11 +195,12 @@ def run_rounds(
     ``judge`` gets one round (each open row and its next cases), sends them all at once and
     returns each row's scores in order (None for an unscored case).
     """
-    if round_size < 1:
-        raise ValueError(f"a round needs at least 1 case, got {round_size}")
+    for row in rows:
+        if row.size < 1:
+            raise ValueError(f"a round needs at least 1 case, got {row.size}")
     rounds = 0
     while True:
-        batch = [(row, row.next_round(round_size)) for row in rows if row.open]
+        batch = [(row, row.next_round()) for row in rows if row.open]
         if not batch:
             return rounds
         rounds += 1

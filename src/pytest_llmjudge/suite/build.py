@@ -39,7 +39,14 @@ from pytest_llmjudge.suite.expressions import (
 from pytest_llmjudge.suite.identity import normalized
 from pytest_llmjudge.suite.loader import LocatedDocument, iter_jsonl, line_for, load_yaml
 from pytest_llmjudge.suite.model import AggregateCheck, Case, MetricKind, RecordedValue, Suite
-from pytest_llmjudge.suite.schema import AggregateConfig, CaseConfig, CasesFileConfig, RubricConfig, SuiteConfig
+from pytest_llmjudge.suite.schema import (
+    AggregateConfig,
+    CaseConfig,
+    CasesFileConfig,
+    RubricConfig,
+    SequentialConfig,
+    SuiteConfig,
+)
 from pytest_llmjudge.suite.tabular import is_hf_dataset, table_format, table_records
 
 
@@ -771,10 +778,20 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         target_timeout=config.outputs.timeout if config.outputs is not None else None,
         regression=config.regression,
         group_by=tuple(config.group_by),
+        sequential=_sequential(config.sequential),
         tags=tuple(config.tags),
         sources=tuple(dict.fromkeys(base_dir / entry.path for entry in _cases_files(config)))
         + ((base_dir / config.outputs.file,) if config.outputs is not None and config.outputs.file else ()),
     )
+
+
+def _sequential(setting: bool | SequentialConfig | None) -> tuple[bool, int | None, int | None] | None:
+    """A suite's ``sequential:`` as (on, round, seed); None when the suite leaves it to the run."""
+    if setting is None:
+        return None
+    if isinstance(setting, bool):
+        return (setting, None, None)
+    return (True, setting.round, setting.seed)
 
 
 def _check_group_names(

@@ -22,7 +22,9 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    Discriminator,
     Field,
+    Tag,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -409,6 +411,23 @@ class RegressionConfig(_Strict):
         return value
 
 
+class SequentialConfig(_Strict):
+    """A suite's ``sequential:`` mapping (``execution/sequential.py``)."""
+
+    round: int = Field(20, ge=1, description="Cases per aggregate row per round (default 20).")
+    seed: int = Field(0, ge=0, description="Seed of the case order (default 0).")
+
+
+def _sequential_kind(value: Any) -> str:
+    # One branch per shape, so a bad ``round`` is reported as that, not as "not a boolean" too.
+    return "switch" if isinstance(value, bool) else "settings"
+
+
+SequentialSetting = Annotated[
+    Annotated[bool, Tag("switch")] | Annotated[SequentialConfig, Tag("settings")], Discriminator(_sequential_kind)
+]
+
+
 class SuiteConfig(_Strict):
     """A whole suite file."""
 
@@ -441,6 +460,12 @@ class SuiteConfig(_Strict):
         "e.g. [language, task]; a field is a case key or a metadata key. The first must be language.",
     )
     regression: RegressionConfig | None = Field(None, description="Compare with a stored baseline (docs/baselines.md).")
+    sequential: SequentialSetting | None = Field(
+        None,
+        description="Judge the aggregates' cases in seeded rounds and stop a row once an anytime-valid bound "
+        "settles its verdict: true, false (never, even with --llmjudge-sequential) or {round, seed} "
+        "(docs/scale.md).",
+    )
     tags: Tags = Field(
         default_factory=list, description="Tags of every case and aggregate of the suite (selected with `pytest -m`)."
     )

@@ -46,14 +46,14 @@ def test_a_decision_never_changes_once_made() -> None:
 
 def test_rounds_stop_settled_rows_and_judge_an_unscored_row_in_full() -> None:
     scores = {f"a{i}": 2.0 for i in range(100)} | {f"b{i}": (None if i == 3 else 2.0) for i in range(100)}
-    rows = [RowRun(name, [f"{name}{i}" for i in range(100)], ">=", 1.0, (0.0, 2.0)) for name in "ab"]
+    rows = [RowRun(name, [f"{name}{i}" for i in range(100)], ">=", 1.0, (0.0, 2.0), size=10) for name in "ab"]
     asked: list[int] = []
 
     def judge(batch: list[tuple[RowRun, list[str]]]) -> list[list[float | None]]:
         asked.append(sum(len(keys) for _, keys in batch))
         return [[scores[k] for k in keys] for _, keys in batch]
 
-    rounds = run_rounds(rows, 10, judge)
+    rounds = run_rounds(rows, judge)
     a, b = rows
     assert a.decision is not None and a.decision.passed is True and a.judged < 100
     assert len(a.not_needed) == 100 - a.judged and a.reason == f"not needed: verdict settled after {a.judged} of 100"
