@@ -246,7 +246,10 @@ def judge_sequentially(items: list[pytest.Item], config: pytest.Config) -> tuple
             cases.sort(key=lambda case: order_key(seed, case.key))
             by_key.update((case.key, case) for case in cases)
             keys = [case.key for case in cases]
-            row = RowRun(name, keys, spec.op, spec.value, scale, min_cases=check.min_cases, size=size)
+            # The ``all`` row holds every group: it takes a round of each per round, so it reaches
+            # its end in as many rounds as a group (not one round per ``size`` of all the cases).
+            step = size * max(len(groups), 1) if name == ALL_LANGUAGES else size
+            row = RowRun(name, keys, spec.op, spec.value, scale, min_cases=check.min_cases, size=step)
             # ``==``/``!=`` and a per-language override the sequence can't decide: judged in full.
             row.full = spec.op not in (">=", ">", "<=", "<")
             rows[name] = row

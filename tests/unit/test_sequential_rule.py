@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_llmjudge.execution.sequential import RowRun, decide, order_key, run_rounds
+from pytest_llmjudge.execution.sequential import RowRun, decide, order_key, run_rounds, settle
 from pytest_llmjudge.stats.betting import betting_confidence_sequence
 
 
@@ -66,3 +66,15 @@ def test_the_order_is_seeded_and_stable() -> None:
     one = sorted(keys, key=lambda k: order_key(0, k))
     assert one == sorted(keys, key=lambda k: order_key(0, k)) != keys
     assert one != sorted(keys, key=lambda k: order_key(1, k))
+
+
+def test_the_sequence_at_a_look_is_the_sequence_of_the_prefix() -> None:
+    """What lets the benchmark read every look off one sequence: bounds at t use the first t values only."""
+    rng = np.random.default_rng(11)
+    values = rng.choice([0.0, 1.0, 2.0], size=60)
+    lows, highs = betting_confidence_sequence(values, 0.0, 2.0)
+    for t in (1, 20, 37, 60):
+        prefix_lows, prefix_highs = betting_confidence_sequence(values[:t], 0.0, 2.0)
+        assert prefix_lows[-1] == pytest.approx(lows[t - 1], abs=1e-12)
+        assert prefix_highs[-1] == pytest.approx(highs[t - 1], abs=1e-12)
+        assert decide(list(values[:t]), ">=", 1.0, (0.0, 2.0)).passed is settle(lows[t - 1], highs[t - 1], ">=", 1.0)

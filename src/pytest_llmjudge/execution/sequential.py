@@ -2,7 +2,7 @@
 
 ``--llmjudge-sequential`` (or a suite's ``sequential:`` setting). The cases of each aggregate
 row (a group, or ``all``) are judged in one seeded random order, ``round`` cases per row per
-round, every row's round at once (so a round costs about ``ceil(rows x round / concurrency)``
+round (the ``all`` row: ``round`` x its number of groups), every row's round at once (so a round costs about ``ceil(rows x round / concurrency)``
 round trips). After each round every still-open row is checked with the anytime-valid betting
 confidence sequence of Waudby-Smith and Ramdas (JRSS-B 2024; ``stats/betting.py``,
 :func:`~pytest_llmjudge.stats.betting.betting_confidence_sequence`) at the row's own level
@@ -123,15 +123,24 @@ def decide(
         return Decision(None, low_end, high_end, 0)
     lows, highs = betting_confidence_sequence(values, low_end, high_end, confidence=confidence)
     low, high = float(lows[-1]), float(highs[-1])
+    passed = settle(low, high, op, threshold) if len(values) >= min_cases else None
+    return Decision(passed, low, high, len(values))
+
+
+def settle(low: float, high: float, op: str, threshold: float) -> bool | None:
+    """The rule on one look's bounds: True (shown), False (can't be shown any more) or None (open).
+
+    The sequence at look t depends on the first t values only (predictable bets, a running
+    intersection), so its value at every t can be read off one sequence of all the values:
+    ``benchmarks/sequential.py`` simulates the rule that way.
+    """
     holds = _OPERATORS[op]
-    if len(values) < min_cases:
-        return Decision(None, low, high, len(values))
     claim, other = (low, high) if op in (">=", ">") else (high, low)
     if holds(claim, threshold):
-        return Decision(True, low, high, len(values))
+        return True
     if not holds(other, threshold):
-        return Decision(False, low, high, len(values))
-    return Decision(None, low, high, len(values))
+        return False
+    return None
 
 
 @dataclass
