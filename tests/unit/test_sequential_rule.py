@@ -78,3 +78,13 @@ def test_the_sequence_at_a_look_is_the_sequence_of_the_prefix() -> None:
         assert prefix_lows[-1] == pytest.approx(lows[t - 1], abs=1e-12)
         assert prefix_highs[-1] == pytest.approx(highs[t - 1], abs=1e-12)
         assert decide(list(values[:t]), ">=", 1.0, (0.0, 2.0)).passed is settle(lows[t - 1], highs[t - 1], ">=", 1.0)
+
+
+def test_a_look_that_extends_the_last_one_has_the_bounds_of_the_whole_sequence() -> None:
+    rng = np.random.default_rng(5)
+    values = list(rng.choice([0.0, 1.0, 2.0], size=90, p=[0.2, 0.3, 0.5]))
+    lows, highs = betting_confidence_sequence(values, 0.0, 2.0)
+    decision = None
+    for k in (1, 20, 40, 41, 90):
+        decision = decide(values[:k], ">=", 1.5, (0.0, 2.0), previous=decision)
+        assert (decision.low, decision.high) == pytest.approx((lows[k - 1], highs[k - 1]), abs=1e-12)

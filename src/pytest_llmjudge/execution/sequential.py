@@ -53,7 +53,7 @@ import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from pytest_llmjudge.stats.betting import betting_confidence_sequence
+from pytest_llmjudge.stats.betting import betting_confidence_sequence, betting_sequence_extend
 
 DEFAULT_ROUND = 20
 DEFAULT_SEED = 0
@@ -109,20 +109,29 @@ def decide(
     *,
     min_cases: int = 1,
     confidence: float = CONFIDENCE,
+    previous: Decision | None = None,
 ) -> Decision:
     """Whether the confidence sequence of ``values`` (in their judged order) settles ``op threshold``.
 
     Passed when the bound on the side of the claim holds the threshold (lower for ``>=``/``>``,
     upper for ``<=``/``<``), failed when the other bound misses it, else open. The bounds are
-    the running intersection, so a decision never changes as more values come.
+    the running intersection, so a decision never changes as more values come. ``previous``:
+    the decision of the look before on the first ``previous.k`` of these values (computes
+    only the new times; the same bounds).
     """
     if op not in _OPERATORS:
         raise ValueError(f"sequential judging needs a one-sided threshold (>=, >, <=, <), got {op!r}")
     low_end, high_end = scale
     if not values:
         return Decision(None, low_end, high_end, 0)
-    lows, highs = betting_confidence_sequence(values, low_end, high_end, confidence=confidence)
-    low, high = float(lows[-1]), float(highs[-1])
+    if previous is not None and 0 < previous.k <= len(values):
+        # The look before covered the first k values: only the times after them are new.
+        low, high = betting_sequence_extend(
+            values, low_end, high_end, (previous.low, previous.high, previous.k), confidence=confidence
+        )
+    else:
+        lows, highs = betting_confidence_sequence(values, low_end, high_end, confidence=confidence)
+        low, high = float(lows[-1]), float(highs[-1])
     passed = settle(low, high, op, threshold) if len(values) >= min_cases else None
     return Decision(passed, low, high, len(values))
 
@@ -183,7 +192,9 @@ class RowRun:
         if self.full:
             return
         self.values.extend(float(score) for score in scores if score is not None)
-        self.decision = decide(self.values, self.op, self.threshold, self.scale, min_cases=self.min_cases)
+        self.decision = decide(
+            self.values, self.op, self.threshold, self.scale, min_cases=self.min_cases, previous=self.decision
+        )
 
     @property
     def not_needed(self) -> list[str]:
