@@ -230,6 +230,16 @@ def judge_sequentially(items: list[pytest.Item], config: pytest.Config) -> tuple
             checks.setdefault((id(item.suite), id(item.check)), []).append(item)
     if not checks:
         return None
+    # Cases whose calls selected case items pay for anyway (their metric, or any rubric of a compound
+    # judge): a row of such cases only is judged in full, its verdict the full run's. From the items,
+    # not from what is planned, so every xdist worker (which plans only the calls it owns) agrees.
+    asserted: set[tuple[int, str, str]] = set()
+    for item in items:
+        if isinstance(item, CaseItem) and item.judge_problem is None:
+            compound = (
+                item.suite.judge.mode == "compound" and item.suite.metric_kinds.get(item.threshold.metric) == "rubric"
+            )
+            asserted.add((id(item.suite), item.case.key, "*" if compound else item.threshold.metric))
     runs: dict[tuple[int, int], dict[str, RowRun]] = {}
     where: dict[int, tuple[Suite, AggregateCheck, tuple[float, float]]] = {}
     by_key: dict[str, Case] = {}
@@ -250,8 +260,12 @@ def judge_sequentially(items: list[pytest.Item], config: pytest.Config) -> tuple
             # its end in as many rounds as a group (not one round per ``size`` of all the cases).
             step = size * max(len(groups), 1) if name == ALL_LANGUAGES else size
             row = RowRun(name, keys, spec.op, spec.value, scale, min_cases=check.min_cases, size=step)
-            # ``==``/``!=`` and a per-language override the sequence can't decide: judged in full.
-            row.full = spec.op not in (">=", ">", "<=", "<")
+            # ``==``/``!=`` (the sequence can't decide them), or nothing to save: judged in full.
+            paid = bool(cases) and all(
+                (id(suite), case.key, check.spec.metric) in asserted or (id(suite), case.key, "*") in asserted
+                for case in cases
+            )
+            row.full = spec.op not in (">=", ">", "<=", "<") or paid
             rows[name] = row
             where[id(row)] = (suite, check, scale)
         runs[key] = rows

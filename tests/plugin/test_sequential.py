@@ -82,7 +82,14 @@ def test_a_clear_gate_stops_early_with_the_full_runs_verdicts_and_a_rerun_sends_
 
     report = pytester.path / "run.json"
     seq = pytester.runpytest(
-        "--llmjudge", "-v", "-p", "no:randomly", "--llmjudge-sequential", f"--llmjudge-report=json:{report}"
+        "--llmjudge",
+        "-v",
+        "-p",
+        "no:randomly",
+        "--llmjudge-sequential",
+        f"--llmjudge-report=json:{report}",
+        "--llmjudge-price",
+        "loopback-judge = 1 2",
     )
     sent = loopback.stats()["requests"] - len(LANGUAGES) * PER_LANGUAGE
     assert sent <= len(LANGUAGES) * PER_LANGUAGE // 2, sent
@@ -98,7 +105,14 @@ def test_a_clear_gate_stops_early_with_the_full_runs_verdicts_and_a_rerun_sends_
         consecutive=False,
     )
     document = json.loads(report.read_text())
-    assert document["accounting"]["not_needed"] == saved
+    accounting = document["accounting"]
+    assert accounting["not_needed"] == saved
+    # What the calls not made would have cost: the run's mean cost per request, times them.
+    text = " ".join(" ".join(seq.stdout.lines).split())
+    worth = re.search(rf"{saved} calls not needed \(sequential\), about \$(\d+\.\d+) saved", text)
+    assert worth, text[-600:]
+    per_call = accounting["estimated_cost_usd"] / accounting["provider_calls"]
+    assert float(worth[1]) == pytest.approx(saved * per_call, abs=1e-4)
     # The cases never judged: a record each, no score, no verdict, the reason "not needed".
     reasons = [case["unscored_reason"] for case in document["cases"] if case["score"] is None]
     assert all(case["passed"] is None for case in document["cases"] if case["score"] is None)
@@ -151,3 +165,25 @@ def test_the_suite_setting_turns_it_on_or_off(pytester: pytest.Pytester, loopbac
     pytester.makefile(".yaml", suite=suite(loopback.openai_base_url, extra="sequential: {round: 0}"))
     result = pytester.runpytest("--llmjudge")
     result.stdout.fnmatch_lines(["*suite.yaml:*sequential.round*"])
+
+
+def test_case_items_are_judged_whatever_the_rows_decide(pytester: pytest.Pytester, loopback: LoopbackServer) -> None:
+    """Per-case thresholds are never dropped: every case with one is judged, and a row whose cases are
+    all judged anyway is the full run's row (nothing to save, nothing to stop)."""
+    pytester.makefile(".yaml", suite=suite(loopback.openai_base_url, extra="assert: [task_quality >= 1]"))
+    result = pytester.runpytest("--llmjudge", "--llmjudge-sequential", "--llmjudge-no-cache", "-p", "no:randomly")
+    assert loopback.stats()["requests"] == len(LANGUAGES) * PER_LANGUAGE
+    counts = result.parseoutcomes()
+    assert counts["passed"] + counts["failed"] == len(LANGUAGES) * PER_LANGUAGE + 5
+    result.stdout.fnmatch_lines(["llmjudge: sequential: 0 of 5 aggregate row(s) settled*; 0 judge call(s) not needed"])
+    assert "sequential: settled" not in result.stdout.str()
+    # Case items on some languages only: the other languages' rows still stop early.
+    pytester.makefile(
+        ".yaml",
+        suite=suite(loopback.openai_base_url).replace("language: sw,", "language: sw, assert: [task_quality >= 1],"),
+    )
+    before = loopback.stats()["requests"]
+    result = pytester.runpytest("--llmjudge", "--llmjudge-sequential", "--llmjudge-no-cache", "-p", "no:randomly")
+    sent = loopback.stats()["requests"] - before
+    assert PER_LANGUAGE <= sent <= PER_LANGUAGE + 3 * 20 + 20, sent
+    result.stdout.fnmatch_lines(["llmjudge: sequential: 4 of 5 aggregate row(s) settled*"])

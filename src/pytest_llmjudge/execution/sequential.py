@@ -33,8 +33,10 @@ What the verdict of a row is in sequential mode:
   ``human_*`` statistics, a ``mean`` of a metric whose scale is unknown (no bounded mean),
   ``==``/``!=`` thresholds, and regression items (they plan their own calls).
 
-A row with an unscored case among the judged ones stops being sequential and is judged in
-full (the full row's ``max_unscored_rate`` rules apply); a row is never settled before
+Case items: a case with its own threshold is judged whatever the rows decide (per-case
+thresholds are never dropped); a row whose cases all have one is judged as without the
+option (``suite_items.judge_sequentially``). A row with an unscored case among the judged
+ones stops being sequential and is judged in full (the full row's ``max_unscored_rate`` rules apply); a row is never settled before
 ``min_cases`` scored cases.
 
 Order: a case's place is ``sha256(seed, case key)``, the same in every row it belongs to (so
