@@ -187,3 +187,12 @@ def test_case_items_are_judged_whatever_the_rows_decide(pytester: pytest.Pyteste
     sent = loopback.stats()["requests"] - before
     assert PER_LANGUAGE <= sent <= PER_LANGUAGE + 3 * 20 + 20, sent
     result.stdout.fnmatch_lines(["llmjudge: sequential: 4 of 5 aggregate row(s) settled*"])
+
+
+def test_batch_mode_judges_everything_and_says_so(pytester: pytest.Pytester, loopback: LoopbackServer) -> None:
+    """A batch is sent at once, not in rounds: sequential judging is off there, and the plan says so."""
+    pytester.makefile(".yaml", suite=suite(loopback.openai_base_url))
+    result = pytester.runpytest("--llmjudge", "--llmjudge-batch", "--llmjudge-batch-poll=0.05", "--llmjudge-sequential")
+    assert loopback.stats()["batch"]["batch_requests"] == len(LANGUAGES) * PER_LANGUAGE
+    result.stdout.fnmatch_lines(["llmjudge: --llmjudge-sequential is off in batch mode (*): every case is judged"])
+    result.assert_outcomes(passed=4, failed=1)
