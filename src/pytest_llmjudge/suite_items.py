@@ -36,7 +36,7 @@ from pytest_llmjudge.escaping import ONE_LINE, escape_controls
 from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
 from pytest_llmjudge.execution.spend import NOT_JUDGED
 from pytest_llmjudge.formatting import format_value
-from pytest_llmjudge.records import AggregateRecord, CaseRecord, CaseScore
+from pytest_llmjudge.records import AggregateRecord, CaseRecord, CaseScore, Turn
 from pytest_llmjudge.records import AggregateRow as RecordRow
 from pytest_llmjudge.records import Threshold as RecordThreshold
 from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem, record
@@ -64,6 +64,7 @@ def _case_record(
     """A case's record on ``metric``: its score, how it was got, and what was judged, in full, so a
     reviewer can read it and two reports diff per case. ``verdict``: ``threshold`` and ``passed``
     (and ``aggregates`` for a case only aggregates assert)."""
+    output = _judged_output(config, suite, case)
     return CaseRecord(
         suite=suite.name,
         suite_path=str(suite.path),
@@ -82,8 +83,9 @@ def _case_record(
         detail=dict(score.detail),
         higher_is_better=score.higher_is_better,
         input=case.input,
-        output=_judged_output(config, suite, case),
+        output=output,
         reference=case.reference,
+        transcript=[Turn(role=turn.role, content=turn.content) for turn in case.transcript(output)] or None,
         **verdict,
     )
 

@@ -418,6 +418,7 @@ class ScoreBoard:
             input=case.input,
             reference=case.reference,
             context=case.context,
+            messages=tuple((turn.role, turn.content) for turn in case.messages),
         )
         return build_request(group, text, self.judge_settings(suite.judge), task=suite.task, sample=sample)
 

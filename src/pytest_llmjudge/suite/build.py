@@ -34,7 +34,7 @@ from pytest_llmjudge.suite.expressions import (
     parse_threshold,
 )
 from pytest_llmjudge.suite.loader import LocatedDocument, iter_jsonl, line_for, load_yaml
-from pytest_llmjudge.suite.model import AggregateCheck, Case, MetricKind, RecordedValue, Suite
+from pytest_llmjudge.suite.model import AggregateCheck, Case, Message, MetricKind, RecordedValue, Suite
 from pytest_llmjudge.suite.schema import AggregateConfig, CaseConfig, CasesFileConfig, RubricConfig, SuiteConfig
 from pytest_llmjudge.suite.tabular import table_format, table_records
 
@@ -222,6 +222,7 @@ def _rubric_from_config(name: str, config: RubricConfig) -> Rubric:
         higher_is_better=config.higher_is_better,
         needs=frozenset(config.needs),
         per_language=dict(config.per_language),
+        target=config.target,
     )
 
 
@@ -362,6 +363,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             )
         seen[case_config.id] = (source, line)
         output = case_config.output if case_config.output is not None else outputs.get(case_config.id)
+        messages, output, case_input = _conversation(case_config, output, source, line)
         if output is None and target is None:
             raise SuiteError(
                 f"case {case_config.id!r} has no output",
@@ -379,10 +381,11 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 suite=config.suite,
                 id=case_config.id,
                 language=case_config.language,
-                input=case_config.input,
+                input=case_input,
                 output=output,
                 reference=case_config.reference,
                 context=(context,) if isinstance(context, str) else tuple(context or ()),
+                messages=messages,
                 metadata=dict(case_config.metadata),
                 recorded=_recorded(case_config.recorded),
                 thresholds=tuple(suite_thresholds + own),
@@ -524,6 +527,35 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         group_by=tuple(config.group_by),
         tags=tuple(config.tags),
     )
+
+
+def _conversation(
+    case: CaseConfig, output: str | None, source: Path, line: int | None
+) -> tuple[tuple[Message, ...], str | None, str | None]:
+    """A case's conversation so far, its output under test and its input.
+
+    Without an output given (inline or in ``outputs.file``), a last assistant turn is the
+    output under test and leaves the conversation; otherwise the output (or the target's)
+    answers every turn. The input, when not given, is the last user turn of what is left,
+    so rubrics written for one-turn cases rate the last reply against the last request.
+    """
+    if case.messages is None:
+        return (), output, case.input
+    if not case.messages:
+        raise SuiteError(
+            f"case {case.id!r} has an empty 'messages' list",
+            path=source,
+            line=line,
+            field="messages",
+            hint="give at least one turn, or drop 'messages'",
+        )
+    turns = [Message(turn.role, turn.content) for turn in case.messages]
+    if output is None and turns[-1].role == "assistant":
+        output = turns.pop().content
+    case_input = case.input
+    if case_input is None:
+        case_input = next((turn.content for turn in reversed(turns) if turn.role == "user"), None)
+    return tuple(turns), output, case_input
 
 
 def _check_group_names(

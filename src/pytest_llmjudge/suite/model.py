@@ -34,6 +34,14 @@ class RecordedValue:
 
 
 @dataclass(frozen=True)
+class Message:
+    """One turn of a conversation: who spoke (``user``, ``assistant`` or ``system``) and what."""
+
+    role: str
+    content: str
+
+
+@dataclass(frozen=True)
 class Case:
     suite: str
     id: str
@@ -42,6 +50,8 @@ class Case:
     output: str | None = None
     reference: str | None = None
     context: tuple[str, ...] = ()
+    messages: tuple[Message, ...] = ()
+    """The conversation so far: every turn before the output under test (empty: a one-turn case)."""
     metadata: Mapping[str, Any] = field(default_factory=dict)
     recorded: Mapping[str, RecordedValue] = field(default_factory=dict)
     thresholds: tuple[Threshold, ...] = ()
@@ -53,6 +63,16 @@ class Case:
     @property
     def key(self) -> str:
         return f"{self.suite}::{self.id}"
+
+    def transcript(self, output: str | None) -> tuple[Message, ...]:
+        """The whole conversation: :attr:`messages`, then ``output`` as the assistant's last turn.
+
+        Empty for a one-turn case (no messages); ``output`` None (a target that failed) leaves
+        the conversation so far.
+        """
+        if not self.messages:
+            return ()
+        return self.messages if output is None else (*self.messages, Message("assistant", output))
 
     def group(self, fields: Sequence[str]) -> Group:
         """The case's group under ``group_by`` fields: a case key (``language``, ``id``, ...) or a metadata key."""
