@@ -42,7 +42,7 @@ from pytest_llmjudge.records import Threshold as RecordThreshold
 from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem, record
 from pytest_llmjudge.session.suites import built_suite
 from pytest_llmjudge.suite.expressions import Threshold
-from pytest_llmjudge.suite.model import AggregateCheck, Case, Suite
+from pytest_llmjudge.suite.model import JUDGE_KINDS, AggregateCheck, Case, Suite
 
 EXCERPT_CHARS = 300
 
@@ -211,7 +211,7 @@ class _SuiteItem(LLMJudgeItem):
     judge_problem: str | None
 
     def _skip_or_fail_without_judge(self, metric: str, recorded: bool) -> None:
-        if self.judge_problem is None or recorded or self.suite.metric_kinds.get(metric) != "rubric":
+        if self.judge_problem is None or recorded or self.suite.metric_kinds.get(metric) not in JUDGE_KINDS:
             return
         from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
 

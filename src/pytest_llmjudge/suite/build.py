@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from pytest_llmjudge.errors import LLMJudgeError, MetricError, MissingDependencyError, SuiteError
 from pytest_llmjudge.judges.rubrics import Rubric
+from pytest_llmjudge.metrics.rag import JUDGED_METRICS
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.stats.grouping import Group
 from pytest_llmjudge.suite import schema
@@ -446,6 +447,8 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             # An alias (``la``) names its rubric in prompts and results the way the suite does.
             rubrics[name] = rubric if rubric.name == name else replace(rubric, name=name)
             kinds[name] = "rubric"
+        elif name in JUDGED_METRICS:
+            kinds[name] = "judged"
         elif registry.has_metric(name):
             try:
                 registry.metric(name, config.metric_options.get(name))
@@ -457,7 +460,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         elif name in recorded_names:
             kinds[name] = "recorded"
         else:
-            close = difflib.get_close_matches(name, registry.known_names() + list(rubrics), n=1)
+            close = difflib.get_close_matches(name, registry.known_names() + list(rubrics) + list(JUDGED_METRICS), n=1)
             raise SuiteError(
                 f"threshold on undefined metric {name!r}",
                 path=where,
@@ -466,7 +469,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 + "define it under 'rubrics:', use a built-in rubric or metric, or record scores for it",
             )
 
-    if "rubric" in kinds.values():
+    if "rubric" in kinds.values() or "judged" in kinds.values():
         try:
             registry.provider(config.judge.provider)
         except LLMJudgeError as exc:

@@ -6,6 +6,8 @@ This is what collection works from; it is built from the YAML schema by
 
 * ``rubric``: scored by an LLM judge (or taken from a case's recorded score for it);
 * ``metric``: a reference metric computed from the output (chrF, ROUGE-L, ...);
+* ``judged``: a judge-based metric made of one or more judge calls whose replies a formula
+  combines (``metrics/rag.py``: faithfulness, context precision and recall);
 * ``recorded``: neither, but cases carry recorded scores under that name.
 """
 
@@ -21,7 +23,9 @@ from pytest_llmjudge.stats.grouping import Group, group_of
 from pytest_llmjudge.suite.expressions import AggregateSpec, Op, Threshold
 from pytest_llmjudge.suite.schema import JudgeConfig, RegressionConfig
 
-MetricKind = Literal["rubric", "metric", "recorded"]
+MetricKind = Literal["rubric", "metric", "judged", "recorded"]
+JUDGE_KINDS = frozenset({"rubric", "judged"})
+"""The kinds scored by a live judge call (unless the case records the score)."""
 
 
 @dataclass(frozen=True)
@@ -150,11 +154,11 @@ class Suite:
     def needs_live_judge(self) -> bool:
         """True when some rubric threshold has a case without a recorded score for it."""
         return any(
-            self.metric_kinds.get(threshold.metric) == "rubric" and threshold.metric not in case.recorded
+            self.metric_kinds.get(threshold.metric) in JUDGE_KINDS and threshold.metric not in case.recorded
             for case in self.cases
             for threshold in case.thresholds
         ) or any(
-            self.metric_kinds.get(check.spec.metric) == "rubric"
+            self.metric_kinds.get(check.spec.metric) in JUDGE_KINDS
             and any(check.spec.metric not in case.recorded for case in self.cases)
             for check in self.aggregates
         )
