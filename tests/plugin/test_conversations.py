@@ -4,6 +4,7 @@ score it, an output target gets the conversation so far, and reports carry the t
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -103,3 +104,22 @@ def test_an_output_target_gets_the_conversation_so_far(
     record = report["cases"][0]
     assert [turn["role"] for turn in record["transcript"]] == ["system", "user", "assistant", "user", "assistant"]
     assert record["transcript"][-1]["content"] == "turns=4 last=Quelle heure est-il ?"
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "example_suites"
+
+
+def test_the_live_conversation_example_runs_against_the_loopback_judge(pytester: pytest.Pytester) -> None:
+    judge = ScriptedJudge(default=2)
+    text = (EXAMPLES / "live_judge_conversations.yaml").read_text(encoding="utf-8")
+    with LoopbackServer(responder=judge) as server:
+        pointed = text.replace("  provider: openai\n", f'  provider: openai\n  base_url: "{server.openai_base_url}"\n')
+        pytester.makefile(".yaml", suite=pointed)
+        result = pytester.runpytest("--llmjudge")
+    result.assert_outcomes(passed=8)
+    assert {q.metric for q in judge.queries} == {
+        "conversation_relevance",
+        "conversation_coherence",
+        "task_completion",
+        "linguistic_acceptability",
+    }

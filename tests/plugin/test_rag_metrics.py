@@ -9,6 +9,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -239,3 +240,25 @@ def test_a_rag_suite_without_a_judge_key_is_skipped_when_not_required(pytester: 
     result = pytester.runpytest("--llmjudge", "-rs")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*needs a live judge*"])
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "example_suites"
+
+
+def test_the_live_rag_example_is_scored_case_for_case_against_the_loopback_judge(pytester: pytest.Pytester) -> None:
+    judge = RagJudge()
+
+    def respond(request: ReceivedRequest) -> str:
+        if "## Metrics" in request.last_user_text:
+            return '{"answer_relevance": {"justification": "ok", "score": 2}}'
+        return judge(request)
+
+    text = (EXAMPLES / "live_judge_rag.yaml").read_text(encoding="utf-8")
+    with LoopbackServer(responder=respond) as server:
+        pointed = text.replace("  provider: openai\n", f'  provider: openai\n  base_url: "{server.openai_base_url}"\n')
+        assert pointed != text
+        pytester.makefile(".yaml", suite=pointed)
+        pytester.runpytest("--llmjudge", "--llmjudge-report=json:r.json")
+    records = report_cases(pytester)
+    assert len(records) == 8 and all(record["score"] is not None for record in records.values()), records
+    assert sorted(set(judge.kinds)) == ["attribution", "claims", "support", "usefulness"]
