@@ -123,3 +123,18 @@ def test_the_live_conversation_example_runs_against_the_loopback_judge(pytester:
         "task_completion",
         "linguistic_acceptability",
     }
+
+
+def test_editing_an_earlier_turn_re_judges_the_case(
+    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
+) -> None:
+    scripted_judge.default = 2
+    pytester.makefile(".yaml", suite=suite(loopback.openai_base_url, HINDI_CHAT))
+    pytester.runpytest("--llmjudge").assert_outcomes(passed=3)
+    assert loopback.stats()["requests"] == 3
+    pytester.runpytest("--llmjudge").assert_outcomes(passed=3)
+    assert loopback.stats()["requests"] == 3, "unchanged transcript: every call from the cache"
+    edited = HINDI_CHAT.replace("पहले दिन लाल किला देखिए।", "पहले दिन इंडिया गेट देखिए।")
+    pytester.makefile(".yaml", suite=suite(loopback.openai_base_url, edited))
+    pytester.runpytest("--llmjudge").assert_outcomes(passed=3)
+    assert loopback.stats()["requests"] == 6, "an earlier turn is part of every prompt of the case, so of its key"
