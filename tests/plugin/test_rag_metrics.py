@@ -262,3 +262,16 @@ def test_the_live_rag_example_is_scored_case_for_case_against_the_loopback_judge
     records = report_cases(pytester)
     assert len(records) == 8 and all(record["score"] is not None for record in records.values()), records
     assert sorted(set(judge.kinds)) == ["attribution", "claims", "support", "usefulness"]
+
+
+def test_the_spend_cap_stops_the_second_step_and_the_case_is_not_judged(pytester: pytest.Pytester) -> None:
+    judge = RagJudge()
+    case = (
+        f'  - {{id: c, language: hi, output: "ताजमहल आगरा में है।", context: {json.dumps(CONTEXT, ensure_ascii=False)}}}\n'
+    )
+    with LoopbackServer(responder=judge) as server:
+        pytester.makefile(".yaml", suite=rag_suite(server.openai_base_url, case, "  - faithfulness >= 0.5"))
+        result = pytester.runpytest("--llmjudge", "--llmjudge-max-calls=1", "-rf")
+    assert judge.kinds == ["claims"], "the verification call would pass the cap: not sent"
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*faithfulness*not judged: *"])
