@@ -30,18 +30,26 @@ from typing import Any
 
 import pytest
 
-from pytest_llmjudge.aggregate import ALL_LANGUAGES, AggregateRow, ScoredValue, compute_rows, render_table
+from pytest_llmjudge.aggregate import (
+    ALL_LANGUAGES,
+    AggregateRow,
+    ScoredValue,
+    compute_rows,
+    render_human_table,
+    render_table,
+)
 from pytest_llmjudge.errors import ItemFailure, LLMJudgeError
 from pytest_llmjudge.escaping import ONE_LINE, escape_controls
 from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
 from pytest_llmjudge.execution.spend import NOT_JUDGED
-from pytest_llmjudge.formatting import format_value
-from pytest_llmjudge.records import AggregateRecord, CaseRecord, CaseScore, Turn
+from pytest_llmjudge.formatting import format_fixed, format_value
+from pytest_llmjudge.label_queue_plugin import queue_key
+from pytest_llmjudge.records import AggregateRecord, CaseRecord, CaseScore, HumanEstimate, Turn
 from pytest_llmjudge.records import AggregateRow as RecordRow
 from pytest_llmjudge.records import Threshold as RecordThreshold
 from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem, record
 from pytest_llmjudge.session.suites import built_suite
-from pytest_llmjudge.suite.expressions import Threshold
+from pytest_llmjudge.suite.expressions import HUMAN_STATS, Threshold
 from pytest_llmjudge.suite.model import JUDGE_KINDS, AggregateCheck, Case, Suite
 
 EXCERPT_CHARS = 300
@@ -132,8 +140,9 @@ class SuiteFile(pytest.File):
                     self, name=name, suite=suite, case=case, threshold=threshold, judge_problem=problem
                 )
         for check in suite.aggregates:
-            for language in (*(group.name for group in check.groups(suite.cases)), ALL_LANGUAGES):
-                yield AggregateItem.from_parent(
+            rows = [(group.name, group.value("language")) for group in check.groups(suite.cases)]
+            for language, group_language in (*rows, (ALL_LANGUAGES, None)):
+                item = AggregateItem.from_parent(
                     self,
                     # A group name carries metadata values: control characters show as text, as in case ids.
                     name=escape_controls(f"{check.spec.label}[{language}]", ONE_LINE),
@@ -142,6 +151,11 @@ class SuiteFile(pytest.File):
                     language=language,
                     judge_problem=problem,
                 )
+                reason = check.xfail_reason(language, group_language) if check.xfail else None
+                if reason is not None:
+                    # Strict: a known failure that starts passing fails, so the xfail entry is removed.
+                    item.add_marker(pytest.mark.xfail(reason=reason, strict=True, raises=CaseFailure))
+                yield item
 
 
 @dataclass
@@ -198,6 +212,43 @@ def _selected_groups(rows: list[AggregateItem]) -> set[str] | None:
     every case (the ``all`` row is selected)."""
     names = {item.language for item in rows}
     return None if ALL_LANGUAGES in names else names
+
+
+def human_message(suite: str, row: AggregateRow, rows: list[AggregateRow], language: str, judges: str | None) -> str:
+    """The failure text of a ``human_mean``/``human_pass_rate`` item, in the agreement gate's shape:
+    what was estimated, from what, how sure, then every group's row."""
+    statistic = (
+        f"mean {row.spec.metric}"
+        if row.spec.stat == "human_mean"
+        else f"pass rate of {row.spec.inner.render() if row.spec.inner else row.spec.metric}"
+    )
+    target = f"{suite}: the native speakers' {statistic} in {language}"
+    if row.problem is not None:
+        head = f"ERROR: {target}: {row.problem}"
+    else:
+        head = f"FAILED: {target}: {row.spec.label} = {format_value(row.asserted)}, expected {row.spec.op} {row.spec.value:g}"
+    lines = [head]
+    detail = row.human
+    if detail is not None and detail.judge is not None:
+        lines.append(
+            f"  {'estimate':<15} {format_fixed(row.value)} (95% CI {format_fixed(row.ci_low)} - {format_fixed(row.ci_high)}; "
+            "prediction-powered, PPI++: the judge's scores on all cases rectified by the labelled ones"
+            + ("" if detail.lam is None else f", lambda {detail.lam:.2f}")
+            + ")"
+        )
+        lines.append(f"  {'from':<15} {detail.n_labelled} human-labelled of {detail.n_total} judged cases")
+        lines.append(
+            f"  {'human only':<15} {format_fixed(detail.human_only)} (95% CI {format_fixed(detail.human_only_low)} - "
+            f"{format_fixed(detail.human_only_high)}; the labels alone)"
+        )
+        lines.append(
+            f"  {'judge':<15} {format_fixed(detail.judge)} (the judge's own value; estimated bias "
+            f"{'-' if detail.bias is None else f'{detail.bias:+.3f}'}, judge minus human)"
+        )
+    if judges:
+        lines.append(f"  {'judged by':<15} {judges}")
+    lines.append(render_human_table(rows, highlight=language))
+    return "\n".join(lines)
 
 
 class InvalidSuiteItem(InvalidFileItem):
@@ -397,7 +448,9 @@ class AggregateItem(_SuiteItem):
                 score = board.score(self.suite, case, metric)
                 group = case.group(self.check.group_by).name
                 scored.append((case, score, group))
-                values.append(ScoredValue(case.language, score.value, score.scored, group=group))
+                values.append(
+                    ScoredValue(case.language, score.value, score.scored, group=group, human=case.human.get(metric))
+                )
             overrides = {group.name: self.check.for_group(group) for group in self.check.groups(self.suite.cases)}
             rows = compute_rows(
                 overrides,
@@ -405,10 +458,15 @@ class AggregateItem(_SuiteItem):
                 values,
                 min_cases=self.check.min_cases,
                 max_unscored_rate=self.check.max_unscored_rate,
+                min_labels=self.check.min_labels,
+                scale=self.suite.scale_of(metric),
             )
             if wanted is not None:
                 # The ``all`` row of a subset of the groups is no row of the suite: not shown.
                 rows = [row for row in rows if row.language != ALL_LANGUAGES]
+            queue = self.config.stash.get(queue_key, None)
+            if queue is not None and self.check.spec.stat in HUMAN_STATS:
+                queue.append((self.suite, self.check, scored, self.suite.scale_of(metric)))
             takers = len(siblings)
             shared = memo[key] = _CheckScores(self.check, scored, rows, takers)
         shared.takers -= 1
@@ -459,6 +517,7 @@ class AggregateItem(_SuiteItem):
                     threshold=RecordThreshold(op=r.spec.op, value=r.spec.value),
                     passed=r.passed,
                     problem=r.problem,
+                    human=None if r.human is None else HumanEstimate(**vars(r.human)),
                 )
                 for r in rows
             ],
@@ -479,6 +538,8 @@ class AggregateItem(_SuiteItem):
         if row.passed:
             return
         verdict = "ERROR" if row.problem else "FAILED"
+        if row.spec.stat in HUMAN_STATS:
+            raise CaseFailure(human_message(self.suite.name, row, rows, self.language, judges))
         detail = f" ({row.problem})" if row.problem else ""
         judged_by = f"  judge: {judges}\n" if judges else ""  # where CI shows only the failure message
         raise CaseFailure(

@@ -105,7 +105,7 @@ def gate_message(result: GateResult, *, calibration: str, judge: str) -> str:
         )
         row(
             f"{100 * opts.confidence:g}% CI",
-            f"{format_fixed(result.ci_low)} - {format_fixed(result.ci_high)} (percentile bootstrap, {opts.resamples} resamples, seed {opts.seed})",
+            f"{format_fixed(result.ci_low)} - {format_fixed(result.ci_high)} (Dirichlet posterior, {opts.resamples} draws, seed {opts.seed})",
         )
     row("human ceiling", f"{format_fixed(result.ceiling)} ({ceiling_definition(result)})")
     row(

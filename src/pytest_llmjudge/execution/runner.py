@@ -22,7 +22,8 @@ Per call:
    spend cap, ``execution/spend.py``: one past it is not sent, and the call is unscored
    "not judged: ..."), retrying retryable failures (429, 5xx,
    timeouts, dropped connections) with exponential back-off and full
-   jitter, or exactly the server's ``Retry-After`` when it sends one; the sleep happens
+   jitter, or the server's ``Retry-After`` when it sends one, either capped at ``backoff_max``
+   (30 s; so is the pause a 429 imposes on its endpoint, ``ratelimit.py``); the sleep happens
    outside the concurrency slot so other calls proceed;
 2. store the reply in the cache (redacted: see ``execution/cache.py``) *before* giving back
    its concurrency slot and before parsing it (paid-for work survives a crash, and a kill
@@ -75,12 +76,14 @@ from pytest_llmjudge.execution.ratelimit import CONGESTION_STATUSES, Budget, Bud
 from pytest_llmjudge.execution.sharing import WorkerShare
 from pytest_llmjudge.execution.spend import NOT_JUDGED, Reservation, SpendCap
 from pytest_llmjudge.judges.base import (
+    MAX_REPLY_BYTES,
     JudgeProvider,
     LazyProvider,
     ProviderCallError,
     ProviderReply,
     ProviderRequest,
     Usage,
+    reply_too_large,
 )
 from pytest_llmjudge.judges.diagnosis import PROVIDER_FAILED, EndpointTally, classify, endpoint_label
 from pytest_llmjudge.judges.parsing import Verdict, parse_reply
@@ -224,7 +227,8 @@ class JudgeRunner:
         for secret in secrets:
             cache.add_secret(secret)
         self.secrets = (*secrets, *cache.secrets)
-        self.share = share if cache.mode == "use" else None
+        cache.check_location()  # a cache that can't be written: known before anything is paid for
+        self.share = share if cache.mode == "use" and cache.writable else None
         self.stats = RunnerStats()
         self.endpoints = EndpointTally()
         """Calls and failures per judge endpoint, made by this process (not waited for)."""
@@ -237,7 +241,11 @@ class JudgeRunner:
         # Per provider endpoint: rpm/tpm budgets (split between ``budget_parts`` xdist workers)
         # and the adaptive window that 429s shrink.
         self.budgets = Budgets(
-            Budget(requests_per_minute, tokens_per_minute), rate_limits, max_window=concurrency, parts=budget_parts
+            Budget(requests_per_minute, tokens_per_minute),
+            rate_limits,
+            max_window=concurrency,
+            parts=budget_parts,
+            max_pause=backoff_max,  # a Retry-After pauses the endpoint no longer than it delays a retry
         )
         self._lock = threading.Lock()
         self._futures: dict[str, concurrent.futures.Future[CallOutcome]] = {}
@@ -591,7 +599,9 @@ class JudgeRunner:
         if self.cache.mode == "off":
             return reply
         data, stored = self.cache.encode(key, request, reply)
-        if data is None:
+        if data is None or not self.cache.writable:
+            if data is not None:  # the cache location failed earlier this run: keep the reply in memory
+                self.cache.keep(key, stored)
             lease.release()
             return stored
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -599,7 +609,11 @@ class JudgeRunner:
         if not self._storing:
             self._storing = True
             asyncio.get_running_loop().create_task(self._write_stored())
-        await done
+        try:
+            await done
+        except OSError as exc:  # read-only, full, not a directory: paid for, so used (cache.py)
+            self.cache.failed("write", exc)
+            self.cache.keep(key, stored)
         return stored
 
     async def _write_stored(self) -> None:
@@ -747,6 +761,10 @@ class JudgeRunner:
                         self.stats.provider_calls += 1
                     try:
                         reply = await provider.complete(request)
+                        if len(reply.text) * 4 > MAX_REPLY_BYTES:  # maybe over the cap (a character is 1-4 bytes)
+                            size = len(reply.text.encode("utf-8", "surrogatepass"))
+                            if size > MAX_REPLY_BYTES:
+                                raise reply_too_large(size)  # any provider's: never stored
                         usage = reply.usage
                     except ProviderCallError as exc:
                         failure = exc

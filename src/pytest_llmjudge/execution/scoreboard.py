@@ -267,6 +267,9 @@ class ScoreBoard:
             else None
         )
         self._cache = JudgeCache(settings.cache_dir, settings.cache_mode, secret=secret_from_environment(), store=store)
+        if share is not None:  # an xdist worker: share only through a cache the workers can write
+            self._cache.check_location()
+            share = self.share = share if self._cache.writable else None
         self._runner: JudgeRunner | None = None
         limits = SpendLimits(settings.max_calls, settings.max_cost, settings.max_tokens)
         self.spend = (
@@ -324,6 +327,24 @@ class ScoreBoard:
     def store_failure(self) -> str | None:
         """Why the remote cache store was given up for the local cache dir this run (``stores/fallback.py``)."""
         return getattr(self._cache.store, "failure", None)
+
+    def cache_location_problem(self) -> str | None:
+        """Why the cache directory can't take writes, looked at now without writing (``JudgeCache.check_location``)."""
+        self._cache.check_location()
+        return self._cache.failure
+
+    @property
+    def cache_problems(self) -> list[str]:
+        """The cache location's failure this run and what it ignored there, one headline each (``cache.py``)."""
+        cache = self._cache
+        lines = [f"llmjudge: cache {self.settings.cache_dir}: {warning}" for warning in cache.warnings]
+        if cache.failure is not None:
+            lines.insert(
+                0,
+                f"llmjudge: cache {self.settings.cache_dir} can't be used ({cache.failure}): the run went on "
+                "without it; replies paid for were used from memory and not stored",
+            )
+        return lines
 
     @property
     def runner_started(self) -> bool:

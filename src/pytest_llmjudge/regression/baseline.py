@@ -284,11 +284,35 @@ def _fail(path: Path, message: str) -> BaselineError:
     return BaselineError(f"{path}: {message}")
 
 
-def load_baseline(path: Path) -> Baseline:
-    """Read and validate a baseline file."""
-    from pytest_llmjudge.errors import SuiteError
-    from pytest_llmjudge.suite.sniff import decode
+MAX_BASELINE_BYTES = 32 * 1024 * 1024
+"""Largest baseline file read (32 MiB, as for suite YAML). Parsed JSON costs about thirty times its size in
+memory when it is mostly short case ids and scores: a 60 MB file took 1.7 GB of RSS."""
 
+
+def load_baseline(path: Path) -> Baseline:
+    """Read and validate a baseline file (a regular file of at most :data:`MAX_BASELINE_BYTES`)."""
+    import stat
+
+    from pytest_llmjudge.errors import SuiteError
+    from pytest_llmjudge.suite.text import decode
+
+    try:
+        found = path.stat()
+    except FileNotFoundError:
+        raise BaselineError(_not_found(path)) from None
+    except OSError as exc:
+        raise _fail(path, f"not a readable JSON file ({exc})") from None
+    if not stat.S_ISREG(found.st_mode):  # a FIFO would block the read; a directory is not a file
+        what = {stat.S_IFIFO: "a FIFO", stat.S_IFDIR: "a directory"}.get(
+            stat.S_IFMT(found.st_mode), "a socket or device"
+        )
+        raise _fail(path, f"is {what}, not a regular file")
+    if found.st_size > MAX_BASELINE_BYTES:
+        raise _fail(
+            path,
+            f"baseline file too large: {found.st_size:,} bytes, more than the {MAX_BASELINE_BYTES:,} "
+            "a baseline may have (docs/baselines.md)",
+        )
     try:
         # A byte-order mark (an editor on Windows) picks the encoding as for suite files.
         data = json.loads(decode(path.read_bytes(), path))

@@ -833,7 +833,7 @@ def _visible(text: str) -> str:
     return escape_controls(text, MULTILINE)
 
 
-_UNSAFE_IN_SCRIPT = re.compile(r"[<>&\x7f-\x9f\u2028\u2029]")
+_UNSAFE_IN_SCRIPT = re.compile(r"[<>&\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 
 def _json_for_script(value: Any) -> str:

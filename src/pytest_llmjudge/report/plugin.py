@@ -42,7 +42,13 @@ import pytest
 from pytest_llmjudge.escaping import ONE_LINE, escape_controls
 from pytest_llmjudge.session.collector import results_key
 from pytest_llmjudge.session.secrets import clean_text, note_judge, run_secrets
-from pytest_llmjudge.session.state import is_enabled, recorder_key, scoreboard_key
+from pytest_llmjudge.session.state import (
+    claim_write_targets,
+    is_enabled,
+    recorder_key,
+    scoreboard_key,
+    writes_allowed,
+)
 
 # The document's models (pydantic) are imported where they are built: every pytest run loads
 # this module, with or without --llmjudge, and pydantic with the models took 0.11 s of it.
@@ -183,6 +189,12 @@ def pytest_configure(config: pytest.Config) -> None:
         prices = parse_prices(price_lines(config))
     except (ValueError, PriceError) as exc:
         raise pytest.UsageError(f"pytest-llmjudge: {exc}") from None
+    claim_write_targets(config, [(f"--llmjudge-report={kind}:", path) for kind, path in targets])
+    history = history_directory(config)
+    if history is not None:  # appended to, not replaced: a FIFO there would block the run's end
+        from pytest_llmjudge.history import FILE_NAME
+
+        claim_write_targets(config, [("--llmjudge-history", history / FILE_NAME)])
     state = ReportState(targets=targets, prices=prices)
     config.stash[state_key] = state
     config.stash[recorder_key] = record_properties
@@ -234,9 +246,13 @@ def _suite_info(config: pytest.Config, suite: Suite) -> SuiteInfo:
         rubrics={name: suite.rubrics[name].version for name in rubric_metrics if name in suite.rubrics},
         # Each rubric's score range, so charts keep axes and intervals on the scale.
         scales={
-            name: [min(suite.rubrics[name].scale), max(suite.rubrics[name].scale)]
-            for name in rubric_metrics
-            if name in suite.rubrics and suite.rubrics[name].scale
+            # An aggregate's declared ``scale:`` too: its betting interval rests on it.
+            **{check.spec.metric: list(check.scale) for check in suite.aggregates if check.scale is not None},
+            **{
+                name: [min(suite.rubrics[name].scale), max(suite.rubrics[name].scale)]
+                for name in rubric_metrics
+                if name in suite.rubrics and suite.rubrics[name].scale
+            },
         },
         recorded_judges=sorted(
             {str(value.judge) for case in suite.cases for value in case.recorded.values() if value.judge}
@@ -382,7 +398,8 @@ def pytest_runtest_makereport(
     if isinstance(reason, str) and reason:  # a known failure's reason, from a calibration file
         report.wasxfail = clean_text(reason, run_secrets(item.config), ONE_LINE)
     path, line, domain = report.location
-    report.location = (path, line, escape_controls(domain, ONE_LINE))  # the failure's headline
+    # The failure's headline, and the file pytest shows with -vv (and JUnit's xunit1 'file').
+    report.location = (escape_controls(path, ONE_LINE), line, escape_controls(domain, ONE_LINE))
     recorded = item.config.stash[state_key].properties.pop(item.nodeid, None) if call.when == "call" else None
     # Only a run that writes JUnit needs them on the report (xdist workers have the option too):
     # pytest's terminal statistics keep every report to the end of the run.
@@ -497,7 +514,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     step_summary = _step_summary_path(config)
     history_dir = history_directory(config)
-    if not state.targets and step_summary is None and history_dir is None:
+    if not writes_allowed(config) or (not state.targets and step_summary is None and history_dir is None):
         return
     document = build(config, int(exitstatus))
     if document is None:

@@ -9,7 +9,11 @@ Two small grammars, parsed with regular expressions (no ``eval``):
   metric name, or ``pass_rate(...)`` over a case assertion (``pass_rate(chrf >= 45) >= 0.8``);
   ``lower(...)`` or ``upper(...)`` around a ``mean`` or ``pass_rate`` asserts on that bound of
   its 95% interval instead of the point (``lower(mean(linguistic_acceptability)) >= 1.5``), so
-  a gate can require confidence (the intervals: ``aggregate.py``).
+  a gate can require confidence (the intervals: ``aggregate.py``);
+* ``human_mean(METRIC)`` and ``human_pass_rate(METRIC OP VALUE)``: the same statistics on
+  the native speakers' scale, estimated from the judge's scores and the human labels of a
+  random sample of cases (prediction-powered, ``stats/prediction_powered.py``); they have
+  intervals, so ``lower``/``upper`` take them too.
 
 Degenerate cases: comparing a categorical value with ``>=`` is rejected when parsed; so are
 ``lower``/``upper`` around a statistic without an interval (median, min, max), and a
@@ -29,7 +33,7 @@ from typing import Any, Literal
 from pytest_llmjudge.metrics.language_codes import language_family
 
 Op = Literal[">=", ">", "<=", "<", "==", "!="]
-AggregateStat = Literal["mean", "median", "min", "max", "pass_rate"]
+AggregateStat = Literal["mean", "median", "min", "max", "pass_rate", "human_mean", "human_pass_rate"]
 Bound = Literal["lower", "upper"]
 
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
@@ -44,11 +48,13 @@ _METRIC = r"[A-Za-z_][\w+\-]*(?:@\d+)?"
 _OP = r">=|<=|==|!=|>|<"
 _CASE_RE = re.compile(rf"^\s*(?P<metric>{_METRIC})\s*(?P<op>{_OP})\s*(?P<value>.+?)\s*$")
 _AGG_RE = re.compile(
-    rf"^\s*(?P<stat>mean|median|min|max|pass_rate)\s*\(\s*(?P<inner>.+?)\s*\)\s*(?P<op>{_OP})\s*(?P<value>\S+)\s*$"
+    rf"^\s*(?P<stat>human_mean|human_pass_rate|mean|median|min|max|pass_rate)\s*\(\s*(?P<inner>.+?)\s*\)\s*(?P<op>{_OP})\s*(?P<value>\S+)\s*$"
 )
 _BOUND_RE = re.compile(rf"^\s*(?P<bound>lower|upper)\s*\(\s*(?P<inner>.+\))\s*\)\s*(?P<rest>(?:{_OP}).*)$")
 # Statistics that come with an interval (aggregate.py), hence a lower and an upper bound.
-_WITH_INTERVAL = ("mean", "pass_rate")
+_WITH_INTERVAL = ("mean", "pass_rate", "human_mean", "human_pass_rate")
+# Prediction-powered estimates of what the human annotators would give (aggregate.py, stats/prediction_powered.py).
+HUMAN_STATS = ("human_mean", "human_pass_rate")
 _OVERRIDE_RE = re.compile(rf"^\s*(?P<op>{_OP})?\s*(?P<value>\S+)\s*$")
 
 CASE_LANGUAGE = "case.language"
@@ -205,10 +211,10 @@ def _parse_statistic(text: str, shown: str) -> AggregateSpec:
     if isinstance(value, str):
         raise ExpressionError(f"an aggregate threshold must be a number in {shown!r}")
     inner_text = match["inner"]
-    if stat == "pass_rate":
+    if stat in ("pass_rate", "human_pass_rate"):
         if not _CASE_RE.match(inner_text):
             raise ExpressionError(
-                f"pass_rate needs a case assertion inside, e.g. pass_rate(chrf >= 45), got {inner_text!r}"
+                f"{stat} needs a case assertion inside, e.g. {stat}(chrf >= 45), got {inner_text!r}"
                 + _did_you_mean(inner_text)
             )
         inner = parse_threshold(inner_text)

@@ -13,6 +13,7 @@ one; a rubric scale needs at least two distinct values.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated, Any, Literal
 
@@ -26,6 +27,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from pytest_llmjudge.suite.identity import invisible_problem, normalized
 
 
 def _not_bool(value: Any) -> Any:
@@ -219,6 +222,20 @@ class RecordedScore(_Strict):
     judge: str | None = Field(None, description="Who produced it, e.g. 'gpt-4 (PARIKSHA release)'.")
 
 
+def _labels_present(value: Any) -> Any:
+    # One bare label is one annotator's: {task_quality: 2} is {task_quality: [2]}.
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [value]
+    # An empty label list is a case nobody labelled: leave the metric out instead of [].
+    if isinstance(value, (list, dict)) and not value:
+        raise ValueError("no labels: give at least one, or leave the metric out of 'human'")
+    return value
+
+
+HumanLabels = Annotated[list[Number] | dict[str, Number], BeforeValidator(_labels_present)]
+"""One case's labels on one metric: one per annotator, as a list or by annotator id (finite numbers)."""
+
+
 class MessageConfig(_Strict):
     """One turn of a conversation case."""
 
@@ -242,6 +259,11 @@ class CaseConfig(_Strict):
     )
     metadata: dict[str, Any] = Field(default_factory=dict)
     recorded: dict[str, RecordedScore | Number] = Field(default_factory=dict)
+    human: dict[str, HumanLabels] = Field(
+        default_factory=dict,
+        description="Native-speaker labels per metric: a list [2, 1, 2], {annotator id: label} or one label; "
+        "aggregated per case as calibration sets do (majority, else rounded mean). Used by human_mean(...).",
+    )
     assert_: list[str] = Field(default_factory=list, alias="assert")
     tags: Tags = Field(
         default_factory=list, description="Names that select the case with `pytest -m` (e.g. [smoke, math])."
@@ -254,7 +276,10 @@ class CaseConfig(_Strict):
             raise ValueError(
                 "case ids can't contain '[', ']', '/', ':', newlines or edge spaces (they become node ids)"
             )
-        return value
+        problem = invisible_problem(value, "case id")
+        if problem is not None:
+            raise ValueError(problem)
+        return normalized(value)
 
 
 class OutputsConfig(_Strict):
@@ -283,9 +308,15 @@ class CasesFileConfig(_Strict):
     """A file of cases next to the suite (JSONL, CSV, TSV or Parquet), optionally filtered."""
 
     path: str
-    format: Literal["jsonl", "csv", "tsv", "parquet"] | None = Field(
-        None, description="The file's format (default: from its suffix; .csv, .tsv/.tab, .parquet, else JSONL)."
+    format: Literal["jsonl", "csv", "tsv", "parquet", "hf"] | None = Field(
+        None,
+        description="The file's format (default: from its suffix; .csv, .tsv/.tab, .parquet, hf:// or a "
+        "save_to_disk directory for a Hugging Face dataset, else JSONL).",
     )
+    sample: int | None = Field(
+        None, ge=1, description="Keep a seeded random sample of this many cases, stratified by language."
+    )
+    seed: int = Field(0, description="Seed of the sample.")
     columns: dict[str, str] = Field(
         default_factory=dict,
         description="Tables only: case field -> column, for headers that don't name the fields "
@@ -299,6 +330,11 @@ class CasesFileConfig(_Strict):
     )
     where: dict[str, Any] = Field(
         default_factory=dict, description="Keep only records whose top-level fields equal these values."
+    )
+    human: bool = Field(
+        True,
+        description="Read the records' 'human' labels; false drops them (e.g. to keep only a random sample's "
+        "labels, given in human_labels).",
     )
 
 
@@ -317,6 +353,29 @@ class AggregateConfig(_Strict):
     max_unscored_rate: float = Field(
         0.0, ge=0.0, le=1.0, description="Share of unscored cases tolerated before the aggregate fails (default 0)."
     )
+    min_labels: int = Field(
+        5,
+        ge=2,
+        description="human_mean/human_pass_rate: fewer human-labelled cases in a group is an error, not a pass.",
+    )
+    xfail: dict[str, str] = Field(
+        default_factory=dict,
+        description="Known failures: group or language (or 'all') -> reason; the row is an xfail (strict: a pass fails).",
+    )
+
+    scale: tuple[Number, Number] | None = Field(
+        None,
+        description="[low, high] the scores lie in, for a metric without a known scale (scores recorded under a "
+        "free name, a metric plugin): the mean's interval is then the betting interval, which holds its level at "
+        "every n. One declaration serves every aggregate of the metric. Rubrics and built-in metrics know their scale.",
+    )
+
+    @field_validator("scale")
+    @classmethod
+    def _scale_is_a_range(cls, value: tuple[float, float] | None) -> tuple[float, float] | None:
+        if value is not None and not (math.isfinite(value[0]) and math.isfinite(value[1]) and value[0] < value[1]):
+            raise ValueError(f"scale must be [low, high] with finite low < high, got {list(value)}")
+        return value
 
 
 class RegressionConfig(_Strict):
@@ -352,6 +411,11 @@ class RegressionConfig(_Strict):
     seed: int = 0
     max_unscored_rate: float = Field(0.0, ge=0.0, le=1.0, description="Share of unscored candidate cases tolerated.")
     fail_on_missing: bool = Field(False, description="Fail (not only report) when cases are missing on either side.")
+    missing_suite: Literal["fail", "skip"] = Field(
+        "fail",
+        description="When the baseline this section names lacks the suite: fail (a renamed suite must not switch "
+        "its gate off) or skip (a new suite, not in the baseline yet).",
+    )
 
     @field_validator("per_metric", "per_language", "per_group")
     @classmethod
@@ -378,6 +442,11 @@ class SuiteConfig(_Strict):
         None, description="JSONL file(s) next to the suite with one case per line."
     )
     cases: list[CaseConfig] = Field(default_factory=list)
+    human_labels: str | list[str] | None = Field(
+        None,
+        description="Native-speaker labels joined by case id: JSONL records {id, human: {metric: labels}} "
+        "(calibration.convert's items files) or CSV rows id,metric,label[,annotator]; paths relative to the suite.",
+    )
     assert_: list[str] = Field(
         default_factory=list, alias="assert", description="Case assertions applied to every case."
     )
@@ -392,6 +461,15 @@ class SuiteConfig(_Strict):
     tags: Tags = Field(
         default_factory=list, description="Tags of every case and aggregate of the suite (selected with `pytest -m`)."
     )
+
+    @field_validator("suite")
+    @classmethod
+    def _name_is_visible(cls, value: str) -> str:
+        # The name keys judge calls, records and baselines: two names that print alike must be one.
+        problem = invisible_problem(value, "suite name")
+        if problem is not None:
+            raise ValueError(problem)
+        return normalized(value)
 
     @model_validator(mode="after")
     def _has_cases(self) -> SuiteConfig:
