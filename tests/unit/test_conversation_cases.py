@@ -180,3 +180,17 @@ def test_conversation_rubrics_need_messages_and_carry_their_target() -> None:
         assert rubric.needs == frozenset({"messages"}) and rubric.target == "conversation"
         assert rubric.scale == (0, 1, 2)
     assert LA.target == "output"
+
+
+def test_parquet_and_hugging_face_list_columns_give_the_inline_conversation(tmp_path: Path, registry: Registry) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    datasets = pytest.importorskip("datasets")
+    record = {"id": "c", "language": "fr", "messages": TURNS}
+    pq.write_table(pa.Table.from_pylist([record]), tmp_path / "cases.parquet")
+    datasets.DatasetDict({"test": datasets.Dataset.from_list([record])}).save_to_disk(str(tmp_path / "chats"))
+    inline = build(tmp_path, registry, suite([record]))
+    tail = "assert: [conversation_coherence >= 1]\n"
+    for source in ("cases.parquet", "chats?split=test"):
+        loaded = build(tmp_path, registry, f"suite: s\ncases_file: {source}\n{tail}")
+        assert [(c.messages, c.output, c.input) for c in loaded] == [(c.messages, c.output, c.input) for c in inline]
