@@ -100,6 +100,9 @@ def test_an_output_target_gets_the_conversation_so_far(
     result.assert_outcomes(passed=3)
     outputs = {query.output for query in scripted_judge.queries}
     assert outputs == {"turns=4 last=Quelle heure est-il ?"}
+    assert {query.turns for query in scripted_judge.queries} == {
+        (("system", "Sois bref."), ("user", "Bonjour"), ("assistant", "Bonjour !"), ("user", "Quelle heure est-il ?"))
+    }
     report = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
     record = report["cases"][0]
     assert [turn["role"] for turn in record["transcript"]] == ["system", "user", "assistant", "user", "assistant"]
