@@ -474,7 +474,10 @@ class ScoreBoard:
         submitted = 0
         for suite, case, metric in needs:
             if suite.metric_kinds.get(metric) == "judged" and metric not in case.recorded:
-                submitted += self._judged_future(suite, case, metric)[1]
+                # Under xdist one worker starts it up front; another that needs the score starts
+                # it when asked, and the cache's lease makes it wait for the owner's replies.
+                if self.share is None or self.share.owns(repr((case.key, f"judged:{metric}"))):
+                    submitted += self._judged_future(suite, case, metric)[1]
         paused = False
         for suite, case, group, sample in self.planned_calls(needs):
             submitted += self._submit(suite, case, group, sample, eager=True)
