@@ -98,6 +98,15 @@ def _case_record(
     )
 
 
+def _judged_item(entry: dict[str, Any]) -> str:
+    """``[supported] claim (reason)`` for one entry of a RAG metric's detail list."""
+    flag = next((key for key in ("supported", "useful", "attributed") if key in entry), None)
+    text = next((entry[key] for key in ("claim", "passage", "statement") if key in entry), "")
+    mark = "" if flag is None else f"[{flag if entry[flag] else 'not ' + flag}] "
+    reason = entry.get("reason")
+    return mark + _excerpt(str(text)) + (f" ({_excerpt(str(reason))})" if reason else "")
+
+
 def _judged_output(config: pytest.Config, suite: Suite, case: Case) -> str | None:
     """The judged output: the case's own, else the model's (None when it could not be produced)."""
     if case.output is not None:
@@ -344,7 +353,15 @@ class CaseItem(_SuiteItem):
         if score.justification:
             lines.append(f"  justification: {_excerpt(score.justification)}")
         for key, value in score.detail.items():
+            if isinstance(value, list) and value and all(isinstance(entry, dict) for entry in value):
+                # A RAG metric's judged items (metrics/rag.py): one line each, verdict first.
+                lines.append(f"  {key}:")
+                lines.extend(f"    {_judged_item(entry)}" for entry in value)
+                continue
             lines.append(f"  {key + ':':<14} {value}")
+        if self.case.messages:
+            roles = ", ".join(turn.role for turn in self.case.messages)
+            lines.append(f"  conversation:  {len(self.case.messages)} turn(s) before the output ({roles})")
         if self.case.input:
             lines.append(f"  input:         {_excerpt(self.case.input)}")
         lines.append(f"  output:        {_excerpt(_judged_output(self.config, self.suite, self.case))}")

@@ -54,7 +54,14 @@ def test_conversation_rubrics_rate_the_transcript_and_reports_show_it(
     result = pytester.runpytest("--llmjudge", "-rA", "--llmjudge-report=json:r.json", "--llmjudge-report=html:r.html")
     # hi-chat: coherence and LA pass, task_completion fails; one: LA passes, both conversation rubrics unscored.
     result.assert_outcomes(passed=3, failed=3)
-    result.stdout.fnmatch_lines(["*UNSCORED: one*conversation_coherence*", "*needs the case's messages*"])
+    result.stdout.fnmatch_lines(
+        [
+            "FAILED: hi-chat [[]hi[]] task_completion = 1, expected >= 2",
+            "  conversation:  3 turn(s) before the output (user, assistant, user)",
+            "*UNSCORED: one*conversation_coherence*",
+            "*needs the case's messages*",
+        ]
+    )
     assert loopback.stats()["requests"] == 4, "a one-turn case asks no judge about a conversation rubric"
     by_metric = {metric: texts for metric, texts in seen if "Conversation turn 1 (user)" in texts}
     assert set(by_metric) == {"conversation_coherence", "task_completion", "linguistic_acceptability"}

@@ -131,7 +131,13 @@ def test_faithfulness_decomposes_then_verifies_and_reports_the_claims(pytester: 
         ]
         assert (faithful["detail"]["supported"], faithful["detail"]["total"]) == (2, 3)
         assert records[("hi-unfaithful", "faithfulness")]["score"] == 0.0
-        first.stdout.fnmatch_lines(["*FAILED: hi-unfaithful [[]hi[]] faithfulness = 0, expected >= 0.6*"])
+        first.stdout.fnmatch_lines(
+            [
+                "*FAILED: hi-unfaithful [[]hi[]] faithfulness = 0, expected >= 0.6*",
+                "  claims:",
+                "    [[]not supported[]] ताजमहल दिल्ली में है। (संदर्भ में नहीं)",
+            ]
+        )
         html = (pytester.path / "r.html").read_text(encoding="utf-8")
         assert "judged items" in html and "not supported" in html
 
