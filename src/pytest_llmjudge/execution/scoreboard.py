@@ -267,13 +267,16 @@ class ScoreBoard:
             else None
         )
         self._cache = JudgeCache(settings.cache_dir, settings.cache_mode, secret=secret_from_environment(), store=store)
+        worker = share  # this process's place among the xdist workers, whether or not they share replies
         if share is not None:  # an xdist worker: share only through a cache the workers can write
             self._cache.check_location()
             share = self.share = share if self._cache.writable else None
         self._runner: JudgeRunner | None = None
         limits = SpendLimits(settings.max_calls, settings.max_cost, settings.max_tokens)
+        # The cap is the run's total: split between the workers even when they can't share replies
+        # (cache off or unwritable), where each pays for its own calls.
         self.spend = (
-            SpendCap(limits.share(share.index, share.count) if share is not None else limits, run_limits=limits)
+            SpendCap(limits.share(worker.index, worker.count) if worker is not None else limits, run_limits=limits)
             if limits.any
             else None
         )
