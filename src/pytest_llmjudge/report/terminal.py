@@ -120,7 +120,8 @@ REGRESSION_COLUMNS: tuple[Column, ...] = (
     ("delta", 7, True),
     ("95% CI", 16, False),
     ("p", 5, True),
-    ("gate", 5, False),
+    ("p adj", 5, True),
+    ("gate", 9, False),
 )
 
 
@@ -228,13 +229,18 @@ def _gate_lines(document: ReportDocument, width: int) -> list[StyledLine]:
 
 def _regression_lines(regressions: Sequence[RegressionRecord]) -> list[StyledLine]:
     """A count line, then every comparison that did not pass (at most :data:`MAX_DETAIL_LINES`)."""
+    from pytest_llmjudge.regression.verdict import release_verdict
+
     statuses = Counter(r.status for r in regressions)
     head = (
         f"regression against the baseline: {len(regressions)} comparison(s), {statuses['fail']} fail, "
-        f"{statuses['warn']} warn, {statuses['improved']} improved"
+        f"{statuses['warn']} warn, {statuses['undecided']} undecided, {statuses['improved']} improved"
     )
+    verdict = release_verdict(regressions)
     lines: list[StyledLine] = [(head, "bold")]
-    notable = [r for r in regressions if r.status in ("fail", "warn")]
+    if verdict is not None:
+        lines.append((verdict.text, "green" if verdict.passed else "red"))
+    notable = [r for r in regressions if r.status in ("fail", "warn", "undecided")]
     if notable:
         lines.append((_columns(REGRESSION_COLUMNS, [c[0] for c in REGRESSION_COLUMNS], "  "), None))
     for record in notable[:MAX_DETAIL_LINES]:
@@ -246,6 +252,7 @@ def _regression_lines(regressions: Sequence[RegressionRecord]) -> list[StyledLin
             format_number(record.mean_difference, 3),
             _ci(record.ci_low, record.ci_high),
             format_fixed(record.p_value),
+            format_fixed(record.p_adjusted),
             record.gate,
         ]
         style = "red" if record.status == "fail" else "yellow"

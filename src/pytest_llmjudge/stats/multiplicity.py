@@ -1,0 +1,103 @@
+"""Multiple-testing corrections: adjusted p-values for a family of one-sided tests.
+
+What it is
+    A release gate of ``k`` comparisons (8 languages x 3 metrics = 24) tested each at level
+    ``alpha`` fails an unchanged model with probability up to ``1 - (1 - alpha)**k`` (71% at
+    ``k = 24``, 64% measured). A correction turns the family's raw p-values ``p_1 .. p_k``
+    into adjusted ones; an item is rejected when its adjusted p is ``<= alpha``. With the
+    sorted raw p-values ``p_(1) <= ... <= p_(k)``:
+
+    * ``bonferroni``: ``min(1, k * p_i)``. Controls the family-wise error rate (FWER, the
+      chance of any false rejection) under any dependence.
+    * ``holm`` (default): ``p~_(j) = max_{i <= j} min(1, (k - i + 1) * p_(i))`` (Holm 1979,
+      *A simple sequentially rejective multiple test procedure*, Scand. J. Statist. 6:65-70).
+      Controls the FWER under any dependence, like Bonferroni, and rejects everything
+      Bonferroni rejects, and more.
+    * ``bh``: Benjamini-Hochberg, ``p~_(j) = min_{i >= j} min(1, k * p_(i) / i)``
+      (Benjamini and Hochberg 1995, JRSS-B 57:289-300). Controls the false discovery rate
+      (the expected share of false rejections among the rejections), not the FWER; it
+      assumes the p-values are independent or positively regression dependent on the subset
+      of true nulls (PRDS; Benjamini and Yekutieli 2001, Ann. Statist. 29:1165-1188, Thm 1.2).
+      One-sided tests of metrics that move together (task quality and acceptability of the
+      same answers) are the positively dependent case it covers; it is not guaranteed for
+      arbitrary negative dependence.
+    * ``none``: the raw p-values (each item at ``alpha`` alone).
+
+    These are ``statsmodels.stats.multitest.multipletests`` with methods ``bonferroni``,
+    ``holm`` and ``fdr_bh`` (the tests compare with it).
+
+Per-item level (:func:`per_item_level`)
+    The level a single item must reach when it is the only one that changed, the case a
+    release gate is planned for: ``alpha / k`` under all three corrections (Holm's and BH's
+    first step, Bonferroni's every step), ``alpha`` under ``none``. Power, the minimum
+    detectable effect and "too few cases to decide" are computed at this level.
+
+Degenerate cases: an empty family gives an empty list; p-values outside ``[0, 1]`` or NaN
+raise :class:`~pytest_llmjudge.errors.StatisticsError`; an unknown method too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal, get_args
+
+import numpy as np
+
+from pytest_llmjudge.errors import StatisticsError
+
+__all__ = ["CORRECTIONS", "Correction", "adjust", "method_name", "per_item_level"]
+
+Correction = Literal["holm", "bh", "bonferroni", "none"]
+CORRECTIONS: tuple[str, ...] = get_args(Correction)
+
+_NAMES = {
+    "holm": "Holm",
+    "bh": "Benjamini-Hochberg",
+    "bonferroni": "Bonferroni",
+    "none": "no correction",
+}
+
+
+def method_name(method: str) -> str:
+    """How reports name ``method`` ("Holm", "Benjamini-Hochberg", ...)."""
+    return _NAMES.get(method, method)
+
+
+def _check(method: str) -> None:
+    if method not in CORRECTIONS:
+        raise StatisticsError(f"unknown correction {method!r}: expected one of {', '.join(CORRECTIONS)}")
+
+
+def adjust(pvalues: Sequence[float], method: str = "holm") -> list[float]:
+    """The adjusted p-values of ``pvalues`` (same order) under ``method``."""
+    _check(method)
+    p = np.asarray(pvalues, dtype=np.float64)
+    if p.size == 0:
+        return []
+    if np.any(np.isnan(p)) or np.any(p < 0) or np.any(p > 1):
+        raise StatisticsError(f"p-values must be in [0, 1], got {list(map(float, p))}")
+    k = p.size
+    if method == "none":
+        return [float(v) for v in p]
+    if method == "bonferroni":
+        return [float(v) for v in np.minimum(1.0, k * p)]
+    order = np.argsort(p, kind="stable")
+    ranked = p[order]
+    ranks = np.arange(1, k + 1, dtype=np.float64)
+    if method == "holm":
+        stepped = np.maximum.accumulate(np.minimum(1.0, (k - ranks + 1) * ranked))
+    else:  # bh
+        stepped = np.minimum.accumulate(np.minimum(1.0, k * ranked / ranks)[::-1])[::-1]
+    out = np.empty(k, dtype=np.float64)
+    out[order] = stepped
+    return [float(v) for v in out]
+
+
+def per_item_level(alpha: float, k: int, method: str = "holm") -> float:
+    """The level one item must reach alone in a family of ``k`` (module docstring)."""
+    _check(method)
+    if not 0.0 < alpha < 1.0:
+        raise StatisticsError(f"alpha must be in (0, 1), got {alpha}")
+    if method == "none" or k <= 1:
+        return alpha
+    return alpha / k
