@@ -46,41 +46,105 @@ def test_save_baseline_writes_small_versioned_json(pytester: pytest.Pytester) ->
     assert set(data["run"]) >= {"plugin_version", "python", "pytest", "items", "failed_items"}
 
 
-def test_drop_fails_when_significant_warns_when_not_and_improvement_passes(pytester: pytest.Pytester) -> None:
+def test_drop_fails_when_shown_warns_when_inconclusive_and_too_few_is_undecided(pytester: pytest.Pytester) -> None:
     save_baseline(pytester)
-    candidate = {"hi": [0] * 8 + [2] * 4, "fr": [1] + [2] * 11, "de": [2] * 12}
+    # hi: 8 of 12 drop by 2 (exact p 2^-8, Holm x3 = 0.0117: fails); fr: one drop among 11 ties
+    # (smallest possible p 0.5: undecided); de: 4 down, 3 up (inconclusive).
+    candidate = {"hi": [0] * 8 + [2] * 4, "fr": [1] + [2] * 11, "de": [0, 0, 0, 0, 2, 2, 2] + [1] * 5}
     pytester.makefile(".yaml", suite=suite_text(candidate))
     junit = pytester.path / "junit.xml"
     result = pytester.runpytest(
         "--llmjudge", "--llmjudge-baseline=prod", f"--junitxml={junit}", "-rA", "--llmjudge-junit-properties"
     )
-    result.assert_outcomes(passed=36 + 2, failed=1, warnings=1)
+    result.assert_outcomes(passed=36 + 1, failed=1, skipped=0, warnings=2)
+    assert result.parseoutcomes()["undecided"] == 1
     result.stdout.fnmatch_lines(
         [
-            "*REGRESSION: release task_quality [[]hi[]] vs baseline prod: candidate - baseline = -1.333*regressed",
-            "*means:*candidate 0.667, baseline 2.000 over 12 paired cases (higher is better)",
+            "*REGRESSION: release task_quality [[]hi[]] vs baseline prod: candidate - baseline = -1.333*"
+            "p = 0.0039 for a drop beyond margin 0, adjusted 0.0117 (alpha 0.05): regressed",
+            "*means:*candidate 0.667, baseline 2.000 over 12 paired cases, 8 changed (higher is better)",
+            "*method:*exact paired sign-flip test (8 non-tied of 12 pairs, 2^8 signs)*",
+            "*family:*3 comparison(s) (run), Holm; level per item 0.0167, mode regression",
             "*largest drops: hi-0 2 -> 0*",
         ]
     )
-    result.stdout.fnmatch_lines(["*RegressionWarning: WARNING: release task_quality [[]fr[]]*drop not significant*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*RegressionWarning: WARNING: release task_quality [[]de[]]*inconclusive: a drop beyond the margin is not ruled out",
+            "*power:*drop at most 0.667 (98.33% upper bound); smallest drop detectable with 80% power at n=12: 0.680;*",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        ["*RegressionWarning: UNDECIDED: release task_quality [[]fr[]]*: too few cases to decide"]
+    )
     # The comparisons are printed once, in the llmjudge summary (no llmjudge baseline section of their own).
     assert "llmjudge baseline" not in result.stdout.str()
+    verdict = (
+        "release verdict: FAIL: 3 comparison(s) in 1 family (run), Holm at alpha 0.05; 1 failed: "
+        "release task_quality [hi]; 1 inconclusive; 1 too few cases to decide"
+    )
+    # One verdict, wrapped at 100 columns in the terminal.
+    assert verdict in " ".join(result.stdout.str().split())
     result.stdout.fnmatch_lines(
         [
             "*= llmjudge summary =*",
-            "regression against the baseline: 3 comparison(s), 1 fail, 1 warn, 1 improved",
-            "  suite * gate",
-            "  release * task_quality * fr * 12 * warn",
-            "  release * task_quality * hi * 12 * -1.333 * fail",
+            "regression against the baseline: 3 comparison(s), 1 fail, 1 warn, 1 undecided, 0 improved",
+            "release verdict: FAIL: 3 comparison(s)*",
+            "  suite * p adj*gate",
+            "  release * task_quality * de * 12 * warn",
+            "  release * task_quality * fr * 12 * undecided",
+            "  release * task_quality * hi * 12 * -1.333 * 0.012 fail",
         ]
     )
-    cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+    root = ET.parse(junit).getroot()
+    suite_props = {
+        p.get("name"): p.get("value") for p in root.iter("testsuite") for p in p.findall("properties/property")
+    }
+    assert suite_props["llmjudge_release_verdict"] == verdict
+    cases = {c.get("name"): c for c in root.iter("testcase")}
     props = {p.get("name"): p.get("value") for p in cases["regression[task_quality-hi]"].iter("property")}
     assert props["gate"] == "fail" and props["baseline"] == "prod" and props["n_paired"] == "12"
-    assert float(props["score"]) == pytest.approx(-4 / 3) and float(props["p_value"]) < 0.05
+    assert float(props["score"]) == pytest.approx(-4 / 3) and float(props["p_value"]) == 2**-8
+    assert float(props["p_adjusted"]) == pytest.approx(3 * 2**-8) and props["correction"] == "holm"
     assert float(props["ci_high"]) < 0
-    improved = {p.get("name"): p.get("value") for p in cases["regression[task_quality-de]"].iter("property")}
-    assert improved["gate"] == "pass" and improved["verdict"] == "improved"
+    undecided = cases["regression[task_quality-fr]"]
+    assert "too few cases to decide" in (undecided.find("skipped").get("message") or "")
+    with_bonferroni = pytester.runpytest("--llmjudge", "--llmjudge-baseline=prod", "--llmjudge-correction=none")
+    with_bonferroni.stdout.fnmatch_lines(["release verdict: FAIL: 3 comparison(s)*no correction at alpha 0.05*"])
+
+
+def test_fail_on_warn_fails_inconclusive_and_undecided_items_with_the_regression_text(
+    pytester: pytest.Pytester,
+) -> None:
+    save_baseline(pytester)
+    candidate = {"hi": [2] * 12, "fr": [1] + [2] * 11, "de": [0, 0, 0, 0, 2, 2, 2] + [1] * 5}
+    pytester.makefile(".yaml", suite=suite_text(candidate))
+    result = pytester.runpytest("--llmjudge", "--llmjudge-baseline=prod", "-k", "regression", "--llmjudge-fail-on=warn")
+    result.assert_outcomes(passed=1, failed=2, deselected=36)
+    result.stdout.fnmatch_lines(
+        [
+            "*REGRESSION (fail_on: warn): release task_quality [[]de[]]*inconclusive*",
+            "*REGRESSION (fail_on: warn): release task_quality [[]fr[]]*too few*",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str() and "compare.py" not in result.stdout.str()
+    pytester.makefile(".yaml", suite=suite_text(candidate, extra="regression: {fail_on: warn}"))
+    from_suite = pytester.runpytest("--llmjudge", "--llmjudge-baseline=prod", "-k", "regression")
+    from_suite.assert_outcomes(passed=1, failed=2, deselected=36)
+
+
+def test_non_inferiority_passes_only_when_a_drop_beyond_the_margin_is_ruled_out(pytester: pytest.Pytester) -> None:
+    scores = {"hi": [2] * 30, "fr": [2] * 3}
+    save_baseline(pytester, scores=scores)
+    candidate = {"hi": [1] + [2] * 29, "fr": [2] * 3}
+    extra = "regression: {mode: non_inferiority, margin: 0.2}"
+    pytester.makefile(".yaml", suite=suite_text(candidate, extra=extra))
+    result = pytester.runpytest("--llmjudge", "--llmjudge-baseline=prod", "-k", "regression")
+    # hi: 30 pairs, one drop of 1: a drop beyond 0.2 is ruled out; fr: 3 pairs can show nothing.
+    result.assert_outcomes(passed=1, failed=1, deselected=33)
+    result.stdout.fnmatch_lines(["*REGRESSION: release task_quality [[]fr[]]*too few cases to show non-inferiority"])
+    passed = [line for line in result.stdout.lines if "task_quality" in line and " hi " in line]
+    assert not passed, "a passing comparison is not listed"
 
 
 def test_missing_cases_are_reported_and_can_fail(pytester: pytest.Pytester) -> None:
@@ -112,7 +176,7 @@ def test_lower_is_better_metric_and_permutation_method(pytester: pytest.Pytester
     )
     result.assert_outcomes(failed=1, deselected=10)
     result.stdout.fnmatch_lines(
-        ["*candidate - baseline = 0.600*regressed", "*(lower is better)", "*paired sign-flip permutation test (exact*"]
+        ["*candidate - baseline = 0.600*regressed", "*(lower is better)", "*exact paired sign-flip test (6 non-tied*"]
     )
 
 
@@ -214,7 +278,7 @@ def test_the_reports_show_each_case_old_and_new_score_and_output(pytester: pytes
     )
     pytester.makefile(".yaml", suite=candidate)
     result = pytester.runpytest("--llmjudge", "--llmjudge-baseline=prod", "--llmjudge-report=json:r.json")
-    result.assert_outcomes(passed=4, warnings=1)  # threshold >= 0 holds; the drop of 3 cases is not significant
+    result.assert_outcomes(passed=3, warnings=1)  # threshold >= 0 holds; 3 cases are too few to decide
     cases = {c["case"]: c for c in json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))["cases"]}
     assert (cases["hi-0"]["output"], cases["hi-0"]["score"]) == ("y", 0.0)
     assert cases["hi-0"]["baseline"] == {"score": 2.0, "output": "x"}

@@ -28,9 +28,11 @@ The family (:func:`decide`)
     ``mode: regression``:
 
     * **fail** ("regressed"): adjusted p ``<= alpha`` and ``D < -m``;
-    * **undecided** ("too few cases to decide"): otherwise, when the smallest p-value the
-      test could give with these pairs (``2**-m'`` for ``m'`` non-tied pairs) is above ``a``:
-      no outcome could have been significant. A warning, never a pass or a failure;
+    * **undecided** ("too few cases to decide"): otherwise, when no outcome could have been
+      significant: the smallest p-value of ``n`` pairs (``2**-n``) is above ``a`` (2 cases at
+      5%), or a drop beyond the margin was seen and the smallest p-value of its ``m'``
+      non-tied pairs (``2**-m'``: 4 drops among 20 ties give 0.0625) is above ``a``. A
+      warning, never a pass or a failure;
     * **warn** ("inconclusive"): otherwise, when the candidate scored lower (``D < 0``) and
       the test could not rule out a drop larger than the margin: the ``1 - a`` upper
       confidence bound of the drop exceeds ``m`` (equivalently ``p_non_inferiority > a``).
@@ -340,10 +342,10 @@ def _decide_one(result: RegressionResult, adjusted: float, k: int, level: float)
     s = result.settings
     drop = result.drop or 0.0
     margin = s.margin
-    # An item that could never reach the level (2 pairs), or whose observed drop rests on too
-    # few non-tied pairs (4 drops among 20 ties), can't be decided either way.
+    # An item that could never reach the level (2 pairs), or whose observed drop beyond the
+    # margin rests on too few non-tied pairs (4 drops among 20 ties), can't be decided.
     structural = min_achievable_p(result.n, resamples=s.n_resamples) > level
-    conditional = drop > 0 and (result.min_p or 1.0) > level
+    conditional = drop > margin and (result.min_p or 1.0) > level
     too_few = structural or conditional
     upper = result.bound(level) if result.bound is not None else math.inf
     mde = minimum_detectable_effect(result.sd, result.n, level)

@@ -45,9 +45,11 @@ def release_verdict(records: Sequence[RegressionRecord]) -> ReleaseVerdict | Non
     if not records:
         return None
     families = {_family_key(r) for r in records}
-    corrections = sorted({(method_name(r.correction or "?"), r.alpha) for r in records}, key=str)
+    corrections = sorted(
+        {(method_name(r.correction) if r.correction else "correction unknown", r.alpha) for r in records}, key=str
+    )
     how = ", ".join(f"{name} at alpha {alpha:g}" if alpha is not None else name for name, alpha in corrections)
-    scopes = sorted({r.family or "?" for r in records})
+    scopes = sorted({r.family or "scope unknown" for r in records})
     failing = [r for r in records if r.status == "fail"]
     failed = [f"{r.suite} {r.metric} [{r.language}]" for r in failing]
     inconclusive = sum(1 for r in records if r.gate == "warn")
