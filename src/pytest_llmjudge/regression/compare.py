@@ -70,7 +70,7 @@ import numpy as np
 from pytest_llmjudge.stats.multiplicity import adjust, method_name, per_item_level
 from pytest_llmjudge.stats.paired import paired_bootstrap
 from pytest_llmjudge.stats.power import DEFAULT_POWER, cases_needed, minimum_detectable_effect
-from pytest_llmjudge.stats.signflip import drop_upper_bound, min_achievable_p, sign_flip_test
+from pytest_llmjudge.stats.signflip import drop_upper_bound, min_achievable_p, sign_flip_tests
 
 Method = Literal["bootstrap", "permutation"]
 Mode = Literal["regression", "non_inferiority"]
@@ -275,8 +275,8 @@ def measure(
         sign * cand, sign * base, resamples=bootstrap_resamples, confidence=settings.confidence, seed=settings.seed
     )
     # The drop test's own ties (pairs exactly at -margin) decide what the data could show.
-    drop_test = sign_flip_test(
-        oriented, alternative="less", shift=margin, resamples=settings.n_resamples, seed=settings.seed
+    drop_test, non_inferiority = sign_flip_tests(
+        oriented, shift=margin, resamples=settings.n_resamples, seed=settings.seed
     )
     bound: Callable[[float], float]
     if settings.method == "bootstrap":
@@ -290,9 +290,7 @@ def measure(
         detail = comparison.method
     else:
         p_value = drop_test.p_value
-        p_ni = sign_flip_test(
-            oriented, alternative="greater", shift=margin, resamples=settings.n_resamples, seed=settings.seed
-        ).p_value
+        p_ni = non_inferiority.p_value
 
         def bound(level: float) -> float:
             return drop_upper_bound(oriented, level, resamples=settings.n_resamples, seed=settings.seed)
@@ -320,11 +318,12 @@ def measure(
     )
 
 
-def decide(family: Sequence[RegressionResult]) -> list[RegressionResult]:
+def decide(family: Sequence[RegressionResult], *, bounds: bool = True) -> list[RegressionResult]:
     """Decide every comparison of one family together (module docstring).
 
     The family's correction and ``alpha`` are the first member's settings (callers group
-    comparisons by them). Errors keep their gate and do not count in ``k``.
+    comparisons by them). Errors keep their gate and do not count in ``k``. ``bounds=False``
+    leaves ``drop_upper`` unset (the gates do not depend on it; simulations skip its cost).
     """
     tested = [r for r in family if r.gate != "error" and r.primary_p is not None]
     if not tested:
@@ -335,10 +334,10 @@ def decide(family: Sequence[RegressionResult]) -> list[RegressionResult]:
         zip(map(id, tested), adjust([float(r.primary_p or 1.0) for r in tested], settings.correction), strict=False)
     )
     level = per_item_level(settings.alpha, k, settings.correction)
-    return [_decide_one(r, adjusted[id(r)], k, level) if id(r) in adjusted else r for r in family]
+    return [_decide_one(r, adjusted[id(r)], k, level, bounds) if id(r) in adjusted else r for r in family]
 
 
-def _decide_one(result: RegressionResult, adjusted: float, k: int, level: float) -> RegressionResult:
+def _decide_one(result: RegressionResult, adjusted: float, k: int, level: float, bounds: bool) -> RegressionResult:
     s = result.settings
     drop = result.drop or 0.0
     margin = s.margin
@@ -347,7 +346,7 @@ def _decide_one(result: RegressionResult, adjusted: float, k: int, level: float)
     structural = min_achievable_p(result.n, resamples=s.n_resamples) > level
     conditional = drop > margin and (result.min_p or 1.0) > level
     too_few = structural or conditional
-    upper = result.bound(level) if result.bound is not None else math.inf
+    upper = (result.bound(level) if result.bound is not None else math.inf) if bounds else None
     mde = minimum_detectable_effect(result.sd, result.n, level)
     mde = margin + mde if math.isfinite(mde) else mde
     needed = cases_needed(result.sd, margin, level) if margin > 0 else None

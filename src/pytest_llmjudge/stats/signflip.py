@@ -35,9 +35,12 @@ Non-inferiority and the bound on a drop
     (:func:`sign_flip_test` with ``shift=delta``). Its p-value falls as ``delta`` grows (for
     fixed sign vectors, ``T(s) >= T`` becomes ``sum(s_i d_i) - sum(d_i) >= delta * (n -
     sum(s_i))`` and the right side grows), so the set of drops the data do not rule out is
-    an interval and :func:`drop_upper_bound` finds its end by bisection: the smallest
-    ``delta`` with ``p <= level`` is the ``1 - level`` upper confidence bound of the drop
-    (test inversion; Lehmann and Romano 2005, *Testing Statistical Hypotheses*, sec. 3.5).
+    an interval and :func:`drop_upper_bound` finds its end: the smallest ``delta`` with
+    ``p <= level`` is the ``1 - level`` upper confidence bound of the drop (test inversion;
+    Lehmann and Romano 2005, *Testing Statistical Hypotheses*, sec. 3.5). Up to 24 pairs by
+    bisection on the exact test; beyond, over ``B`` random sign vectors of all pairs, where
+    each vector's crossing point is a ratio and the bound is an order statistic of them
+    (:func:`_monte_carlo_bound`).
     When even ``delta`` beyond every observed drop gives ``p > level`` (too few pairs), the
     bound is ``inf``: nothing was ruled out.
 
@@ -57,7 +60,14 @@ import numpy.typing as npt
 
 from pytest_llmjudge.errors import StatisticsError
 
-__all__ = ["EXACT_LIMIT", "SignFlipResult", "drop_upper_bound", "min_achievable_p", "sign_flip_test"]
+__all__ = [
+    "EXACT_LIMIT",
+    "SignFlipResult",
+    "drop_upper_bound",
+    "min_achievable_p",
+    "sign_flip_test",
+    "sign_flip_tests",
+]
 
 FloatArray = npt.NDArray[np.float64]
 OneSided = Literal["less", "greater"]
@@ -137,6 +147,56 @@ def sign_flip_test(
     )
 
 
+def sign_flip_tests(
+    differences: npt.ArrayLike,
+    *,
+    shift: float = 0.0,
+    exact_limit: int = EXACT_LIMIT,
+    resamples: int = 10_000,
+    seed: int = 0,
+) -> tuple[SignFlipResult, SignFlipResult]:
+    """Both one-sided tests of ``differences + shift`` ("less", "greater") from one null distribution.
+
+    The same as two calls of :func:`sign_flip_test` (the same counts when exact, the same
+    random sign vectors when not), at the cost of one.
+    """
+    raw = np.asarray(differences, dtype=np.float64)
+    d = raw + float(shift)
+    if raw.ndim != 1 or raw.size == 0 or not np.all(np.isfinite(raw)):
+        return (
+            sign_flip_test(raw, alternative="less", shift=shift, exact_limit=exact_limit, resamples=resamples),
+            sign_flip_test(raw, alternative="greater", shift=shift, exact_limit=exact_limit, resamples=resamples),
+        )
+    n = d.size
+    tol = 4.0 * n * float(np.finfo(np.float64).eps) * max(float(np.max(np.abs(d))), abs(float(shift)))
+    nonzero = d[np.abs(d) > tol]
+    m = int(nonzero.size)
+    if m <= exact_limit:
+        return (
+            sign_flip_test(raw, alternative="less", shift=shift, exact_limit=exact_limit, resamples=resamples),
+            sign_flip_test(raw, alternative="greater", shift=shift, exact_limit=exact_limit, resamples=resamples),
+        )
+    from pytest_llmjudge.stats.paired import _random_sign_flip_means
+
+    # The sign vectors paired_permutation_test draws for these pairs and this seed.
+    rng = np.random.default_rng(seed)
+    observed = float(np.mean(nonzero))
+    tol_mean = tol  # a mean of m terms rounds no worse than their sum
+    less = greater = 0
+    rows_per_chunk = max(1, (1 << 20) // m)
+    for start in range(0, resamples, rows_per_chunk):
+        rows = min(rows_per_chunk, resamples - start)
+        null = _random_sign_flip_means(nonzero, rows, rng)
+        less += int(np.count_nonzero(null <= observed + tol_mean))
+        greater += int(np.count_nonzero(null >= observed - tol_mean))
+    mean = float(np.mean(raw))
+    floor = min_achievable_p(m, exact_limit=exact_limit, resamples=resamples)
+    return (
+        SignFlipResult(n, m, mean, min(1.0, (1 + less) / (resamples + 1)), "less", False, resamples, floor),
+        SignFlipResult(n, m, mean, min(1.0, (1 + greater) / (resamples + 1)), "greater", False, resamples, floor),
+    )
+
+
 def drop_upper_bound(
     differences: npt.ArrayLike,
     level: float,
@@ -153,6 +213,8 @@ def drop_upper_bound(
     if not 0.0 < level < 1.0:
         raise StatisticsError(f"level must be in (0, 1), got {level}")
     d = np.asarray(differences, dtype=np.float64)
+    if d.size > exact_limit:
+        return _monte_carlo_bound(d, level, resamples, seed)
     spread = float(np.max(d) - np.min(d)) if d.size else 0.0
 
     def p(delta: float) -> float:
@@ -176,6 +238,31 @@ def drop_upper_bound(
         if hi - lo <= 1e-6 * step:
             break
     return hi
+
+
+def _monte_carlo_bound(d: FloatArray, level: float, resamples: int, seed: int) -> float:
+    """The bound over ``B`` random sign vectors of all ``n`` pairs, in closed form.
+
+    For a sign vector with ``c = n - sum(s) > 0`` flips, ``T(s) >= T`` holds at shift
+    ``delta`` exactly when ``delta <= r = (sum(s_i d_i) - sum(d_i)) / c``; with no flip it
+    always holds. So ``p(delta) = (1 + z + #{r >= delta}) / (B + 1)`` (``z``: vectors without
+    a flip), and the smallest ``delta`` with ``p <= level`` is the ``(j + 1)``-th largest
+    ``r``, ``j = floor(level * (B + 1)) - 1 - z``.
+    """
+    n = d.size
+    rng = np.random.default_rng(seed)
+    words = (n + 63) // 64
+    raw = rng.integers(0, np.iinfo(np.uint64).max, size=(resamples, words), dtype=np.uint64, endpoint=True)
+    flips = np.unpackbits(raw.view(np.uint8), axis=1, count=n).astype(np.float64)
+    flipped = flips.sum(axis=1)  # c / 2: each flip moves sum(s) by 2
+    shift_sum = -2.0 * (flips @ d)  # sum(s_i d_i) - sum(d_i)
+    some = flipped > 0
+    z = int(np.count_nonzero(~some))
+    ratios = np.sort(shift_sum[some] / (2.0 * flipped[some]))[::-1]
+    j = math.floor(level * (resamples + 1) + 1e-9) - 1 - z
+    if j < 0 or j >= ratios.size:
+        return math.inf if j < 0 else float(-np.inf)
+    return float(ratios[j])
 
 
 def _signed_sums(values: FloatArray) -> FloatArray:
