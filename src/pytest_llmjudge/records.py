@@ -621,6 +621,9 @@ class ReleaseVerdict(Record):
     """The one line a run's regression comparisons add up to (``regression/verdict.py``)."""
 
     passed: bool
+    """No comparison fails the run (the exit status); an undecided release passes too."""
+    status: Literal["pass", "undecided", "fail"] = "pass"
+    """``fail``: a comparison fails; ``undecided``: none fails but some had too few cases to decide."""
     comparisons: int
     """Regression items that ran (every family together)."""
     families: int

@@ -180,7 +180,10 @@ def test_release_verdict_counts_and_names_what_failed() -> None:
         "1 inconclusive; 1 too few cases to decide"
     )
     ok = release_verdict([_record("te", "pass"), _record("bn", "warn")])
-    assert ok is not None and ok.passed and ok.failed == [] and "none failed" in ok.text
+    assert ok is not None and ok.passed and ok.status == "pass" and ok.failed == [] and "none failed" in ok.text
+    unsure = release_verdict([_record("te", "pass"), _record("ta", "undecided")])
+    assert unsure is not None and unsure.passed and unsure.status == "undecided"
+    assert unsure.text.startswith("release verdict: UNDECIDED: 2 comparison(s)"), "never a plain PASS"
     strict = release_verdict([_record("bn", "warn", passed=False, fail_on="warn")])
     assert strict is not None and not strict.passed, "fail_on: warn fails the release"
     per_suite = release_verdict(

@@ -4,7 +4,8 @@ What it is
     Every regression item of a run is one comparison in a family (``regression.compare``);
     the run's verdict is FAIL when any comparison fails the run (a regression shown after the
     family's correction, an error, or with ``fail_on: warn`` an inconclusive or undecided
-    one), else PASS. The line names how many comparisons were made, in how many families,
+    one); else UNDECIDED when some comparison had too few cases to decide (the run still
+    exits 0: a warning, as the items are); else PASS. The line names how many comparisons were made, in how many families,
     with which correction and alpha, which failed, and how many were inconclusive or had too
     few cases to decide::
 
@@ -23,6 +24,7 @@ correction unknown.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 from pytest_llmjudge.records import RegressionRecord, ReleaseVerdict
 from pytest_llmjudge.stats.multiplicity import method_name
@@ -56,9 +58,10 @@ def release_verdict(records: Sequence[RegressionRecord]) -> ReleaseVerdict | Non
     undecided = sum(1 for r in records if r.gate == "undecided")
     errors = sum(1 for r in records if r.gate == "error")
     passed = not failing
+    status: Literal["pass", "undecided", "fail"] = "fail" if failing else ("undecided" if undecided else "pass")
     n_families = len(families)
     parts = [
-        f"release verdict: {'PASS' if passed else 'FAIL'}: {len(records)} comparison(s) in {n_families} "
+        f"release verdict: {status.upper()}: {len(records)} comparison(s) in {n_families} "
         f"famil{'y' if n_families == 1 else 'ies'} ({', '.join(scopes)}), {how}",
     ]
     if failed:
@@ -72,6 +75,7 @@ def release_verdict(records: Sequence[RegressionRecord]) -> ReleaseVerdict | Non
         parts.append(f"{errors} error(s)")
     return ReleaseVerdict(
         passed=passed,
+        status=status,
         comparisons=len(records),
         families=n_families,
         correction=", ".join(name for name, _ in corrections),

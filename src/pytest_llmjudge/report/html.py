@@ -946,7 +946,8 @@ def render_html(document: ReportDocument) -> str:
         head = (
             ""
             if verdict is None
-            else f'<p class="{"pass" if verdict.passed else "fail"}"><b>{_e(verdict.text)}</b></p>'
+            else f'<p class="{ {"pass": "pass", "undecided": "warn"}.get(verdict.status, "fail") }">'
+            f"<b>{_e(verdict.text)}</b></p>"
         )
         sections.append(("regression", "Regression", _regressions(document.regressions, head)))
     if document.rankings:

@@ -230,7 +230,7 @@ def _verdict_lines(verdict: ReleaseVerdict | None, width: int = WIDTH) -> list[S
     """The release verdict, wrapped to the terminal's width (at least :data:`WIDTH`); green or red."""
     if verdict is None:
         return []
-    style = "green" if verdict.passed else "red"
+    style = {"pass": "green", "undecided": "yellow"}.get(verdict.status, "red")
     return [(text, style) for text in textwrap.wrap(verdict.text, max(width, WIDTH), subsequent_indent="  ")]
 
 
