@@ -546,11 +546,12 @@ class RegressionItem(LLMJudgeItem):
             else f"drop at most {format_fixed(upper)} ({1 - level:.2%} upper bound)"
         )
         mde = result.mde
-        detect = (
-            f"smallest drop detectable with 80% power at n={result.n}: {format_fixed(mde)}"
-            if mde is not None and math.isfinite(mde)
-            else f"no drop is detectable with 80% power at n={result.n}"
-        )
+        if result.sd == 0:
+            detect = "every pair moved by the same amount: no spread to size a drop against"
+        elif mde is not None and math.isfinite(mde):
+            detect = f"smallest drop detectable with 80% power at n={result.n}: {format_fixed(mde)}"
+        else:
+            detect = f"no drop is detectable with 80% power at n={result.n}"
         if s.margin > 0:
             need = (
                 f"~{result.cases_needed} cases to rule out a drop of {s.margin:g}"
