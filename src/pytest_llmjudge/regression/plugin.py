@@ -12,9 +12,14 @@ Registered as a feature plugin (``plugin.FEATURE_PLUGINS``); inert without ``--l
   ``[language]``), node id ``suite.yaml::regression[metric-hi]``, or
   ``regression[metric-hi-task=qa]`` with ``group_by: [language, task]``
   (``regression/items.py`` says what each checks).
-* ``--llmjudge-regression-method/-margin/-alpha`` override every suite's settings; ini
+* ``--llmjudge-regression-method/-margin/-alpha/-mode``, ``--llmjudge-correction``,
+  ``--llmjudge-family`` and ``--llmjudge-fail-on`` override every suite's settings; ini
   ``llmjudge_baseline_dir`` is where bare baseline names live (default
   ``llmjudge_baselines`` under the rootdir).
+
+An undecided regression item ("too few cases to decide") is reported as ``UNDECIDED``
+(:func:`pytest_report_teststatus`); the release verdict of the run's regression records
+(``regression/verdict.py``) goes into the JUnit file as a ``<testsuite>`` property.
 
 A suite the baseline does not have gets one skipped ``regression[not-in-baseline]`` item
 (a new suite can't regress); a baseline that can't be read is a failing
@@ -58,7 +63,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         choices=("bootstrap", "permutation"),
         dest="llmjudge_regression_method",
-        help="Paired test of the regression items (overrides suites; default bootstrap).",
+        help="Paired test of the regression items (overrides suites; default permutation).",
     )
     group.addoption(
         "--llmjudge-regression-margin",
