@@ -252,9 +252,22 @@ def test_save_and_compare_under_xdist(pytester: pytest.Pytester) -> None:
     save_baseline(pytester)
     pytester.makefile(".yaml", suite=suite_text({"hi": [0] * 12, "fr": [2] * 12, "de": [1] * 12}))
     result = pytester.runpytest_inprocess(
-        "--llmjudge", "-n", "2", "--llmjudge-baseline=prod", "--llmjudge-save-baseline=next", "-p", "xdist"
+        "--llmjudge",
+        "-n",
+        "2",
+        "--llmjudge-baseline=prod",
+        "--llmjudge-save-baseline=next",
+        "-p",
+        "xdist",
+        "--llmjudge-report=json:r.json",
     )
     result.assert_outcomes(passed=38, failed=1)
+    # Each worker decided the whole family of 3 itself, from the same scores: the same Holm adjustment.
+    report = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
+    decided = {r["language"]: r for r in report["regressions"]}
+    assert {r["family_size"] for r in decided.values()} == {3}
+    assert decided["hi"]["p_value"] == 2**-12 and decided["hi"]["p_adjusted"] == 3 * 2**-12
+    assert report["release"]["failed"] == ["release task_quality [hi]"]
     result.stdout.fnmatch_lines(
         ["regression against the baseline: 3 comparison(s), 1 fail*", "llmjudge: baseline 'next' saved to *"]
     )

@@ -602,7 +602,7 @@ def _regressions(records: Sequence[RegressionRecord], verdict: str = "") -> str:
         '<span><i style="background:var(--fail)"></i>regressed</span>'
         '<span><i style="background:var(--pass)"></i>improved</span>'
         '<span><i style="background:var(--neutral)"></i>no significant change</span>'
-        '<span><i style="background:var(--warn)"></i>drop, not significant (warn)</span>'
+        '<span><i style="background:var(--warn)"></i>drop, inconclusive (warn)</span>'
         "<span>dashed: allowed drop (margin)</span></p>",
     ]
     by_metric: dict[tuple[str, str], list[RegressionRecord]] = defaultdict(list)
