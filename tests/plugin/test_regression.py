@@ -128,6 +128,11 @@ def test_fail_on_warn_fails_inconclusive_and_undecided_items_with_the_regression
         ]
     )
     assert "Traceback" not in result.stdout.str() and "compare.py" not in result.stdout.str()
+    as_error = pytester.runpytest(
+        "--llmjudge", "--llmjudge-baseline=prod", "-k", "regression", "-W", "error::UserWarning"
+    )
+    as_error.assert_outcomes(passed=1, failed=2, deselected=36)
+    assert "Traceback" not in as_error.stdout.str() and "warn_explicit" not in as_error.stdout.str()
     pytester.makefile(".yaml", suite=suite_text(candidate, extra="regression: {fail_on: warn}"))
     from_suite = pytester.runpytest("--llmjudge", "--llmjudge-baseline=prod", "-k", "regression")
     from_suite.assert_outcomes(passed=1, failed=2, deselected=36)

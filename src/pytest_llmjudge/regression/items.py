@@ -462,7 +462,11 @@ class RegressionItem(LLMJudgeItem):
 
     def _warn(self, warning: Warning) -> None:
         # Attributed to the suite file (line 0: no source line is echoed), not to this module.
-        warnings.warn_explicit(warning, type(warning), filename=str(self.path), lineno=0, module=__name__)
+        try:
+            warnings.warn_explicit(warning, type(warning), filename=str(self.path), lineno=0, module=__name__)
+        except type(warning) as raised:
+            # -W error::RegressionWarning: the same text as a failure, not a traceback through the plugin.
+            raise RegressionFailure(str(raised)) from None
 
     def _missing_text(self, result: RegressionResult) -> str:
         parts = []
