@@ -29,7 +29,7 @@ What it prints, measured next to nominal, with replications:
 3. small-n exactness: single single-point drops (2 of 2, 4 of 20, 10 of 10) alone and in a
    24-item family, and the type-I error of one comparison at 5, 10 and 20 cases.
 
-Run: ``python benchmarks/verdict_calibration.py`` (about 10 minutes on 2 cores;
+Run: ``python benchmarks/verdict_calibration.py`` (3-5 minutes on 2 loaded cores;
 ``--sims 100 --power-sims 20`` for a quick look). The last line is
 ``fwer_holm_n20=<share> fwer_holm_n100=<share> power_03=<share> other_flagged_03=<share>
 power_03_keep08=<share>``.
