@@ -323,3 +323,24 @@ def test_a_saved_baseline_keeps_no_credential_from_an_output(
     text = (pytester.path / "llmjudge_baselines" / "prod.json").read_text(encoding="utf-8")
     assert secret not in text
     assert json.loads(text)["suites"]["leak"]["outputs"]["a"] == "my key is ***"
+
+
+def test_family_scope_run_suite_or_metric_sets_what_is_adjusted_together(pytester: pytest.Pytester) -> None:
+    save_baseline(pytester)
+    candidate = suite_text({"hi": [0] * 8 + [2] * 4, "fr": [2] * 12, "de": [1] * 12})
+    pytester.makefile(".yaml", suite=candidate, twin=candidate)  # two files of suite "release": 6 comparisons
+
+    def sizes(*options: str) -> set[int]:
+        pytester.runpytest(
+            "--llmjudge", "--llmjudge-baseline=prod", "-k", "regression", "--llmjudge-report=json:r.json", *options
+        )
+        report = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
+        return {r["family_size"] for r in report["regressions"]}
+
+    assert sizes() == {6}
+    assert sizes("--llmjudge-family=suite") == {3}
+    assert sizes("--llmjudge-family=metric") == {3}, "one metric per suite file"
+    report = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
+    assert report["release"]["families"] == 2 and report["release"]["text"].startswith(
+        "release verdict: FAIL: 6 comparison(s) in 2 families (metric), Holm at alpha 0.05; 2 failed"
+    )
