@@ -337,7 +337,12 @@ def test_family_scope_run_suite_or_metric_sets_what_is_adjusted_together(pyteste
         report = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
         return {r["family_size"] for r in report["regressions"]}
 
-    assert sizes() == {6}
+    assert sizes("--junitxml=junit.xml") == {6}
+    # The release verdict as a <testsuite> property keeps the file valid against junit-10.xsd.
+    xmlschema = pytest.importorskip("xmlschema")
+    schema = xmlschema.XMLSchema(str(Path(__file__).resolve().parents[1] / "data" / "junit-10.xsd"))
+    assert [str(e.reason) for e in schema.iter_errors(str(pytester.path / "junit.xml"))] == []
+    assert "llmjudge_release_verdict" in (pytester.path / "junit.xml").read_text(encoding="utf-8")
     assert sizes("--llmjudge-family=suite") == {3}
     assert sizes("--llmjudge-family=metric") == {3}, "one metric per suite file"
     report = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
