@@ -18,9 +18,10 @@ What it is
       (the expected share of false rejections among the rejections), not the FWER; it
       assumes the p-values are independent or positively regression dependent on the subset
       of true nulls (PRDS; Benjamini and Yekutieli 2001, Ann. Statist. 29:1165-1188, Thm 1.2).
-      One-sided tests of metrics that move together (task quality and acceptability of the
-      same answers) are the positively dependent case it covers; it is not guaranteed for
-      arbitrary negative dependence.
+      One-sided tests whose statistics are jointly normal with non-negative correlations
+      are PRDS (ibid., sec. 3.1), roughly the case of metrics scored on the same answers
+      (task quality and acceptability move together; the mean differences are
+      approximately normal); it is not guaranteed under negative dependence.
     * ``none``: the raw p-values (each item at ``alpha`` alone).
 
     These are ``statsmodels.stats.multitest.multipletests`` with methods ``bonferroni``,
