@@ -67,9 +67,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from pytest_llmjudge.stats.multiplicity import adjust, method_name, per_item_level
+from pytest_llmjudge.stats.multiplicity import adjust, per_item_level
 from pytest_llmjudge.stats.paired import paired_bootstrap
-from pytest_llmjudge.stats.power import DEFAULT_POWER, cases_needed, minimum_detectable_effect
+from pytest_llmjudge.stats.power import cases_needed, minimum_detectable_effect
 from pytest_llmjudge.stats.signflip import drop_upper_bound, min_achievable_p, sign_flip_tests
 
 Method = Literal["bootstrap", "permutation"]
@@ -407,22 +407,11 @@ def compare(
     return decide([measured])[0]
 
 
-def family_text(results: Sequence[RegressionResult]) -> str:
-    """``24 comparisons, Holm at alpha 0.05`` for a decided family."""
-    first = next((r for r in results if r.family_size is not None), None)
-    if first is None:
-        return f"{len(results)} comparison(s)"
-    s = first.settings
-    return f"{first.family_size} comparison(s), {method_name(s.correction)} at alpha {s.alpha:g}"
-
-
 __all__ = [
-    "DEFAULT_POWER",
     "RegressionResult",
     "RegressionSettings",
     "RegressionWarning",
     "compare",
     "decide",
-    "family_text",
     "measure",
 ]
