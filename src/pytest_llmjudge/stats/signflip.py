@@ -252,10 +252,17 @@ def _monte_carlo_bound(d: FloatArray, level: float, resamples: int, seed: int) -
     n = d.size
     rng = np.random.default_rng(seed)
     words = (n + 63) // 64
-    raw = rng.integers(0, np.iinfo(np.uint64).max, size=(resamples, words), dtype=np.uint64, endpoint=True)
-    flips = np.unpackbits(raw.view(np.uint8), axis=1, count=n).astype(np.float64)
-    flipped = flips.sum(axis=1)  # c / 2: each flip moves sum(s) by 2
-    shift_sum = -2.0 * (flips @ d)  # sum(s_i d_i) - sum(d_i)
+    flipped = np.empty(resamples, dtype=np.float64)  # c / 2: each flip moves sum(s) by 2
+    shift_sum = np.empty(resamples, dtype=np.float64)  # sum(s_i d_i) - sum(d_i)
+    # In row chunks of about 2**20 signs, so memory stays bounded for large groups; each
+    # row's draws are whole uint64 words, so the rows do not depend on the chunking.
+    rows_per_chunk = max(1, (1 << 20) // n)
+    for start in range(0, resamples, rows_per_chunk):
+        stop = min(resamples, start + rows_per_chunk)
+        raw = rng.integers(0, np.iinfo(np.uint64).max, size=(stop - start, words), dtype=np.uint64, endpoint=True)
+        flips = np.unpackbits(raw.view(np.uint8), axis=1, count=n).astype(np.float64)
+        flipped[start:stop] = flips.sum(axis=1)
+        shift_sum[start:stop] = -2.0 * (flips @ d)
     some = flipped > 0
     z = int(np.count_nonzero(~some))
     ratios = np.sort(shift_sum[some] / (2.0 * flipped[some]))[::-1]
