@@ -553,8 +553,10 @@ class RegressionRecord(ItemRecord):
     correction: str | None = None
     family: str | None = None
     family_size: int | None = None
+    family_testable: int | None = None
+    """Tarone's K: the family's comparisons that could reach significance, which the correction counts."""
     level: Real = None
-    """Per-item level: alpha / family size (alpha without correction)."""
+    """Per-item level: alpha / family_testable (alpha without correction)."""
     min_p: Real = None
     n_nonzero: int | None = None
     drop_upper: Real = None

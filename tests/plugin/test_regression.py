@@ -48,8 +48,9 @@ def test_save_baseline_writes_small_versioned_json(pytester: pytest.Pytester) ->
 
 def test_drop_fails_when_shown_warns_when_inconclusive_and_too_few_is_undecided(pytester: pytest.Pytester) -> None:
     save_baseline(pytester)
-    # hi: 8 of 12 drop by 2 (exact p 2^-8, Holm x3 = 0.0117: fails); fr: one drop among 11 ties
-    # (smallest possible p 0.5: undecided); de: 4 down, 3 up (inconclusive).
+    # hi: 8 of 12 drop by 2 (exact p 2^-8); fr: one drop among 11 ties (smallest possible p 0.5:
+    # it can't be significant, so Holm counts only hi and de, Tarone's K = 2: hi's adjusted p is
+    # 2 x 2^-8 = 0.0078 and fails; fr is undecided); de: 4 down, 3 up (inconclusive).
     candidate = {"hi": [0] * 8 + [2] * 4, "fr": [1] + [2] * 11, "de": [0, 0, 0, 0, 2, 2, 2] + [1] * 5}
     pytester.makefile(".yaml", suite=suite_text(candidate))
     junit = pytester.path / "junit.xml"
@@ -61,17 +62,18 @@ def test_drop_fails_when_shown_warns_when_inconclusive_and_too_few_is_undecided(
     result.stdout.fnmatch_lines(
         [
             "*REGRESSION: release task_quality [[]hi[]] vs baseline prod: candidate - baseline = -1.333*"
-            "p = 0.0039 for a drop beyond margin 0, adjusted 0.0117 (alpha 0.05): regressed",
+            "p = 0.0039 for a drop beyond margin 0, adjusted 0.0078 (alpha 0.05): regressed",
             "*means:*candidate 0.667, baseline 2.000 over 12 paired cases, 8 changed (higher is better)",
             "*method:*exact paired sign-flip test (8 non-tied of 12 pairs, 2^8 signs)*",
-            "*family:*3 comparison(s) (run), Holm; level per item 0.0167, mode regression",
+            "*family:*3 comparison(s) (run), Holm, counting the 2 that could reach significance; "
+            "level per item 0.0250, mode regression",
             "*largest drops: hi-0 2 -> 0*",
         ]
     )
     result.stdout.fnmatch_lines(
         [
             "*RegressionWarning: WARNING: release task_quality [[]de[]]*inconclusive: a drop beyond the margin is not ruled out",
-            "*power:*drop at most 0.667 (98.33% upper bound); smallest drop detectable with 80% power at n=12: 0.680;*",
+            "*power:*drop at most 0.600 (97.50% upper bound); smallest drop detectable with 80% power at n=12: 0.641;*",
         ]
     )
     result.stdout.fnmatch_lines(
@@ -80,7 +82,7 @@ def test_drop_fails_when_shown_warns_when_inconclusive_and_too_few_is_undecided(
     # The comparisons are printed once, in the llmjudge summary (no llmjudge baseline section of their own).
     assert "llmjudge baseline" not in result.stdout.str()
     verdict = (
-        "release verdict: FAIL: 3 comparison(s) in 1 family (run), Holm at alpha 0.05; 1 failed: "
+        "release verdict: FAIL: 3 comparison(s) in 1 family (run), Holm at alpha 0.05 over 2 testable; 1 failed: "
         "release task_quality [hi]; 1 inconclusive; 1 too few cases to decide"
     )
     # One verdict, wrapped at 100 columns in the terminal.
@@ -93,7 +95,7 @@ def test_drop_fails_when_shown_warns_when_inconclusive_and_too_few_is_undecided(
             "  suite * p adj*gate",
             "  release * task_quality * de * 12 * warn",
             "  release * task_quality * fr * 12 * undecided",
-            "  release * task_quality * hi * 12 * -1.333 * 0.012 fail",
+            "  release * task_quality * hi * 12 * -1.333 * 0.008 fail",
         ]
     )
     root = ET.parse(junit).getroot()
@@ -105,7 +107,7 @@ def test_drop_fails_when_shown_warns_when_inconclusive_and_too_few_is_undecided(
     props = {p.get("name"): p.get("value") for p in cases["regression[task_quality-hi]"].iter("property")}
     assert props["gate"] == "fail" and props["baseline"] == "prod" and props["n_paired"] == "12"
     assert float(props["score"]) == pytest.approx(-4 / 3) and float(props["p_value"]) == 2**-8
-    assert float(props["p_adjusted"]) == pytest.approx(3 * 2**-8) and props["correction"] == "holm"
+    assert float(props["p_adjusted"]) == pytest.approx(2 * 2**-8) and props["correction"] == "holm"
     assert float(props["ci_high"]) < 0
     undecided = cases["regression[task_quality-fr]"]
     assert "too few cases to decide" in (undecided.find("skipped").get("message") or "")
@@ -267,11 +269,12 @@ def test_save_and_compare_under_xdist(pytester: pytest.Pytester) -> None:
         "--llmjudge-report=json:r.json",
     )
     result.assert_outcomes(passed=38, failed=1)
-    # Each worker decided the whole family of 3 itself, from the same scores: the same Holm adjustment.
+    # Each worker decided the whole family of 3 itself, from the same scores: the same Holm adjustment
+    # (over Tarone's K = 1: the unchanged fr and de, no pair changed, can't be significant).
     report = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
     decided = {r["language"]: r for r in report["regressions"]}
-    assert {r["family_size"] for r in decided.values()} == {3}
-    assert decided["hi"]["p_value"] == 2**-12 and decided["hi"]["p_adjusted"] == 3 * 2**-12
+    assert {(r["family_size"], r["family_testable"]) for r in decided.values()} == {(3, 1)}
+    assert decided["hi"]["p_value"] == 2**-12 and decided["hi"]["p_adjusted"] == 2**-12
     assert report["release"]["failed"] == ["release task_quality [hi]"]
     result.stdout.fnmatch_lines(
         ["regression against the baseline: 3 comparison(s), 1 fail*", "llmjudge: baseline 'next' saved to *"]
@@ -347,5 +350,5 @@ def test_family_scope_run_suite_or_metric_sets_what_is_adjusted_together(pyteste
     assert sizes("--llmjudge-family=metric") == {3}, "one metric per suite file"
     report = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
     assert report["release"]["families"] == 2 and report["release"]["text"].startswith(
-        "release verdict: FAIL: 6 comparison(s) in 2 families (metric), Holm at alpha 0.05; 2 failed"
+        "release verdict: FAIL: 6 comparison(s) in 2 families (metric), Holm at alpha 0.05 over 2 testable; 2 failed"
     )

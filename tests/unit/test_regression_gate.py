@@ -209,14 +209,21 @@ def test_permutation_method_is_exact_for_small_suites() -> None:
     assert "exact" in result.method_detail
 
 
-def test_a_family_is_decided_together_with_holm_by_default() -> None:
+def test_a_family_is_decided_together_with_holm_over_the_testable_comparisons() -> None:
     base = {f"c{i}": 2.0 for i in range(10)}
     drop6 = {**base, **{f"c{i}": 1.0 for i in range(6)}}  # exact p 1/64
-    measured = [measure(drop6, base)] + [measure(base, base) for _ in range(3)]
+    mixed_base = {f"c{i}": 1.0 for i in range(10)}
+    mixed = {f"c{i}": (2.0 if i % 2 else 0.0) for i in range(10)}  # 10 changed pairs, no drop on average
+    # Three unchanged comparisons can't be significant (no changed pair): they don't count, K = 1.
+    alone = decide([measure(drop6, base)] + [measure(base, base) for _ in range(3)])
+    assert [(r.family_size, r.family_testable) for r in alone] == [(4, 1)] * 4
+    assert alone[0].gate == "fail" and alone[0].p_adjusted == pytest.approx(1 / 64) and alone[1].p_adjusted == 1.0
+    # Three comparisons with 10 changed pairs each can be: Tarone's K = 4 (at 0.05/4 the drop's
+    # 6 changed pairs, 2^-6 = 0.0156, can't be significant: it is undecided, the others count).
+    measured = [measure(drop6, base)] + [measure(mixed, mixed_base) for _ in range(3)]
     holm = decide(measured)
-    assert [r.family_size for r in holm] == [4] * 4 and holm[0].level == pytest.approx(0.05 / 4)
-    assert holm[0].p_adjusted == pytest.approx(4 / 64) and holm[0].gate != "fail", "1/64 x 4 > 0.05"
-    assert holm[0].gate == "undecided", "6 changed pairs can't reach 0.0125 (2^-6 = 0.0156)"
+    assert [(r.family_size, r.family_testable) for r in holm] == [(4, 4)] * 4 and holm[0].level == 0.05 / 4
+    assert holm[0].gate == "undecided" and holm[0].p_adjusted == 1.0
     none = decide([replace(r, settings=replace(r.settings, correction="none")) for r in measured])
     assert none[0].gate == "fail" and none[0].p_adjusted == pytest.approx(1 / 64)
     errors = decide([measure({"a": 1.0}, {"b": 1.0}), measure(drop6, base)])

@@ -19,7 +19,7 @@ from scipy.stats import binomtest, permutation_test
 from pytest_llmjudge.errors import StatisticsError
 from pytest_llmjudge.records import RegressionRecord
 from pytest_llmjudge.regression.verdict import release_verdict
-from pytest_llmjudge.stats.multiplicity import adjust, per_item_level
+from pytest_llmjudge.stats.multiplicity import adjust, per_item_level, tarone
 from pytest_llmjudge.stats.power import cases_needed, minimum_detectable_effect, minimum_pairs
 from pytest_llmjudge.stats.signflip import drop_upper_bound, min_achievable_p, sign_flip_test
 
@@ -111,6 +111,20 @@ def test_adjustments_equal_statsmodels(ours: str, theirs: str) -> None:
         reject, adjusted, _, _ = multipletests(p, alpha=0.05, method=theirs)
         assert adjust(list(p), ours) == pytest.approx(list(adjusted), abs=1e-15)
         assert [a <= 0.05 for a in adjust(list(p), ours)] == list(reject)
+
+
+def test_tarone_counts_only_what_could_be_significant() -> None:
+    # Smallest possible p-values of 7, 5, 4, 1 and 0 changed pairs.
+    min_p = [2**-7, 2**-5, 2**-4, 0.5, 1.0]
+    # K = 1: two are <= 0.05 (2^-7, 2^-5); K = 2: only 2^-7 is <= 0.025 -> 1 <= 2.
+    assert tarone(min_p, 0.05, "holm") == (2, [True, False, False, False, False])
+    assert tarone(min_p, 0.05, "none") == (5, [True] * 5)
+    assert tarone([2**-10] * 24, 0.05, "holm") == (24, [True] * 24)
+    # The correction counts K hypotheses even when fewer are testable.
+    assert adjust([0.01, 0.02], "holm", size=3) == pytest.approx([0.03, 0.04])
+    assert adjust([0.01, 0.02], "bh", size=3) == pytest.approx([0.03, 0.03])
+    with pytest.raises(StatisticsError):
+        adjust([0.1, 0.2], "holm", size=1)
 
 
 def test_holm_by_hand_and_degenerate_families() -> None:

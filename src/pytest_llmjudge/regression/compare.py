@@ -23,9 +23,11 @@ The family (:func:`decide`)
     A run's comparisons are one family (``family: run``; or per ``suite``, or per suite and
     ``metric``), and their p-values are adjusted together (``correction: holm`` by default;
     ``bh``, ``bonferroni`` or ``none``; :mod:`pytest_llmjudge.stats.multiplicity`). ``k`` is
-    the number of comparisons with a p-value, the per-item level ``a = alpha / k`` (``alpha``
-    without correction) is what one item must reach alone. Per item, in the default
-    ``mode: regression``:
+    the number of comparisons with a p-value. A comparison whose test can't give a p-value
+    small enough (``2**-m'`` for ``m'`` changed pairs) is not counted: the correction runs
+    over Tarone's ``K <= k`` testable comparisons (the others get adjusted p 1), and the
+    per-item level ``a = alpha / K`` (``alpha`` without correction) is what one item must
+    reach alone. Per item, in the default ``mode: regression``:
 
     * **fail** ("regressed"): adjusted p ``<= alpha`` and ``D < -m``;
     * **undecided** ("too few cases to decide"): otherwise, when no outcome could have been
@@ -67,7 +69,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from pytest_llmjudge.stats.multiplicity import adjust, per_item_level
+from pytest_llmjudge.stats.multiplicity import adjust, per_item_level, tarone
 from pytest_llmjudge.stats.paired import paired_bootstrap
 from pytest_llmjudge.stats.power import cases_needed, minimum_detectable_effect
 from pytest_llmjudge.stats.signflip import drop_upper_bound, min_achievable_p, sign_flip_tests
@@ -137,6 +139,7 @@ class RegressionResult:
     p_non_inferiority: float | None = None
     p_adjusted: float | None = None
     family_size: int | None = None
+    family_testable: int | None = None
     level: float | None = None
     min_p: float | None = None
     nonzero: int | None = None
@@ -200,6 +203,7 @@ class RegressionResult:
             "correction": s.correction,
             "family": s.family,
             "family_size": self.family_size,
+            "family_testable": self.family_testable,
             "level": self.level,
             "min_p": self.min_p,
             "n_nonzero": self.nonzero,
@@ -330,14 +334,24 @@ def decide(family: Sequence[RegressionResult], *, bounds: bool = True) -> list[R
         return list(family)
     settings = tested[0].settings
     k = len(tested)
-    adjusted = dict(
-        zip(map(id, tested), adjust([float(r.primary_p or 1.0) for r in tested], settings.correction), strict=False)
+    # Tarone: only the comparisons that could reach significance count (module docstring).
+    K, eligible = tarone([r.min_p if r.min_p is not None else 1.0 for r in tested], settings.alpha, settings.correction)
+    counted = [r for r, ok in zip(tested, eligible, strict=True) if ok]
+    adjusted = {id(r): 1.0 for r in tested}
+    adjusted.update(
+        zip(
+            map(id, counted),
+            adjust([float(r.primary_p or 1.0) for r in counted], settings.correction, size=K),
+            strict=True,
+        )
     )
-    level = per_item_level(settings.alpha, k, settings.correction)
-    return [_decide_one(r, adjusted[id(r)], k, level, bounds) if id(r) in adjusted else r for r in family]
+    level = per_item_level(settings.alpha, K, settings.correction)
+    return [_decide_one(r, adjusted[id(r)], k, K, level, bounds) if id(r) in adjusted else r for r in family]
 
 
-def _decide_one(result: RegressionResult, adjusted: float, k: int, level: float, bounds: bool) -> RegressionResult:
+def _decide_one(
+    result: RegressionResult, adjusted: float, k: int, K: int, level: float, bounds: bool
+) -> RegressionResult:
     s = result.settings
     drop = result.drop or 0.0
     margin = s.margin
@@ -379,6 +393,7 @@ def _decide_one(result: RegressionResult, adjusted: float, k: int, level: float,
         verdict=verdict,
         p_adjusted=adjusted,
         family_size=k,
+        family_testable=K,
         level=level,
         drop_upper=upper,
         mde=mde,

@@ -515,9 +515,14 @@ class RegressionItem(LLMJudgeItem):
             )
             lines.append(f"  method:       {result.method_detail}, seed {s.seed}")
         if result.family_size is not None and result.level is not None:
+            counted = (
+                f", counting the {result.family_testable} that could reach significance"
+                if result.family_testable is not None and result.family_testable < result.family_size
+                else ""
+            )
             lines.append(
-                f"  family:       {result.family_size} comparison(s) ({s.family}), {method_name(s.correction)}; "
-                f"level per item {format_fixed(result.level, 4)}, mode {s.mode}"
+                f"  family:       {result.family_size} comparison(s) ({s.family}), {method_name(s.correction)}"
+                f"{counted}; level per item {format_fixed(result.level, 4)}, mode {s.mode}"
             )
             lines.append("  power:        " + self._power_text(result))
         lines.append(

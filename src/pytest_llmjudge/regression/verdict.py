@@ -9,8 +9,11 @@ What it is
     with which correction and alpha, which failed, and how many were inconclusive or had too
     few cases to decide::
 
-        release verdict: FAIL: 24 comparisons in 1 family (run), Holm at alpha 0.05; 1 failed:
-        gate task_quality [pa]; 2 inconclusive; 1 too few cases to decide
+        release verdict: FAIL: 24 comparison(s) in 1 family (run), Holm at alpha 0.05 over 9
+        testable; 1 failed: gate task_quality [pa]; 2 inconclusive; 1 too few cases to decide
+
+    ("over 9 testable": the correction counted the 9 comparisons whose test could reach
+    significance at all, Tarone's ``K``; ``stats/multiplicity.py``.)
 
     The terminal summary, the JSON and HTML reports and the JUnit file (a ``<testsuite>``
     property) show this same line, built from the items' records, so it is the same under
@@ -60,9 +63,16 @@ def release_verdict(records: Sequence[RegressionRecord]) -> ReleaseVerdict | Non
     passed = not failing
     status: Literal["pass", "undecided", "fail"] = "fail" if failing else ("undecided" if undecided else "pass")
     n_families = len(families)
+    # Tarone's K per family: the comparisons the correction counted (those that could be significant).
+    counted: dict[tuple[str, ...], int] = {}
+    for r in records:
+        if r.family_testable is not None:
+            counted.setdefault(_family_key(r), r.family_testable)
+    testable = sum(counted.values()) if len(counted) == n_families else None
+    over = f" over {testable} testable" if testable is not None and testable < len(records) else ""
     parts = [
         f"release verdict: {status.upper()}: {len(records)} comparison(s) in {n_families} "
-        f"famil{'y' if n_families == 1 else 'ies'} ({', '.join(scopes)}), {how}",
+        f"famil{'y' if n_families == 1 else 'ies'} ({', '.join(scopes)}), {how}{over}",
     ]
     if failed:
         listed = ", ".join(failed[:_LISTED]) + (f", … (+{len(failed) - _LISTED})" if len(failed) > _LISTED else "")

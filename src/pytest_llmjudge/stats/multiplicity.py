@@ -27,9 +27,21 @@ What it is
     These are ``statsmodels.stats.multitest.multipletests`` with methods ``bonferroni``,
     ``holm`` and ``fdr_bh`` (the tests compare with it).
 
+Discrete tests: only the testable count (:func:`tarone`)
+    A sign-flip test of ``m`` changed pairs can't give a p-value below ``2**-m``. A
+    hypothesis whose smallest possible p-value is above the level it would be tested at can
+    never be rejected, so counting it only weakens the others. Tarone (1990) counts ``K``,
+    the smallest number such that at most ``K`` hypotheses have a smallest possible p-value
+    ``<= alpha / K``, and corrects over those (Gilbert 2005, *A modified false discovery
+    rate multiple-comparisons procedure for discrete data*, Appl. Statist. 54:143-158, does
+    the same for BH). The choice depends only on the smallest possible p-values, which the
+    sign-flip test conditions on (the pairs' absolute differences), so it is made before
+    looking at any outcome and the error control holds. The correction is then applied to
+    the testable hypotheses with ``size=K``; the others are not rejected.
+
 Per-item level (:func:`per_item_level`)
     The level a single item must reach when it is the only one that changed, the case a
-    release gate is planned for: ``alpha / k`` under all three corrections (Holm's and BH's
+    release gate is planned for: ``alpha / K`` under all three corrections (Holm's and BH's
     first step, Bonferroni's every step), ``alpha`` under ``none``. Power, the minimum
     detectable effect and "too few cases to decide" are computed at this level.
 
@@ -46,7 +58,7 @@ import numpy as np
 
 from pytest_llmjudge.errors import StatisticsError
 
-__all__ = ["CORRECTIONS", "Correction", "adjust", "method_name", "per_item_level"]
+__all__ = ["CORRECTIONS", "Correction", "adjust", "method_name", "per_item_level", "tarone"]
 
 Correction = Literal["holm", "bh", "bonferroni", "none"]
 CORRECTIONS: tuple[str, ...] = get_args(Correction)
@@ -69,29 +81,56 @@ def _check(method: str) -> None:
         raise StatisticsError(f"unknown correction {method!r}: expected one of {', '.join(CORRECTIONS)}")
 
 
-def adjust(pvalues: Sequence[float], method: str = "holm") -> list[float]:
-    """The adjusted p-values of ``pvalues`` (same order) under ``method``."""
+def adjust(pvalues: Sequence[float], method: str = "holm", *, size: int | None = None) -> list[float]:
+    """The adjusted p-values of ``pvalues`` (same order) under ``method``.
+
+    ``size``: the number of hypotheses the correction counts, when larger than
+    ``len(pvalues)`` (Tarone's ``K``, :func:`tarone`); default ``len(pvalues)``.
+    """
     _check(method)
     p = np.asarray(pvalues, dtype=np.float64)
     if p.size == 0:
         return []
     if np.any(np.isnan(p)) or np.any(p < 0) or np.any(p > 1):
         raise StatisticsError(f"p-values must be in [0, 1], got {list(map(float, p))}")
-    k = p.size
+    if size is not None and size < p.size:
+        raise StatisticsError(f"size {size} is smaller than the {p.size} p-values")
+    k = p.size if size is None else size
     if method == "none":
         return [float(v) for v in p]
     if method == "bonferroni":
         return [float(v) for v in np.minimum(1.0, k * p)]
     order = np.argsort(p, kind="stable")
     ranked = p[order]
-    ranks = np.arange(1, k + 1, dtype=np.float64)
+    ranks = np.arange(1, p.size + 1, dtype=np.float64)
     if method == "holm":
         stepped = np.maximum.accumulate(np.minimum(1.0, (k - ranks + 1) * ranked))
     else:  # bh
         stepped = np.minimum.accumulate(np.minimum(1.0, k * ranked / ranks)[::-1])[::-1]
-    out = np.empty(k, dtype=np.float64)
+    out = np.empty(p.size, dtype=np.float64)
     out[order] = stepped
     return [float(v) for v in out]
+
+
+def tarone(min_p: Sequence[float], alpha: float, method: str = "holm") -> tuple[int, list[bool]]:
+    """Tarone's ``K`` and which hypotheses can reach significance (all of them without correction).
+
+    ``min_p[i]`` is the smallest p-value hypothesis ``i``'s test can give (a discrete test;
+    computed from what the test conditions on, so choosing by it is no peeking). ``K`` is
+    the smallest ``K`` with at most ``K`` hypotheses having ``min_p <= alpha / K``; those are
+    the testable ones, and the correction counts ``K`` (Tarone 1990, *A modified Bonferroni
+    method for discrete data*, Biometrics 46:1071-1076). The others could not be
+    significant at ``alpha / K`` whatever their outcome, and are not counted.
+    """
+    _check(method)
+    k = len(min_p)
+    if method == "none" or k == 0:
+        return k, [True] * k
+    for K in range(1, k + 1):
+        eligible = [m <= alpha / K for m in min_p]
+        if sum(eligible) <= K:
+            return K, eligible
+    return k, [True] * k  # pragma: no cover - K = k always qualifies
 
 
 def per_item_level(alpha: float, k: int, method: str = "holm") -> float:
