@@ -65,8 +65,8 @@ def test_drop_fails_when_shown_warns_when_inconclusive_and_too_few_is_undecided(
             "p = 0.0039 for a drop beyond margin 0, adjusted 0.0078 (alpha 0.05): regressed",
             "*means:*candidate 0.667, baseline 2.000 over 12 paired cases, 8 changed (higher is better)",
             "*method:*exact paired sign-flip test (8 non-tied of 12 pairs, 2^8 signs)*",
-            "*family:*3 comparison(s) (run), Holm, counting the 2 that could reach significance; "
-            "level per item 0.0250, mode regression",
+            "*family:*3 comparison(s) (run), Holm over Tarone's K = 2 (those that could never be significant "
+            "don't count); level per item 0.0250, mode regression",
             "*largest drops: hi-0 2 -> 0*",
         ]
     )
@@ -82,7 +82,7 @@ def test_drop_fails_when_shown_warns_when_inconclusive_and_too_few_is_undecided(
     # The comparisons are printed once, in the llmjudge summary (no llmjudge baseline section of their own).
     assert "llmjudge baseline" not in result.stdout.str()
     verdict = (
-        "release verdict: FAIL: 3 comparison(s) in 1 family (run), Holm at alpha 0.05 over 2 testable; 1 failed: "
+        "release verdict: FAIL: 3 comparison(s) in 1 family (run), Holm at alpha 0.05 (Tarone K = 2); 1 failed: "
         "release task_quality [hi]; 1 inconclusive; 1 too few cases to decide"
     )
     # One verdict, wrapped at 100 columns in the terminal.
@@ -350,5 +350,5 @@ def test_family_scope_run_suite_or_metric_sets_what_is_adjusted_together(pyteste
     assert sizes("--llmjudge-family=metric") == {3}, "one metric per suite file"
     report = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
     assert report["release"]["families"] == 2 and report["release"]["text"].startswith(
-        "release verdict: FAIL: 6 comparison(s) in 2 families (metric), Holm at alpha 0.05 over 2 testable; 2 failed"
+        "release verdict: FAIL: 6 comparison(s) in 2 families (metric), Holm at alpha 0.05 (Tarone K = 2); 2 failed"
     )

@@ -516,7 +516,7 @@ class RegressionItem(LLMJudgeItem):
             lines.append(f"  method:       {result.method_detail}, seed {s.seed}")
         if result.family_size is not None and result.level is not None:
             counted = (
-                f", counting the {result.family_testable} that could reach significance"
+                f" over Tarone's K = {result.family_testable} (those that could never be significant don't count)"
                 if result.family_testable is not None and result.family_testable < result.family_size
                 else ""
             )

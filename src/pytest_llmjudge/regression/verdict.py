@@ -9,11 +9,11 @@ What it is
     with which correction and alpha, which failed, and how many were inconclusive or had too
     few cases to decide::
 
-        release verdict: FAIL: 24 comparison(s) in 1 family (run), Holm at alpha 0.05 over 9
-        testable; 1 failed: gate task_quality [pa]; 2 inconclusive; 1 too few cases to decide
+        release verdict: FAIL: 24 comparison(s) in 1 family (run), Holm at alpha 0.05 (Tarone
+        K = 9); 1 failed: gate task_quality [pa]; 2 inconclusive; 1 too few cases to decide
 
-    ("over 9 testable": the correction counted the 9 comparisons whose test could reach
-    significance at all, Tarone's ``K``; ``stats/multiplicity.py``.)
+    ("Tarone K = 9": the correction counted 9 comparisons, leaving out those whose test could
+    not reach significance at all; ``stats/multiplicity.py``.)
 
     The terminal summary, the JSON and HTML reports and the JUnit file (a ``<testsuite>``
     property) show this same line, built from the items' records, so it is the same under
@@ -69,7 +69,7 @@ def release_verdict(records: Sequence[RegressionRecord]) -> ReleaseVerdict | Non
         if r.family_testable is not None:
             counted.setdefault(_family_key(r), r.family_testable)
     testable = sum(counted.values()) if len(counted) == n_families else None
-    over = f" over {testable} testable" if testable is not None and testable < len(records) else ""
+    over = f" (Tarone K = {testable})" if testable is not None and testable < len(records) else ""
     parts = [
         f"release verdict: {status.upper()}: {len(records)} comparison(s) in {n_families} "
         f"famil{'y' if n_families == 1 else 'ies'} ({', '.join(scopes)}), {how}{over}",
