@@ -55,7 +55,13 @@ def test_drop_fails_when_shown_warns_when_inconclusive_and_too_few_is_undecided(
     pytester.makefile(".yaml", suite=suite_text(candidate))
     junit = pytester.path / "junit.xml"
     result = pytester.runpytest(
-        "--llmjudge", "--llmjudge-baseline=prod", f"--junitxml={junit}", "-rA", "--llmjudge-junit-properties"
+        "--llmjudge",
+        "--llmjudge-baseline=prod",
+        f"--junitxml={junit}",
+        "-rA",
+        "--llmjudge-junit-properties",
+        "--llmjudge-report=json:r.json",
+        "--llmjudge-report=html:r.html",
     )
     result.assert_outcomes(passed=36 + 1, failed=1, skipped=0, warnings=2)
     assert result.parseoutcomes()["undecided"] == 1
@@ -103,6 +109,11 @@ def test_drop_fails_when_shown_warns_when_inconclusive_and_too_few_is_undecided(
         p.get("name"): p.get("value") for p in root.iter("testsuite") for p in p.findall("properties/property")
     }
     assert suite_props["llmjudge_release_verdict"] == verdict
+    # The same one line in the JSON and HTML reports.
+    release = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))["release"]
+    assert release["text"] == verdict and release["status"] == "fail" and release["comparisons"] == 3
+    assert (release["inconclusive"], release["undecided"], release["failed"]) == (1, 1, ["release task_quality [hi]"])
+    assert verdict in (pytester.path / "r.html").read_text(encoding="utf-8")
     cases = {c.get("name"): c for c in root.iter("testcase")}
     props = {p.get("name"): p.get("value") for p in cases["regression[task_quality-hi]"].iter("property")}
     assert props["gate"] == "fail" and props["baseline"] == "prod" and props["n_paired"] == "12"
