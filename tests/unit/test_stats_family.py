@@ -204,3 +204,16 @@ def test_release_verdict_counts_and_names_what_failed() -> None:
         [_record("hi", "pass", family="suite"), _record("hi", "pass", family="suite", suite_path="t.yaml")]
     )
     assert per_suite is not None and per_suite.families == 2
+
+
+def test_bootstrap_non_inferiority_p_is_the_shift_method_upper_tail() -> None:
+    from pytest_llmjudge.stats.paired import paired_bootstrap
+
+    rng = np.random.default_rng(5)
+    base = rng.integers(0, 3, 30).astype(float)
+    cand = np.clip(base + rng.integers(-1, 2, 30), 0, 2)
+    result = paired_bootstrap(cand, base, resamples=999, seed=1)
+    d, margin = result.mean_difference, 0.2
+    by_hand = (1 + np.count_nonzero(result.distribution - d - margin >= d - 1e-12)) / 1000
+    assert result.p_value_non_inferior(margin) == pytest.approx(by_hand)
+    assert paired_bootstrap([1.0], [2.0]).p_value_non_inferior(0.5) == 1.0, "one pair: no evidence"
