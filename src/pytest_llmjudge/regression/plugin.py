@@ -212,8 +212,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     verdict = _verdict(config) if xml is not None else None
     if xml is not None and verdict is not None:
         from pytest_llmjudge.escaping import ONE_LINE, escape_controls
+        from pytest_llmjudge.redaction import redact
+        from pytest_llmjudge.session.secrets import run_secrets
 
-        xml.add_global_property("llmjudge_release_verdict", escape_controls(verdict.text, ONE_LINE))
+        # As every other text the plugin writes into JUnit: the run's credentials replaced, controls visible.
+        text = escape_controls(redact(verdict.text, run_secrets(config)), ONE_LINE)
+        xml.add_global_property("llmjudge_release_verdict", text)
     _save(session, exitstatus)
 
 
