@@ -3,7 +3,7 @@
 Every number comes from :func:`pytest_llmjudge.regression.compare.measure` and
 :func:`~pytest_llmjudge.regression.compare.decide`, the functions the regression items call
 (the same settings as a suite with only ``baseline:`` set: exact/Monte-Carlo sign-flip test,
-Holm over the run's family, alpha 0.05, margin 0), on simulated release gates of 8 languages
+Holm over Tarone's K of the run's family, alpha 0.05, margin 0), on simulated release gates of 8 languages
 x 3 metrics = 24 comparisons, as in ``example_suites/pariksha_release_gate.yaml``.
 
 The data. Per case the baseline's score is drawn from the metric's distribution:
