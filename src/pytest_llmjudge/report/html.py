@@ -594,14 +594,15 @@ def _verdict_css(record: RegressionRecord) -> str:
     return {"fail": "fail", "warn": "warn", "improved": "pass"}.get(record.status, "neutral")
 
 
-def _regressions(records: Sequence[RegressionRecord]) -> str:
+def _regressions(records: Sequence[RegressionRecord], verdict: str = "") -> str:
     parts = [
         '<section id="regression"><h2>Regression against the baseline</h2>',
+        verdict,
         '<p class="legend"><span>candidate minus baseline, mean per case, with its CI</span>'
         '<span><i style="background:var(--fail)"></i>regressed</span>'
         '<span><i style="background:var(--pass)"></i>improved</span>'
         '<span><i style="background:var(--neutral)"></i>no significant change</span>'
-        '<span><i style="background:var(--warn)"></i>drop, not significant (warn)</span>'
+        '<span><i style="background:var(--warn)"></i>drop, inconclusive (warn)</span>'
         "<span>dashed: allowed drop (margin)</span></p>",
     ]
     by_metric: dict[tuple[str, str], list[RegressionRecord]] = defaultdict(list)
@@ -636,11 +637,24 @@ def _regressions(records: Sequence[RegressionRecord]) -> str:
             ("n", _e(format_number(record.mean_difference, 3))),
             ("n", _e(format_interval(record.ci_low, record.ci_high, 3))),
             ("n", _e(format_number(record.p_value, 3))),
+            ("n", _e(format_number(record.p_adjusted, 3))),
             ("res", _e(" · ".join(v for v in (record.gate, record.verdict) if v) or "-")),
         ]
         css = {"fail": ' class="fail"', "warn": ' class="warn"'}.get(_verdict_css(record), "")
         table_rows.append(f"<tr{css}>{_cells(cells)}</tr>")
-    headers = ["suite", "metric", "lang", "n", "baseline", "candidate", "difference", "95% CI", "p", "gate · verdict"]
+    headers = [
+        "suite",
+        "metric",
+        "lang",
+        "n",
+        "baseline",
+        "candidate",
+        "difference",
+        "95% CI",
+        "p",
+        "p adjusted",
+        "gate · verdict",
+    ]
     parts.append(_table(headers, table_rows))
     parts.append("</section>")
     return "".join(parts)
@@ -1002,7 +1016,14 @@ def render_html(document: ReportDocument) -> str:
     if document.gates:
         sections.append(("agreement", "Agreement", _agreement(document.gates)))
     if document.regressions:
-        sections.append(("regression", "Regression", _regressions(document.regressions)))
+        verdict = document.release
+        head = (
+            ""
+            if verdict is None
+            else f'<p class="{ {"pass": "pass", "undecided": "warn"}.get(verdict.status, "fail") }">'
+            f"<b>{_e(verdict.text)}</b></p>"
+        )
+        sections.append(("regression", "Regression", _regressions(document.regressions, head)))
     if document.rankings:
         sections.append(("ranking", "Rankings", _rankings(document.rankings)))
     history = _trends(document) if document.history else ""

@@ -39,7 +39,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 
 from pytest_llmjudge.formatting import format_fixed, format_number
-from pytest_llmjudge.records import LeaderboardRecord, RegressionRecord, Standing, Threshold
+from pytest_llmjudge.records import LeaderboardRecord, RegressionRecord, ReleaseVerdict, Standing, Threshold
 from pytest_llmjudge.report.assemble import ALL, NOT_DECIDED, is_failure, threshold_text
 from pytest_llmjudge.report.document import Accounting, GateBrief, NotRun, ReportDocument, SuiteInfo, SummaryRow
 
@@ -119,12 +119,12 @@ COLUMNS: tuple[Column, ...] = (
 REGRESSION_COLUMNS: tuple[Column, ...] = (
     ("suite", 22, False),
     ("metric", 24, False),
-    ("lang", 6, False),
-    ("n", 5, True),
+    ("lang", 5, False),
+    ("n", 4, True),
     ("delta", 7, True),
-    ("95% CI", 16, False),
-    ("p", 5, True),
-    ("gate", 5, False),
+    ("95% CI", 15, False),
+    ("p adj", 5, True),
+    ("gate", 9, False),
 )
 
 
@@ -230,15 +230,25 @@ def _gate_lines(document: ReportDocument, width: int) -> list[StyledLine]:
     return lines + [(_cut(text, width), style) for text, style in calibration_lines([*gates, *document.other])]
 
 
-def _regression_lines(regressions: Sequence[RegressionRecord]) -> list[StyledLine]:
-    """A count line, then every comparison that did not pass (at most :data:`MAX_DETAIL_LINES`)."""
+def _verdict_lines(verdict: ReleaseVerdict | None, width: int = WIDTH) -> list[StyledLine]:
+    """The release verdict, wrapped to the terminal's width (at least :data:`WIDTH`); green or red."""
+    if verdict is None:
+        return []
+    style = {"pass": "green", "undecided": "yellow"}.get(verdict.status, "red")
+    return [(text, style) for text in textwrap.wrap(verdict.text, max(width, WIDTH), subsequent_indent="  ")]
+
+
+def _regression_lines(
+    regressions: Sequence[RegressionRecord], verdict: ReleaseVerdict | None, width: int = WIDTH
+) -> list[StyledLine]:
+    """A count line, the release verdict, then every comparison that did not pass (at most :data:`MAX_DETAIL_LINES`)."""
     statuses = Counter(r.status for r in regressions)
     head = (
         f"regression against the baseline: {len(regressions)} comparison(s), {statuses['fail']} fail, "
-        f"{statuses['warn']} warn, {statuses['improved']} improved"
+        f"{statuses['warn']} warn, {statuses['undecided']} undecided, {statuses['improved']} improved"
     )
-    lines: list[StyledLine] = [(head, "bold")]
-    notable = [r for r in regressions if r.status in ("fail", "warn")]
+    lines: list[StyledLine] = [(head, "bold"), *_verdict_lines(verdict, width)]
+    notable = [r for r in regressions if r.status in ("fail", "warn", "undecided")]
     if notable:
         lines.append((_columns(REGRESSION_COLUMNS, [c[0] for c in REGRESSION_COLUMNS], "  "), None))
     for record in notable[:MAX_DETAIL_LINES]:
@@ -249,7 +259,7 @@ def _regression_lines(regressions: Sequence[RegressionRecord]) -> list[StyledLin
             format_number(record.n),
             format_number(record.mean_difference, 3),
             _ci(record.ci_low, record.ci_high),
-            format_fixed(record.p_value),
+            format_fixed(record.p_adjusted if record.p_adjusted is not None else record.p_value),
             record.gate,
         ]
         style = "red" if record.status == "fail" else "yellow"
@@ -361,7 +371,7 @@ def summary_lines(document: ReportDocument, *, quiet: bool = False, width: int =
                     lines.append((_cut(text, WIDTH), STATUS_STYLE.get(row.status)))
         for section in (
             _gate_lines(document, width),
-            _regression_lines(document.regressions) if document.regressions else [],
+            _regression_lines(document.regressions, document.release, width) if document.regressions else [],
             _ranking_lines(document.rankings) if document.rankings else [],
         ):
             if section:
@@ -381,6 +391,8 @@ def summary_lines(document: ReportDocument, *, quiet: bool = False, width: int =
         if lines:
             lines.append(("", None))
         lines.extend((part, None) for part in wrap_accounting(line))
+    if quiet:  # the release verdict is the one line a quiet run still owes its reader
+        lines.extend(_verdict_lines(document.release, width))
     return lines
 
 

@@ -405,9 +405,13 @@ class RegressionConfig(_Strict):
     alpha: float = Field(0.05, gt=0.0, lt=1.0, description="Significance level of the one-sided test for a drop.")
     confidence: float = Field(0.95, gt=0.0, lt=1.0, description="Level of the reported confidence interval.")
     method: Literal["bootstrap", "permutation"] = Field(
-        "bootstrap", description="Paired bootstrap or permutation test."
+        "permutation",
+        description="Paired sign-flip permutation test (exact up to 24 changed pairs, else Monte Carlo), "
+        "or the paired bootstrap (opt-in; accurate only with many cases).",
     )
-    resamples: int | None = Field(None, ge=1, description="Resamples (default 2000 bootstrap, 10000 permutation).")
+    resamples: int | None = Field(
+        None, ge=1, description="Random sign flips / bootstrap resamples (default 10000 permutation, 2000 bootstrap)."
+    )
     seed: int = 0
     max_unscored_rate: float = Field(0.0, ge=0.0, le=1.0, description="Share of unscored candidate cases tolerated.")
     fail_on_missing: bool = Field(False, description="Fail (not only report) when cases are missing on either side.")
@@ -415,6 +419,28 @@ class RegressionConfig(_Strict):
         "fail",
         description="When the baseline this section names lacks the suite: fail (a renamed suite must not switch "
         "its gate off) or skip (a new suite, not in the baseline yet).",
+    )
+    correction: Literal["holm", "bh", "bonferroni", "none"] = Field(
+        "holm",
+        description="Multiple-testing correction of the family's p-values: Holm (family-wise error, default), "
+        "Benjamini-Hochberg (false discovery rate), Bonferroni, or none.",
+    )
+    family: Literal["run", "suite", "metric"] = Field(
+        "run",
+        description="Which comparisons are corrected together: every regression item of the run (default), "
+        "of this suite, or of this suite and metric.",
+    )
+    fail_on: Literal["fail", "warn"] = Field(
+        "fail",
+        description="warn: an inconclusive drop or too few cases to decide fails the item too.",
+    )
+    mode: Literal["regression", "non_inferiority"] = Field(
+        "regression",
+        description="regression: fail on a drop beyond the margin that is shown; non_inferiority: pass only when "
+        "a drop beyond the margin is ruled out.",
+    )
+    per_metric_mode: dict[str, Literal["regression", "non_inferiority"]] = Field(
+        default_factory=dict, description="Mode per metric (wins over mode)."
     )
 
     @field_validator("per_metric", "per_language", "per_group")
