@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import difflib
 import math
+import statistics
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -267,11 +269,19 @@ def _rubric_from_config(name: str, config: RubricConfig) -> Rubric:
     )
 
 
-def _recorded(raw: Mapping[str, Any]) -> dict[str, RecordedValue]:
+def _recorded(raw: Mapping[str, Any], how: str = "mean") -> dict[str, RecordedValue]:
     values: dict[str, RecordedValue] = {}
     for name, entry in raw.items():
         if isinstance(entry, (int, float)):
             values[name] = RecordedValue(score=float(entry))
+        elif entry.samples is not None:
+            samples = tuple(None if sample is None else float(sample) for sample in entry.samples)
+            values[name] = RecordedValue(
+                score=_combined(samples, how),
+                justification=entry.justification,
+                judge=entry.judge,
+                samples=samples,
+            )
         else:
             values[name] = RecordedValue(
                 score=None if entry.score is None else float(entry.score),
@@ -279,6 +289,20 @@ def _recorded(raw: Mapping[str, Any]) -> dict[str, RecordedValue]:
                 judge=entry.judge,
             )
     return values
+
+
+def _combined(samples: tuple[float | None, ...], how: str) -> float | None:
+    """Recorded samples' score by the scoreboard's rule for repeats (``execution.scoreboard.combine_samples``,
+    which this layer can't import: the scoreboard imports it): the mean, or the most common
+    sample with ties to the lower; None when a sample is null (the case is unscored)."""
+    numbers = [sample for sample in samples if sample is not None]
+    if len(numbers) < len(samples):
+        return None
+    if how == "mean":
+        return statistics.fmean(numbers)
+    counts = Counter(numbers)
+    best = max(counts.values())
+    return min(value for value, count in counts.items() if count == best)
 
 
 def _label_files(
@@ -587,7 +611,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 reference=case_config.reference,
                 context=(context,) if isinstance(context, str) else tuple(context or ()),
                 metadata=dict(case_config.metadata),
-                recorded=_recorded(case_config.recorded),
+                recorded=_recorded(case_config.recorded, config.judge.repeat_aggregate),
                 thresholds=tuple(suite_thresholds + own),
                 human=human_labels.get(case_config.id, {}),
                 path=source,
@@ -723,7 +747,17 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 )
         for name, value in case.recorded.items():
             rubric = rubrics.get(name)
-            if rubric is not None and value.score is not None and value.score not in rubric.scale:
+            scale = rubric.scale if rubric is not None else None
+            off_samples = [s for s in value.samples if scale is not None and s is not None and s not in scale]
+            if off_samples:
+                raise SuiteError(
+                    f"recorded {name} sample {off_samples[0]:g} of case {case.id!r} is not on the scale {list(scale or ())}",
+                    path=case.path,
+                    line=case.line,
+                    field=f"recorded.{name}.samples",
+                )
+            # A mean of samples lies between scale points; the samples themselves were checked above.
+            if rubric is not None and value.score is not None and value.score not in rubric.scale and not value.samples:
                 raise SuiteError(
                     f"recorded {name} score {value.score:g} of case {case.id!r} is not on the scale {list(rubric.scale)}",
                     path=case.path,
