@@ -155,7 +155,7 @@ def test_a_row_is_the_mean_of_the_case_estimates_with_the_betting_interval() -> 
         reference = betting_interval(expected, 0.0, 1.0)
         assert (row.ci_low, row.ci_high) == pytest.approx((reference.low, reference.high))
         assert row.problem is None and (row.n_scored, row.n_unscored) == (4, 0)
-        assert row.passed == (row.value >= 0.4)
+        assert row.value is not None and row.passed == (row.value >= 0.4)
     # k unset is each case's n (5): the indicators.
     row = compute_row("hi", parse_aggregate("pass_hat_k(tq >= 2) >= 0.25"), values)
     assert row.value == pytest.approx(1 / 4) and row.passed
@@ -250,7 +250,7 @@ def test_recorded_samples_are_kept_and_scored_by_mean_or_majority(tmp_path: Path
 @pytest.mark.parametrize("samples", [(2.0, 1.0, 1.0), (0.0, 2.0), (1.0, 2.0, 2.0, 1.0), (2.0,)])
 def test_recorded_samples_combine_like_judged_repeats(samples: tuple[float, ...]) -> None:
     for how in ("mean", "majority"):
-        assert _combined(samples, how) == combine_samples(samples, how)  # type: ignore[arg-type]
+        assert _combined(samples, how) == combine_samples(samples, how)
 
 
 @pytest.mark.parametrize(
