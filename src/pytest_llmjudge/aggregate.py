@@ -56,7 +56,8 @@ independent draws), so it holds its level at every number of cases like the mean
 An unscored case (the scoreboard unscores a case when any of its samples has no score)
 counts as 0, not passing, and as unscored (which fails the row unless
 ``max_unscored_rate`` allows it). ``k`` larger than a scored case's ``n`` is an error naming
-the case: no k of its samples can be drawn.
+the case: no k of its samples can be drawn (``suite/build.py`` already refuses such a suite
+when it loads; the row checks again for values given directly).
 
 Unscored cases never disappear silently: every row reports ``n_scored`` and
 ``n_unscored``, and a row fails when fewer than ``min_cases`` cases are scored or when the

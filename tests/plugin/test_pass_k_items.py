@@ -98,7 +98,7 @@ def _outcomes(result: pytest.RunResult) -> dict[str, str]:
     return found
 
 
-def test_k_above_the_recorded_samples_is_an_error_naming_the_case(pytester: pytest.Pytester) -> None:
+def test_k_above_the_recorded_samples_is_a_load_error_naming_the_case(pytester: pytest.Pytester) -> None:
     pytester.makefile(
         ".yaml",
         suite="""\
@@ -107,13 +107,14 @@ cases:
   - {id: a, language: hi, output: x, recorded: {task_quality: {samples: [2, 2, 2]}}}
   - {id: b, language: hi, output: y, recorded: {task_quality: 2}}
 aggregate:
+  - mean(task_quality) >= 1
   - pass_hat_k(task_quality >= 2, k=3) >= 0.5
 """,
     )
     result = pytester.runpytest("--llmjudge")
-    result.assert_outcomes(failed=2)
+    result.assert_outcomes(failed=1)  # the suite's one error item: nothing is judged
     result.stdout.fnmatch_lines(
-        ["*ERROR: pass_hat_k(task_quality >= 2, k=3) for hi*case 'b' (hi) has 1 sample(s), fewer than k = 3*"]
+        ["*suite.yaml:7: pass_hat_k(task_quality >= 2, k=3) needs k = 3 samples per case; case 'b' has 1 (one score)*"]
     )
 
 

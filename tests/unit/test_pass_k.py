@@ -278,3 +278,38 @@ def test_the_module_docstring_formulas_hold() -> None:
     # Guards the docs' worked example (docs/suite-format.md): n = 5, c = 3.
     assert [round(pass_hat_k(5, 3, k), 4) for k in range(1, 6)] == [0.6, 0.3, 0.1, 0.0, 0.0]
     assert [round(pass_at_k(5, 3, k), 4) for k in range(1, 6)] == [0.6, 0.9, 1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    ("judge", "recorded", "aggregate", "message"),
+    [
+        (
+            "judge: {repeats: 3}\n",
+            "",
+            "pass_at_k(task_quality >= 2, k=5) >= 0.9",
+            "needs k = 5 samples per case; case 'a' has 3 (judge.repeats)",
+        ),
+        (
+            "",
+            "    recorded: {task_quality: {samples: [2, 2]}}\n",
+            "pass_hat_k(task_quality >= 2, k=3) >= 0.9",
+            "case 'a' has 2 (its recorded samples)",
+        ),
+        ("", "    reference: x\n", "pass_hat_k(chrf >= 40, k=2) >= 0.9", "case 'a' has 1 (one score)"),
+    ],
+)
+def test_k_above_what_the_cases_will_have_is_an_error_when_the_suite_loads(
+    tmp_path: Path, registry: Registry, judge: str, recorded: str, aggregate: str, message: str
+) -> None:
+    path = tmp_path / "suite.yaml"
+    path.write_text(
+        f"suite: demo\n{judge}cases:\n  - id: a\n    language: hi\n    output: x\n{recorded}aggregate:\n  - {aggregate}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(SuiteError) as excinfo:
+        build_suite(path, registry)
+    assert message in excinfo.value.message and excinfo.value.line == path.read_text().count("\n")
+    # Enough repeats: it loads.
+    if judge:
+        path.write_text(path.read_text().replace("repeats: 3", "repeats: 5"), encoding="utf-8")
+        assert build_suite(path, registry).aggregates[0].spec.k == 5

@@ -32,6 +32,7 @@ from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.stats.grouping import Group
 from pytest_llmjudge.suite import schema
 from pytest_llmjudge.suite.expressions import (
+    PASS_K_STATS,
     ExpressionError,
     Threshold,
     parse_aggregate,
@@ -705,6 +706,9 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 + "define it under 'rubrics:', use a built-in rubric or metric, or record scores for it",
             )
 
+    for check in aggregates:
+        _check_pass_k(check, cases, kinds.get(check.spec.metric), judge.repeats, path)
+
     declared: dict[str, tuple[float, float]] = {}
     for index, check in enumerate(aggregates):
         if check.scale is not None and declared.setdefault(check.spec.metric, check.scale) != check.scale:
@@ -809,6 +813,35 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         sources=tuple(dict.fromkeys(base_dir / entry.path for entry in _cases_files(config)))
         + ((base_dir / config.outputs.file,) if config.outputs is not None and config.outputs.file else ()),
     )
+
+
+def _check_pass_k(
+    check: AggregateCheck, cases: Sequence[Case], kind: MetricKind | None, repeats: int, path: Path
+) -> None:
+    """``pass_at_k(..., k=N)`` with N above what the cases will have is an error when the suite
+    loads, before any judge call: a judged case has ``judge.repeats`` samples, a computed
+    metric one, a recorded score one (its ``samples``, if recorded, as many as listed)."""
+    k = check.spec.k
+    if k is None or check.spec.stat not in PASS_K_STATS:
+        return
+    for case in cases:
+        recorded = case.recorded.get(check.spec.metric)
+        if recorded is not None:
+            n = max(1, len(recorded.samples))
+        else:
+            n = repeats if kind == "rubric" else 1
+        if k > n:
+            where = (
+                "judge.repeats"
+                if recorded is None and kind == "rubric"
+                else ("its recorded samples" if recorded is not None and recorded.samples else "one score")
+            )
+            raise SuiteError(
+                f"{check.spec.label} needs k = {k} samples per case; case {case.id!r} has {n} ({where})",
+                path=path,
+                line=check.line,
+                hint="set judge.repeats (or record samples) to at least k, or lower k",
+            )
 
 
 def _check_group_names(
