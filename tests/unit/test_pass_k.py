@@ -114,8 +114,10 @@ def test_pass_k_expressions_parse(text: str, stat: str, k: int | None, label: st
 @pytest.mark.parametrize(
     ("text", "match"),
     [
-        ("pass_hatk(tq >= 2) >= 0.5", "did you mean 'pass_hat_k'"),
-        ("pass_at(tq >= 2) >= 0.5", "did you mean 'pass_rate' or 'pass_at_k'"),
+        ("pass_hatk(tq >= 2) >= 0.5", r"did you mean 'pass_hat_k'\?"),
+        ("pass_at(tq >= 2) >= 0.5", r"did you mean 'pass_at_k' or 'pass_rate'\?"),
+        ("passk(tq >= 2) >= 0.5", "did you mean 'pass_at_k' or 'pass_hat_k'"),
+        ("means(tq) >= 1", r"did you mean 'mean'\?"),
         ("lower(pass_hat(tq >= 2)) >= 0.5", "did you mean 'pass_hat_k'"),
         ("pass_hat_k(tq >= 2, n=3) >= 0.9", r"got 'n'; did you mean 'pass_hat_k\(tq >= 2, k=3\)'"),
         ("pass_hat_k(tq => 2) >= 0.9", "did you mean 'tq >= 2'"),

@@ -279,8 +279,17 @@ def _did_you_mean_statistic(text: str) -> str:
     called = re.match(r"^\s*(?:(?:lower|upper)\s*\(\s*)?(?P<name>[\w@^]+)\s*\(", text)
     if called is None or called["name"] in _STAT_NAMES:
         return ""
-    close = difflib.get_close_matches(called["name"], get_args(AggregateStat), n=2, cutoff=0.6)
-    return f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+    name = called["name"]
+    ratio = {stat: difflib.SequenceMatcher(None, name, stat).ratio() for stat in get_args(AggregateStat)}
+    best = max(ratio.values())
+    if best < 0.6:
+        return ""
+    # Both when two names are about as close ('passk': pass_at_k or pass_hat_k?), else the closest.
+    close = sorted(
+        (stat for stat, r in ratio.items() if r >= best - 0.05),
+        key=lambda stat: (-ratio[stat], not stat.startswith(name)),  # a name cut short first
+    )
+    return f"; did you mean {' or '.join(map(repr, close))}?"
 
 
 def parse_override(text: str | float | int, default_op: Op) -> tuple[Op, float]:
