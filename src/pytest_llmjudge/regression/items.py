@@ -33,6 +33,7 @@ from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
 from pytest_llmjudge.session.state import scoreboard_key
 
 if TYPE_CHECKING:
+    from pytest_llmjudge.history import History
     from pytest_llmjudge.records import CaseDrop
     from pytest_llmjudge.regression.baseline import Baseline, BaselineError, MetricScores
     from pytest_llmjudge.regression.compare import RegressionResult, RegressionSettings
@@ -59,7 +60,7 @@ class RegressionState:
     loaded: dict[Path, Baseline | BaselineError] = field(default_factory=dict)
     saved: str | None = None
     save_problem: str | None = None
-    history_dir: Path | None = None
+    history: History | None = None
     """``--llmjudge-history``: where ``history:BRANCH`` baselines live."""
 
 
@@ -112,7 +113,7 @@ class RegressionFile(pytest.File):
                 path, name = state.cli_baseline, str(self.config.getoption("llmjudge_baseline"))
             elif config is not None and config.baseline:
                 name = config.baseline
-                path = resolve_path(config.baseline, state.baseline_dir, self.path.parent, state.history_dir)
+                path = resolve_path(config.baseline, state.baseline_dir, self.path.parent, state.history)
             else:
                 return []
             baseline = _load(state, path)
@@ -267,7 +268,7 @@ class RegressionItem(LLMJudgeItem):
 
     def setup(self) -> None:
         board = self.config.stash[scoreboard_key]
-        if self.suite.metric_kinds.get(self.metric) != "rubric":
+        if self.suite.metric_kinds.get(self.metric) not in ("rubric", "judged"):
             return
         if all(self.metric in case.recorded for case in self.cases):
             return

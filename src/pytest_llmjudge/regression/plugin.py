@@ -92,13 +92,13 @@ def pytest_configure(config: pytest.Config) -> None:
     baseline_dir = Path(str(raw_dir)).expanduser()
     if not baseline_dir.is_absolute():
         baseline_dir = rootdir / baseline_dir
-    from pytest_llmjudge.report.plugin import history_directory
+    from pytest_llmjudge.report.plugin import run_history
 
     state = RegressionState(
         baseline_dir=baseline_dir,
         rootdir=rootdir,
         invocation_dir=config.invocation_params.dir,
-        history_dir=history_directory(config),
+        history=run_history(config),
     )
     margin = config.getoption("llmjudge_regression_margin")
     alpha = config.getoption("llmjudge_regression_alpha")
@@ -110,7 +110,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         name = config.getoption("llmjudge_baseline")
         if name:
-            state.cli_baseline = resolve_path(name, baseline_dir, state.invocation_dir, state.history_dir)
+            state.cli_baseline = resolve_path(name, baseline_dir, state.invocation_dir, state.history)
             if not state.cli_baseline.is_file():
                 raise BaselineError(f"baseline {name!r} not found: {state.cli_baseline}")
         save = config.getoption("llmjudge_save_baseline")

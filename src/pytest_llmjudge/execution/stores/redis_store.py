@@ -80,6 +80,15 @@ class RedisStore:
             raise ConfigError(f"invalid Redis cache URL {_redact(url)}: {error}") from error
         return cls(client, prefix)
 
+    @property
+    def client(self) -> Any:
+        """The redis-py client (run history keeps its list beside the cache: ``history.py``)."""
+        return self._client
+
+    @property
+    def prefix(self) -> str:
+        return self._prefix
+
     def _entry(self, key: str) -> str:
         return f"{self._prefix}e:{key}"
 

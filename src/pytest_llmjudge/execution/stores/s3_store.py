@@ -95,6 +95,19 @@ class S3Store:
         prefix = parts.path.lstrip("/")
         return cls(client, parts.netloc, prefix if prefix else DEFAULT_PREFIX, clock, owns_client=True)
 
+    @property
+    def client(self) -> Any:
+        """The boto3 client (run history keeps its objects beside the cache: ``history.py``)."""
+        return self._client
+
+    @property
+    def bucket(self) -> str:
+        return self._bucket
+
+    @property
+    def prefix(self) -> str:
+        return self._prefix
+
     def _entry(self, key: str) -> str:
         return f"{self._prefix}entries/{key}"
 
