@@ -315,3 +315,19 @@ def test_k_above_what_the_cases_will_have_is_an_error_when_the_suite_loads(
     if judge:
         path.write_text(path.read_text().replace("repeats: 3", "repeats: 5"), encoding="utf-8")
         assert build_suite(path, registry).aggregates[0].spec.k == 5
+
+
+def test_a_csv_column_of_repeats_is_recorded_samples(tmp_path: Path, registry: Registry) -> None:
+    (tmp_path / "cases.csv").write_text(
+        'id,language,output,recorded.task_quality\nhi-1,hi,"नमस्ते, जी",2|1|2\nhi-2,hi,x,2\n', encoding="utf-8"
+    )
+    path = tmp_path / "suite.yaml"
+    path.write_text("suite: csv\ncases_file: cases.csv\naggregate:\n  - pass_hat_k(task_quality >= 2) >= 0\n")
+    cases = build_suite(path, registry).cases
+    first, second = (case.recorded["task_quality"] for case in cases)
+    assert (first.samples, first.score) == ((2.0, 1.0, 2.0), pytest.approx(5 / 3))
+    assert (second.samples, second.score) == ((), 2.0)
+    (tmp_path / "cases.csv").write_text("id,language,output,recorded.task_quality\nhi-1,hi,x,2|high\n")
+    with pytest.raises(SuiteError, match="high") as excinfo:
+        build_suite(path, registry)
+    assert excinfo.value.line == 2
