@@ -35,6 +35,7 @@ from pytest_llmjudge.aggregate import (
     AggregateRow,
     ScoredValue,
     compute_rows,
+    pass_k_cases,
     render_human_table,
     render_table,
 )
@@ -49,7 +50,7 @@ from pytest_llmjudge.records import AggregateRow as RecordRow
 from pytest_llmjudge.records import Threshold as RecordThreshold
 from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem, record
 from pytest_llmjudge.session.suites import built_suite
-from pytest_llmjudge.suite.expressions import HUMAN_STATS, Threshold
+from pytest_llmjudge.suite.expressions import HUMAN_STATS, PASS_K_STATS, Threshold
 from pytest_llmjudge.suite.model import JUDGE_KINDS, AggregateCheck, Case, Suite
 
 EXCERPT_CHARS = 300
@@ -466,7 +467,15 @@ class AggregateItem(_SuiteItem):
                 group = case.group(self.check.group_by).name
                 scored.append((case, score, group))
                 values.append(
-                    ScoredValue(case.language, score.value, score.scored, group=group, human=case.human.get(metric))
+                    ScoredValue(
+                        case.language,
+                        score.value,
+                        score.scored,
+                        group=group,
+                        human=case.human.get(metric),
+                        samples=score.samples,
+                        case=case.id,
+                    )
                 )
             overrides = {group.name: self.check.for_group(group) for group in self.check.groups(self.suite.cases)}
             rows = compute_rows(
@@ -559,11 +568,32 @@ class AggregateItem(_SuiteItem):
             raise CaseFailure(human_message(self.suite.name, row, rows, self.language, judges))
         detail = f" ({row.problem})" if row.problem else ""
         judged_by = f"  judge: {judges}\n" if judges else ""  # where CI shows only the failure message
+        per_case = self._pass_k_cases(row) if row.spec.stat in PASS_K_STATS else ""
         raise CaseFailure(
             f"{verdict}: {row.spec.label} for {self.language} = {format_value(row.asserted)}, "
             f"expected {row.spec.op} {row.spec.value:g}{detail}\n"
-            f"{judged_by}{render_table(rows, highlight=self.language)}"
+            f"{judged_by}{render_table(rows, highlight=self.language)}{per_case}"
         )
+
+    def _pass_k_cases(self, row: AggregateRow, shown: int = 10) -> str:
+        """The row's cases with the lowest pass@k/pass^k estimates: which cases pulled the mean down."""
+        values = [
+            ScoredValue(case.language, score.value, score.scored, samples=score.samples, case=case.id)
+            for case, score, group in self._shared.scored
+            if self.language in (ALL_LANGUAGES, group)
+        ]
+        try:
+            cases = pass_k_cases(row.spec, values)
+        except ValueError:
+            return ""  # the row's problem already names the case
+        low = sorted((case for case in cases if case.estimate < 1.0), key=lambda case: case.estimate)
+        if not low:
+            return ""
+        lines = [f"\n  lowest cases ({min(shown, len(low))} of {len(low)} below 1; passing samples of n, k):"]
+        for case in low[:shown]:
+            counted = f"{case.passing}/{case.n}, k={case.k}" if case.scored else "unscored"
+            lines.append(f"    {case.case} [{case.language}] {counted}: {case.estimate:.3f}")
+        return "\n".join(lines)
 
     def planned_calls(self) -> list[tuple[Suite, Case, str]]:
         # This row's cases only (every case for ``all``): a row selected alone (-k, -m,

@@ -628,15 +628,25 @@ class ScoreBoard:
         kind = suite.metric_kinds.get(metric)
         recorded = case.recorded.get(metric)
         if recorded is not None:
+            nulls = sum(1 for sample in recorded.samples if sample is None)
+            if nulls:  # like a judged repeat without a verdict: the case is unscored
+                return _unscored(
+                    metric,
+                    "recorded",
+                    f"{nulls} of {len(recorded.samples)} recorded samples are null",
+                    judge=recorded.judge,
+                )
             if recorded.score is None:
                 return _unscored(metric, "recorded", "the recorded score is null", judge=recorded.judge)
             rubric = suite.rubrics.get(metric)
+            samples = tuple(sample for sample in recorded.samples if sample is not None)
             return Score(
                 metric=metric,
                 value=recorded.score,
                 source="recorded",
                 justification=recorded.justification,
                 judge=recorded.judge or "recorded",
+                samples=samples if len(samples) > 1 else (),
                 higher_is_better=rubric.higher_is_better if rubric else True,
             )
         if kind == "rubric":

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import difflib
 import math
+import statistics
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -31,6 +33,7 @@ from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.stats.grouping import Group
 from pytest_llmjudge.suite import schema
 from pytest_llmjudge.suite.expressions import (
+    PASS_K_STATS,
     ExpressionError,
     Threshold,
     parse_aggregate,
@@ -269,11 +272,19 @@ def _rubric_from_config(name: str, config: RubricConfig) -> Rubric:
     )
 
 
-def _recorded(raw: Mapping[str, Any]) -> dict[str, RecordedValue]:
+def _recorded(raw: Mapping[str, Any], how: str = "mean") -> dict[str, RecordedValue]:
     values: dict[str, RecordedValue] = {}
     for name, entry in raw.items():
         if isinstance(entry, (int, float)):
             values[name] = RecordedValue(score=float(entry))
+        elif entry.samples is not None:
+            samples = tuple(None if sample is None else float(sample) for sample in entry.samples)
+            values[name] = RecordedValue(
+                score=_combined(samples, how),
+                justification=entry.justification,
+                judge=entry.judge,
+                samples=samples,
+            )
         else:
             values[name] = RecordedValue(
                 score=None if entry.score is None else float(entry.score),
@@ -281,6 +292,20 @@ def _recorded(raw: Mapping[str, Any]) -> dict[str, RecordedValue]:
                 judge=entry.judge,
             )
     return values
+
+
+def _combined(samples: tuple[float | None, ...], how: str) -> float | None:
+    """Recorded samples' score by the scoreboard's rule for repeats (``execution.scoreboard.combine_samples``,
+    which this layer can't import: the scoreboard imports it): the mean, or the most common
+    sample with ties to the lower; None when a sample is null (the case is unscored)."""
+    numbers = [sample for sample in samples if sample is not None]
+    if len(numbers) < len(samples):
+        return None
+    if how == "mean":
+        return statistics.fmean(numbers)
+    counts = Counter(numbers)
+    best = max(counts.values())
+    return min(value for value, count in counts.items() if count == best)
 
 
 def _label_files(
@@ -591,7 +616,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 context=(context,) if isinstance(context, str) else tuple(context or ()),
                 messages=messages,
                 metadata=dict(case_config.metadata),
-                recorded=_recorded(case_config.recorded),
+                recorded=_recorded(case_config.recorded, config.judge.repeat_aggregate),
                 thresholds=tuple(suite_thresholds + own),
                 human=human_labels.get(case_config.id, {}),
                 path=source,
@@ -687,6 +712,9 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 + "define it under 'rubrics:', use a built-in rubric or metric, or record scores for it",
             )
 
+    for check in aggregates:
+        _check_pass_k(check, cases, kinds.get(check.spec.metric), judge.repeats, path)
+
     declared: dict[str, tuple[float, float]] = {}
     for index, check in enumerate(aggregates):
         if check.scale is not None and declared.setdefault(check.spec.metric, check.scale) != check.scale:
@@ -731,7 +759,17 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 )
         for name, value in case.recorded.items():
             rubric = rubrics.get(name)
-            if rubric is not None and value.score is not None and value.score not in rubric.scale:
+            scale = rubric.scale if rubric is not None else None
+            off_samples = [s for s in value.samples if scale is not None and s is not None and s not in scale]
+            if off_samples:
+                raise SuiteError(
+                    f"recorded {name} sample {off_samples[0]:g} of case {case.id!r} is not on the scale {list(scale or ())}",
+                    path=case.path,
+                    line=case.line,
+                    field=f"recorded.{name}.samples",
+                )
+            # A mean of samples lies between scale points; the samples themselves were checked above.
+            if rubric is not None and value.score is not None and value.score not in rubric.scale and not value.samples:
                 raise SuiteError(
                     f"recorded {name} score {value.score:g} of case {case.id!r} is not on the scale {list(rubric.scale)}",
                     path=case.path,
@@ -783,6 +821,35 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         sources=tuple(dict.fromkeys(base_dir / entry.path for entry in _cases_files(config)))
         + ((base_dir / config.outputs.file,) if config.outputs is not None and config.outputs.file else ()),
     )
+
+
+def _check_pass_k(
+    check: AggregateCheck, cases: Sequence[Case], kind: MetricKind | None, repeats: int, path: Path
+) -> None:
+    """``pass_at_k(..., k=N)`` with N above what the cases will have is an error when the suite
+    loads, before any judge call: a judged case has ``judge.repeats`` samples, a computed
+    metric one, a recorded score one (its ``samples``, if recorded, as many as listed)."""
+    k = check.spec.k
+    if k is None or check.spec.stat not in PASS_K_STATS:
+        return
+    for case in cases:
+        recorded = case.recorded.get(check.spec.metric)
+        if recorded is not None:
+            n = max(1, len(recorded.samples))
+        else:
+            n = repeats if kind == "rubric" else 1
+        if k > n:
+            where = (
+                "judge.repeats"
+                if recorded is None and kind == "rubric"
+                else ("its recorded samples" if recorded is not None and recorded.samples else "one score")
+            )
+            raise SuiteError(
+                f"{check.spec.label} needs k = {k} samples per case; case {case.id!r} has {n} ({where})",
+                path=path,
+                line=check.line,
+                hint="set judge.repeats (or record samples) to at least k, or lower k",
+            )
 
 
 def _conversation(

@@ -36,6 +36,9 @@ class RecordedValue:
     score: float | None
     justification: str | None = None
     judge: str | None = None
+    samples: tuple[float | None, ...] = ()
+    """Recorded repeated judgments (``recorded: {metric: {samples: [...]}}``); ``score`` is then their
+    mean or majority (None when a sample is null)."""
 
 
 @dataclass(frozen=True)

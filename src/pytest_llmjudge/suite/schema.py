@@ -27,6 +27,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from pytest_llmjudge.suite.identity import invisible_problem, normalized
 
@@ -215,11 +216,36 @@ class RubricConfig(_Strict):
 
 
 class RecordedScore(_Strict):
-    """A score produced outside this run (a provider batch job, a released dataset)."""
+    """A score produced outside this run (a provider batch job, a released dataset).
 
-    score: Number | None
+    ``samples``: the repeated judgments of the case instead of one ``score`` (their mean or
+    majority, ``judge.repeat_aggregate``, is the case's score), so ``pass_at_k``/``pass_hat_k``
+    can be asserted on recorded data; a null sample leaves the case unscored.
+    """
+
+    score: Number | None = None
+    samples: list[Number | None] | None = Field(
+        None,
+        min_length=1,
+        description="Repeated judgments of the case, e.g. [2, 1, 2], instead of one score; their mean or majority "
+        "(judge.repeat_aggregate) is the score; pass_at_k/pass_hat_k count them. A null sample leaves the case unscored.",
+    )
     justification: str | None = None
     judge: str | None = Field(None, description="Who produced it, e.g. 'gpt-4 (PARIKSHA release)'.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _score_or_samples(cls, data: Any) -> Any:
+        # `score: null` is a recorded failure and stays valid; a mapping with neither key is a mistake.
+        if isinstance(data, dict):
+            if "score" in data and "samples" in data:
+                raise ValueError("give score or samples, not both (the score of samples is their mean or majority)")
+            if "score" not in data and "samples" not in data:
+                # Worded (and typed) like pydantic's own "missing" error, which it replaces.
+                raise PydanticCustomError(
+                    "missing_score", "missing required field 'score' (a number or null), or 'samples' (a list of them)"
+                )
+        return data
 
 
 def _labels_present(value: Any) -> Any:
