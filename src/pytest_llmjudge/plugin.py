@@ -221,15 +221,43 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[results_key] = collector
     config.pluginmanager.register(collector, "llmjudge-results")
     try:  # opens the cache store: a bad --llmjudge-cache-url or a missing client library is a usage error
-        config.stash[scoreboard_key] = ScoreBoard(
+        config.stash[scoreboard_key] = board = ScoreBoard(
             Registry.from_hook(config.hook),
             settings,
             share=_worker_share(config, settings),
+            identity=_run_identity(config),
         )
+        board.notify = lambda line: _say(config, line)
     except (ConfigError, MissingDependencyError) as exc:
         from pytest_llmjudge.redaction import redact
 
         raise pytest.UsageError(f"pytest-llmjudge: {redact(str(exc))}") from None
+
+
+def _run_identity(config: pytest.Config) -> str:
+    """This run's lease identity across its own restarts: the run (CI ids), shard and xdist worker."""
+    import os
+
+    from pytest_llmjudge.execution.leasing import run_identity
+
+    workerinput = getattr(config, "workerinput", None) or {}
+    return run_identity(
+        os.environ,
+        shard=config.getoption("llmjudge_shard", None),
+        worker=str(workerinput["workerid"]) if "workerid" in workerinput else None,
+        where=str(config.rootpath),
+    )
+
+
+def _say(config: pytest.Config, line: str) -> None:
+    """A line about the shared cache store (a wait on a lease, a take-over), shown even with ``-q``."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(line)
+    else:
+        import sys
+
+        print(line, file=sys.stderr)
 
 
 def _worker_share(config: pytest.Config, settings: Settings) -> WorkerShare | None:
@@ -308,7 +336,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     board = session.config.stash[scoreboard_key]
     planned = board.plan(selected_calls(session.items, session.config))
     # With a remote store the line is printed even when all is cached: a log should say which store served it.
-    if (planned or board.settings.cache_url) and session.config.get_verbosity() >= 0:
+    # With -q too for a remote store: a CI log must say which store a shard shared its replies through.
+    if (planned and session.config.get_verbosity() >= 0) or (
+        board.settings.cache_url and board.settings.cache_mode != "off"
+    ):
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             reporter.write_line(

@@ -25,6 +25,8 @@ command line           environment                      ini (pytest.ini/pyprojec
 --llmjudge-retry-backoff  LLMJUDGE_RETRY_BACKOFF        llmjudge_retry_backoff      0.5 (seconds)
 --llmjudge-language    LLMJUDGE_LANGUAGE                llmjudge_language           (all languages)
 --llmjudge-progress-interval LLMJUDGE_PROGRESS_INTERVAL llmjudge_progress_interval  10 (seconds)
+--llmjudge-cache-fallback LLMJUDGE_CACHE_FALLBACK       llmjudge_cache_fallback     none
+--llmjudge-lease-ttl   LLMJUDGE_LEASE_TTL               llmjudge_lease_ttl          30 (seconds)
 =====================  ===============================  ==========================  ===========
 
 ``--llmjudge-cache`` is one of ``use`` (read and write), ``refresh`` (write only: re-judge
@@ -35,6 +37,13 @@ records) stay in the cache directory. ``--llmjudge-rpm`` and
 ``--llmjudge-tpm`` are budgets of each provider endpoint; ``--llmjudge-rate-limits`` sets
 them per provider name (``openai:rpm=500:tpm=200000,anthropic:rpm=50``), falling back to the
 two for what an entry doesn't say (docs/scale.md).
+
+``--llmjudge-cache-fallback`` says what a remote store (``--llmjudge-cache-url``) that fails
+its start-up probe does: ``none`` (the default) stops the run with a usage error naming the
+store and the cause; ``local`` runs on the cache directory instead, with a red headline.
+``--llmjudge-lease-ttl`` is how long a prompt's lease on a shared store lives without its
+holder's heartbeat (renewed every third of it while the call is in flight): a crashed
+holder's prompts are taken over after at most that long (docs/remote-cache.md).
 
 ``require_judge`` has three states: true (an item whose judge can't be called fails),
 false (it is skipped), and unset, which follows the ``CI`` environment variable (set and not
@@ -91,6 +100,10 @@ class Settings:
     """Seconds between progress lines when the terminal is not a TTY (CI logs); progress_plugin.py."""
     ci: bool = False
     """Whether the run is in CI (the ``CI`` environment variable); not an option of its own."""
+    cache_fallback: Literal["none", "local"] = "none"
+    """What a remote cache store that fails its start-up probe does: stop the run, or use the cache dir."""
+    lease_ttl: float = 30.0
+    """Seconds a lease on a shared store lives without a heartbeat (renewed every third of it)."""
 
 
 @dataclass(frozen=True)
@@ -244,6 +257,21 @@ OPTIONS: tuple[Option, ...] = (
         "Seconds between progress lines when the output is not a terminal, e.g. in CI logs (default 10).",
         10.0,
     ),
+    Option(
+        "cache_fallback",
+        "--llmjudge-cache-fallback",
+        "LLMJUDGE_CACHE_FALLBACK",
+        "What a remote cache store that fails its start-up check does: none (default: stop with a usage error) "
+        "or local (run on the cache dir, replies not shared).",
+        "none",
+    ),
+    Option(
+        "lease_ttl",
+        "--llmjudge-lease-ttl",
+        "LLMJUDGE_LEASE_TTL",
+        "Seconds a prompt's lease on a shared cache store lives without its holder's heartbeat (default 30).",
+        30.0,
+    ),
 )
 
 
@@ -316,6 +344,13 @@ def _cache_mode(name: str, raw: Any) -> CacheMode:
     return text  # type: ignore[return-value]
 
 
+def _cache_fallback(name: str, raw: Any) -> Literal["none", "local"]:
+    text = str(raw).strip().lower()
+    if text not in ("none", "local"):
+        raise ConfigError(f"{name} must be none or local; got {raw!r}")
+    return text  # type: ignore[return-value]
+
+
 def ci_detected(environ: Mapping[str, str]) -> bool:
     """Whether ``CI`` is set to something other than a false word (``CI=true`` on GitHub and GitLab)."""
     value = environ.get("CI", "").strip().lower()
@@ -358,6 +393,8 @@ def resolve_settings(
         "retry_backoff": _positive_float,
         "languages": _languages,
         "progress_interval": _positive_float,
+        "cache_fallback": _cache_fallback,
+        "lease_ttl": _positive_float,
     }
     for option in OPTIONS:
         source, raw = pick(option)

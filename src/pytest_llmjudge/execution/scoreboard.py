@@ -40,6 +40,7 @@ from typing import Any, Literal
 
 from pytest_llmjudge.errors import LLMJudgeError, MetricError, TargetTimeoutError, UnscoredError
 from pytest_llmjudge.execution.cache import JudgeCache, secret_from_environment
+from pytest_llmjudge.execution.leasing import LeaseKeeper
 from pytest_llmjudge.execution.ratelimit import Budget
 from pytest_llmjudge.execution.runner import CallOutcome, JudgeRunner
 from pytest_llmjudge.execution.sharing import WorkerShare
@@ -236,7 +237,11 @@ def verdict_score(
 
 
 def lease_ttl(settings: Settings) -> float:
-    """How long a process may hold a prompt's lease before others take it as hung.
+    """How long a process waits on another's lease before it takes the holder as hung and pays.
+
+    (The lease itself is short, ``settings.lease_ttl``, and renewed while its call is in
+    flight: ``execution/leasing.py``. This bound matters where a hung holder keeps renewing,
+    and for the directory store, whose leases end only with their process.)
 
     Its longest honest hold: every attempt timing out (``timeout`` x (retries + 1)) plus the
     longest waits between them (a ``Retry-After`` is obeyed up to 30 s), plus a margin for
@@ -254,13 +259,20 @@ class ScoreBoard:
         settings: Settings,
         *,
         share: WorkerShare | None = None,
+        identity: str | None = None,
     ) -> None:
         self.registry = registry
         self.share = share
         self.settings = settings
         # --llmjudge-cache-url picks where replies live; run-scoped files stay in the cache dir.
+        # A remote store is probed here, before any judge call: one that fails is a usage error,
+        # unless --llmjudge-cache-fallback=local (execution/stores/probe.py).
         store = (
-            open_store(settings.cache_url, fallback_dir=settings.cache_dir)
+            open_store(
+                settings.cache_url,
+                fallback_dir=settings.cache_dir,
+                unusable="local" if settings.cache_fallback == "local" else "error",
+            )
             if settings.cache_url and settings.cache_mode != "off"
             else None
         )
@@ -275,6 +287,10 @@ class ScoreBoard:
         if share is not None:
             share.prune_stale(self._cache)
         self._metrics: dict[tuple[str, str], Metric] = {}
+        self.identity = identity
+        """Who this run is across its own restarts (``leasing.run_identity``): its leases come back to it."""
+        self.notify: Callable[[str], None] | None = None
+        """Where lines about shared-store leases go (the plugin sets the terminal)."""
         self.score_adjusters: list[Callable[[Suite, Case, Score], Score]] = []
         """Applied in order to every live judge score (e.g. the calibration's score correction)."""
 
@@ -295,6 +311,13 @@ class ScoreBoard:
                     budget_parts=self.share.count if self.share is not None else 1,
                     backoff_base=self.settings.retry_backoff,
                     lease_ttl=lease_ttl(self.settings),
+                    leases=LeaseKeeper(
+                        self._cache,
+                        identity=self.identity,
+                        ttl=self.settings.lease_ttl,
+                        max_wait=lease_ttl(self.settings),
+                        notify=lambda line: self.notify(line) if self.notify is not None else None,
+                    ),
                 )
             return self._runner
 
@@ -304,7 +327,9 @@ class ScoreBoard:
         if self._cache.mode == "off":
             return "off"
         where = redact(self.settings.cache_url) if self.settings.cache_url else str(self.settings.cache_dir)
-        return f"{self._cache.mode} ({where})"
+        back = getattr(self._cache.store, "written_back", 0)
+        extra = f"; {back} repl(ies) paid during an earlier outage written back to it" if back else ""
+        return f"{self._cache.mode} ({where}{extra})"
 
     @property
     def store_failure(self) -> str | None:

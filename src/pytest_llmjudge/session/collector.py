@@ -104,10 +104,17 @@ class ResultsCollector:
 
             where = redact(board.settings.cache_url or "")
             workers = f" in {len(failures)} processes" if len(failures) > 1 else ""
-            lines.append(
-                f"llmjudge: cache store {where} failed mid-run{workers} ({failures[0]}): replies since then are "
-                f"cached in {board.settings.cache_dir} only"
-            )
+            if failures[0].startswith("at start: "):  # probe failed, --llmjudge-cache-fallback=local
+                lines.append(
+                    f"llmjudge: cache store {where} was unusable at start{workers} ({failures[0][10:]}): "
+                    f"--llmjudge-cache-fallback=local, so replies are cached in {board.settings.cache_dir} only "
+                    "and shared with no other shard (written back at the next run that reaches the store)"
+                )
+            else:
+                lines.append(
+                    f"llmjudge: cache store {where} failed mid-run{workers} ({failures[0]}): replies since then are "
+                    f"cached in {board.settings.cache_dir} only (written back at the next run that reaches it)"
+                )
         return lines
 
     def run_stats(self) -> RunnerStats | None:
