@@ -231,6 +231,8 @@ class JudgeRunner:
         self._paid: set[str] = set()
         """Cache keys whose reply this runner got from the provider: used as they are, even unparseable."""
         self._rejected: set[str] = set()
+        self.rejections: dict[str, int] = {}
+        """Rejected cache entries by reason (``JudgeCache._checked``), for the summary's headline."""
         cache.on_reject = self._count_rejected
         cache.cleanup()
         self._started = time.time()
@@ -260,8 +262,10 @@ class JudgeRunner:
             self.cache.add_secret(secret)
 
     def _count_rejected(self, key: str, reason: str) -> None:
-        """Count each rejected cache entry once, however often it is read (a waiter polls)."""
+        """Count each rejected cache entry once, however often it is read (a waiter polls), by reason."""
         with self._lock:
+            if key not in self._rejected:
+                self.rejections[reason] = self.rejections.get(reason, 0) + 1
             self._rejected.add(key)
             self.stats.cache_rejected = len(self._rejected)
 

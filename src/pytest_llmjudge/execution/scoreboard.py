@@ -45,6 +45,7 @@ from pytest_llmjudge.execution.ratelimit import Budget
 from pytest_llmjudge.execution.runner import CallOutcome, JudgeRunner
 from pytest_llmjudge.execution.sharing import WorkerShare
 from pytest_llmjudge.execution.stores import open_store
+from pytest_llmjudge.execution.stores.namespace import check_signing, key_id
 from pytest_llmjudge.judges.base import JudgeProvider, LazyProvider, ProviderRequest
 from pytest_llmjudge.judges.parsing import Verdict
 from pytest_llmjudge.judges.prompts import JudgedText, JudgeSettings, build_request
@@ -276,7 +277,17 @@ class ScoreBoard:
             if settings.cache_url and settings.cache_mode != "off"
             else None
         )
-        self._cache = JudgeCache(settings.cache_dir, settings.cache_mode, secret=secret_from_environment(), store=store)
+        secret = secret_from_environment()
+        self.other_key_ids: tuple[str, ...] = ()
+        """Key ids of other secrets whose signed entries the shared store holds (not readable here)."""
+        if store is not None and settings.cache_url:
+            try:
+                self.other_key_ids = check_signing(store, secret, redact(settings.cache_url))
+            except BaseException:
+                store.close()
+                raise
+        self.key_id = key_id(secret) if secret else None
+        self._cache = JudgeCache(settings.cache_dir, settings.cache_mode, secret=secret, store=store)
         self._runner: JudgeRunner | None = None
         self._lock = threading.RLock()
         self._providers: dict[tuple[str, str | None, str | None], JudgeProvider] = {}
@@ -329,6 +340,13 @@ class ScoreBoard:
         where = redact(self.settings.cache_url) if self.settings.cache_url else str(self.settings.cache_dir)
         back = getattr(self._cache.store, "written_back", 0)
         extra = f"; {back} repl(ies) paid during an earlier outage written back to it" if back else ""
+        if self.key_id is not None:
+            extra += f"; signed, key id {self.key_id}"
+        if self.other_key_ids:
+            extra += (
+                f"; it also holds entries of key id(s) {', '.join(self.other_key_ids)}, which this secret can't "
+                "verify: those prompts are paid again here"
+            )
         return f"{self._cache.mode} ({where}{extra})"
 
     @property

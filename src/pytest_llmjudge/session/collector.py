@@ -41,6 +41,8 @@ class ResultsCollector:
         self.worker_endpoints: list[dict[str, Any]] = []
         """Each xdist worker's judge calls per endpoint (``judges/diagnosis.py``), for the headline."""
         self.store_failures: list[str] = []
+        self.rejections: dict[str, int] = {}
+        """Rejected cache entries of xdist workers, by reason."""
         """Why xdist workers gave up the remote cache store (``execution/stores/fallback.py``)."""
         self.no_judge: list[NoJudge] = []
         """Items that did not run because their judge can't be called (skip_or_fail_without_judge)."""
@@ -71,6 +73,10 @@ class ResultsCollector:
         endpoints = (getattr(node, "workeroutput", None) or {}).get("llmjudge_endpoints")
         if endpoints:
             self.worker_endpoints.append(endpoints)
+        rejections = (getattr(node, "workeroutput", None) or {}).get("llmjudge_rejections")
+        if isinstance(rejections, dict):
+            for reason, count in rejections.items():
+                self.rejections[str(reason)] = self.rejections.get(str(reason), 0) + int(count)
         store_failure = (getattr(node, "workeroutput", None) or {}).get("llmjudge_store_failure")
         if store_failure:
             self.store_failures.append(str(store_failure))
@@ -81,6 +87,8 @@ class ResultsCollector:
         if board is not None and board.runner_started and workeroutput is not None:
             workeroutput["llmjudge_stats"] = asdict(board.runner.stats)
             workeroutput["llmjudge_endpoints"] = board.runner.endpoints.as_dict()
+        if board is not None and board.runner_started and workeroutput is not None and board.runner.rejections:
+            workeroutput["llmjudge_rejections"] = dict(board.runner.rejections)
         if board is not None and workeroutput is not None and board.store_failure:
             workeroutput["llmjudge_store_failure"] = board.store_failure
 
@@ -96,6 +104,15 @@ class ResultsCollector:
         if board is not None and board.runner_started:
             tally.merge(board.runner.endpoints.as_dict())
         lines = headlines(tally)
+        rejections = dict(self.rejections)
+        if board is not None and board.runner_started:
+            for reason, count in board.runner.rejections.items():
+                rejections[reason] = rejections.get(reason, 0) + count
+        if rejections:  # each reason and its count: "rejected" alone doesn't say forgery from a changed secret
+            reasons = "; ".join(
+                f"{count} {reason}" for reason, count in sorted(rejections.items(), key=lambda x: -x[1])
+            )
+            lines.append(f"llmjudge: {sum(rejections.values())} cache entries rejected and re-asked: {reasons}")
         failures = list(self.store_failures)
         if board is not None and board.store_failure:
             failures.append(board.store_failure)
