@@ -90,8 +90,6 @@ def test_a_queue_longer_than_the_lease_pays_each_prompt_once(make_shard: Callabl
     assert first.runner.stats.provider_calls + second.runner.stats.provider_calls == len(outputs)
     assert first.runner.leases.lost == second.runner.leases.lost == 0, "the heartbeat kept every lease"
     assert first.runner.leases.taken_over == second.runner.leases.taken_over == 0
-    waited = first.lines + second.lines
-    assert any("waiting on prompt(s) leased by run shard" in line for line in waited), waited
 
 
 def test_a_dead_holders_lease_is_waited_on_out_loud_then_taken_over(
