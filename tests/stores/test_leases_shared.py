@@ -9,6 +9,10 @@ the heartbeat keeps them.
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
 import time
 import types
 from collections.abc import Callable, Iterator
@@ -120,11 +124,12 @@ def test_a_crashed_shards_rerun_takes_its_own_leases_back_at_once(
 ) -> None:
     with LoopbackServer(responder=ScriptedJudge({"linguistic_acceptability": 2})) as server:
         requests = [_request(server, f"left {i}") for i in range(3)]
+        dead = subprocess.Popen([sys.executable, "-c", "pass"])
+        dead.wait()  # a process id of this host that is no longer alive
         raw = _raw_redis(redis_url)
         for request in requests:  # the crashed first attempt of this very shard: leases for a minute
-            raw.set(
-                f"{fresh_prefix}:l:{request.cache_key}", "ci 77 shard 1/3|old-runner:17:dead01:3|1800000000", px=60_000
-            )
+            owner = f"ci 77 shard 1/3|{socket.gethostname()}:{dead.pid}:dead01:3|1800000000"
+            raw.set(f"{fresh_prefix}:l:{request.cache_key}", owner, px=60_000)
         raw.close()
         # max_wait 5 s: without the reclaim, the rerun would wait that long and then pay.
         shard = make_shard(server, "ci 77 shard 1/3", max_wait=5.0)
@@ -133,10 +138,28 @@ def test_a_crashed_shards_rerun_takes_its_own_leases_back_at_once(
     assert paid == 3 and all(outcome.error is None for outcome in outcomes)
     assert shard.runner.leases.reclaimed == 3
     assert shard.lines == [
-        "llmjudge: taking back leases left by an earlier run of ci 77 shard 1/3 (old-runner:17:dead01) since "
-        "08:00:00 UTC; taken over at " + shard.lines[0].split("taken over at ")[1]
+        f"llmjudge: taking back leases left by an earlier run of ci 77 shard 1/3 ({socket.gethostname()}:{dead.pid}:"
+        "dead01) since 08:00:00 UTC; taken over at " + shard.lines[0].split("taken over at ")[1]
     ], shard.lines
     assert not any("waited" in line for line in shard.lines)
+
+
+def test_a_live_concurrent_run_with_the_same_identity_is_waited_on_not_robbed(
+    make_shard: Callable[..., Shard], redis_url: str, fresh_prefix: str
+) -> None:
+    # Two runs of one command on one host share an identity: the live one's lease is not "left behind".
+    with LoopbackServer(responder=ScriptedJudge({"linguistic_acceptability": 2})) as server:
+        request = _request(server, "shared")
+        raw = _raw_redis(redis_url)
+        owner = f"same command unsharded|{socket.gethostname()}:{os.getpid()}:other1:1|{time.time():.0f}"
+        raw.set(f"{fresh_prefix}:l:{request.cache_key}", owner, px=400)
+        raw.close()
+        shard = make_shard(server, "same command unsharded")
+        outcome = shard.runner.submit_judgment(shard.provider, request, [LA]).result(timeout=60)
+        paid = server.stats()["requests"]
+    assert outcome.error is None and paid == 1
+    assert shard.runner.leases.reclaimed == 0 and shard.runner.leases.taken_over == 1
+    assert shard.lines[0].startswith("llmjudge: waiting on prompt(s) leased by same command unsharded ("), shard.lines
 
 
 def test_a_reply_stored_while_the_call_was_queued_is_used_not_paid(

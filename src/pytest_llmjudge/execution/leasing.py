@@ -14,12 +14,14 @@ prompt's lease is asking the judge for it, the others wait for its reply. The ru
   prompts are taken over within ``ttl``.
 * **Released on every exit path**: after the reply is stored, after a failure, on
   cancellation (the runner's ``finally``).
-* **Own leases come back.** An owner id is ``<identity>|<host:pid:nonce>|<since>``: the
+* **Own leases come back.** An owner id is ``<identity>|<host:pid:nonce>:<n>|<since>``: the
   identity names the run and shard (:func:`run_identity`: ``LLMJUDGE_RUN_ID``, or the CI
   run id, job and shard, or host and directory and shard), the token this process. A lease
-  whose identity is ours but whose token is not was left by an earlier incarnation of this
-  very shard (a crash, a cancelled job re-run): it is released and taken at once, not
-  waited out (:attr:`LeaseKeeper.reclaimed`).
+  whose identity is ours but whose process is gone was left by an earlier incarnation of
+  this very shard (a crash, a re-run job): it is released and taken at once, not waited
+  out (:attr:`LeaseKeeper.reclaimed`). Gone means: on this host, its pid is not alive (a
+  live one is a concurrent run of the same command, and is waited on); on another host,
+  its lease missed a heartbeat (less than half the ttl left).
 * **Waits are said.** Waiting on another holder's lease prints, once per holder, who holds
   it, since when, and when it will be taken over if not renewed; a lease that ends without
   a reply (its holder died or failed) prints that it was taken over.
@@ -112,6 +114,16 @@ class Holder:
         return text
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
 def _utc(unix: float) -> str:
     return time.strftime("%H:%M:%S UTC", time.gmtime(unix))
 
@@ -181,6 +193,23 @@ class LeaseKeeper:
             claim = self._claims
         return f"{self.identity}|{self.token}:{claim}|{self._clock():.0f}"
 
+    def _left_behind(self, holder: Holder) -> bool:
+        """Whether ``holder`` (of this runner's identity) is an earlier incarnation that is gone.
+
+        On this host, by its process id: a live process with this identity is a concurrent
+        run (two runs of one command), whose leases are waited on like anyone's. On another
+        host, by its heartbeat: a live holder renews every third of the ttl, so a lease with
+        less than half the ttl left has missed a beat.
+        """
+        process = holder.token.rsplit(":", 1)[0]
+        if process == self.token:
+            return False
+        host, _, rest = process.partition(":")
+        pid = rest.split(":", 1)[0]
+        if host == socket.gethostname() and pid.isdigit():
+            return not _pid_alive(int(pid))
+        return holder.seconds_left is not None and holder.seconds_left < self.ttl / 2
+
     def _holder(self, key: str) -> Holder | None:
         store = self.cache.store
         assert store is not None
@@ -211,7 +240,7 @@ class LeaseKeeper:
             if hit is not None and hit.reply.text != stale:
                 return hit.reply
             holder = self._holder(key)
-            if holder is None or holder.identity != self.identity or holder.token.rsplit(":", 1)[0] == self.token:
+            if holder is None or holder.identity != self.identity or not self._left_behind(holder):
                 return holder if holder is not None else Holder("", None)
             # An earlier incarnation of this runner left it (a crash, a re-run job): take it back now.
             store.release(key, holder.owner)
