@@ -250,14 +250,32 @@ def _run_identity(config: pytest.Config) -> str:
 
 
 def _say(config: pytest.Config, line: str) -> None:
-    """A line about the shared cache store (a wait on a lease, a take-over), shown even with ``-q``."""
+    """A line about the shared cache store (a wait on a lease, a take-over), shown even with ``-q``.
+
+    Written from the runner's thread while items run, so as the progress line is
+    (``progress_plugin.py``): with pytest's capture suspended (else it would land in the
+    running item's captured output and vanish), under the progress display's lock, as a
+    line of its own with pytest's unfinished line put back after it.
+    """
+    from contextlib import nullcontext
+
+    from pytest_llmjudge.progress_plugin import _display_key
+
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(line)
-    else:
+    if reporter is None:
         import sys
 
         print(line, file=sys.stderr)
+        return
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    display = config.stash.get(_display_key, None)
+    with display.lock if display is not None else nullcontext():
+        if display is not None:
+            display.restore()
+        with capman.global_and_fixture_disabled() if capman is not None else nullcontext():
+            tw = reporter._tw
+            tw._file.write(("\n" if tw._current_line else "") + line + "\n" + tw._current_line)
+            tw._file.flush()
 
 
 def _worker_share(config: pytest.Config, settings: Settings) -> WorkerShare | None:

@@ -119,3 +119,30 @@ def test_the_local_fallback_is_opt_in_loud_and_written_back_at_the_next_run(
         for item in s3_server.client.list_objects_v2(Bucket=bucket).get("Contents", []):
             s3_server.client.delete_object(Bucket=bucket, Key=item["Key"])
         s3_server.client.delete_bucket(Bucket=bucket)
+
+
+def test_a_wait_on_a_dead_shards_lease_is_said_on_the_terminal_while_items_run(
+    pytester: pytest.Pytester, judge: Any, redis_url: str
+) -> None:
+    import time
+    import uuid
+
+    import redis
+
+    prefix = f"wait-{uuid.uuid4().hex[:8]}:"
+    url = f"{redis_url}/0?prefix={prefix}"
+    first = _run(pytester, url)
+    first.assert_outcomes(passed=CASES)
+    client = redis.Redis.from_url(f"{redis_url}/0")
+    entry = sorted(client.scan_iter(f"{prefix}e:*"))[0]
+    key = entry.decode()[len(f"{prefix}e:") :]
+    client.delete(entry)  # its reply lost, and its lease left by a shard that crashed while paying for it
+    client.set(f"{prefix}l:{key}", f"ci 9 shard 3/3|elsewhere:77:c0ffee:1|{time.time():.0f}", px=400)
+    client.close()
+    rerun = _run(pytester, url, "-q")
+    rerun.assert_outcomes(passed=CASES)
+    text = rerun.stdout.str()
+    # Printed from the runner's thread while an item waits: not swallowed by pytest's capture.
+    assert "llmjudge: waiting on prompt(s) leased by ci 9 shard 3/3 (elsewhere:77:c0ffee) since " in text, text
+    assert "llmjudge: the lease of ci 9 shard 3/3 (elsewhere:77:c0ffee) on a prompt ended without a reply" in text
+    assert judge.stats()["requests"] == CASES + 1

@@ -99,6 +99,11 @@ class Holder:
         parts = self.owner.split("|")
         return parts[1] if len(parts) > 1 else self.owner
 
+    @property
+    def process(self) -> str:
+        """``host:pid:nonce`` of the holding process (its token without the claim number)."""
+        return self.token.rsplit(":", 1)[0]
+
     def describe(self, now: float) -> str:
         """``<identity> (host:pid) since HH:MM:SS UTC; taken over at HH:MM:SS UTC unless renewed``."""
         parts = self.owner.split("|")
@@ -181,9 +186,9 @@ class LeaseKeeper:
     def _say(self, kind: str, holder: Holder, text: str) -> None:
         """``text`` once per kind and holder process (hundreds of prompts of one holder: one line)."""
         with self._lock:
-            if (kind, holder.token) in self._said:
+            if (kind, holder.process) in self._said:
                 return
-            self._said.add((kind, holder.token))
+            self._said.add((kind, holder.process))
         if self.notify is not None:
             self.notify(text)
 
@@ -201,7 +206,7 @@ class LeaseKeeper:
         host, by its heartbeat: a live holder renews every third of the ttl, so a lease with
         less than half the ttl left has missed a beat.
         """
-        process = holder.token.rsplit(":", 1)[0]
+        process = holder.process
         if process == self.token:
             return False
         host, _, rest = process.partition(":")
@@ -249,7 +254,8 @@ class LeaseKeeper:
             self._say(
                 "reclaim",
                 holder,
-                f"llmjudge: taking back leases left by an earlier run of {holder.describe(self._clock())}",
+                f"llmjudge: taking back at once the leases left by an earlier run of {holder.identity} "
+                f"({holder.process}, gone) instead of waiting for them to expire",
             )
         return Holder("", None)
 
@@ -291,7 +297,7 @@ class LeaseKeeper:
                 self._say(
                     "takeover",
                     seen,
-                    f"llmjudge: the lease of {seen.owner.split('|')[0]} ({seen.token.rsplit(':', 1)[0]}) on a prompt "
+                    f"llmjudge: the lease of {seen.identity} ({seen.process}) on a prompt "
                     "ended without a reply (its holder stopped, failed or was not renewed): taking it over",
                 )
                 return None
