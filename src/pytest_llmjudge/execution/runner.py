@@ -14,11 +14,14 @@ Per call:
 
 1. look the request up in the cache (entries are verified on read; a rejected one is a
    miss, counted in ``RunnerStats.cache_rejected``, and is overwritten by the fresh reply);
-   on a miss, take the key's lease (``cache.lease``): if another process holds it, it is
-   paying for this very prompt, so wait for its reply instead (polling with back-off)
-   until the entry appears or the lease is free (released, or its holder dead), for at
-   most ``lease_ttl`` seconds (then the holder is taken as hung, and this runner pays
-   without the lease); then call the provider, retrying retryable failures (429, 5xx,
+   on a miss, queue for a rate ticket and a concurrency slot, and only then claim the key's
+   lease and re-read the entry (``execution/leasing.py``): a reply stored meanwhile is used
+   unpaid; a lease another process holds means it is paying for this very prompt, so the
+   slot is given back and its reply waited for (polling with back-off, the wait said on the
+   terminal) until the entry appears or the lease ends, for at most ``lease_ttl`` seconds
+   (then the holder is taken as hung, and this runner pays without the lease). A held
+   lease is renewed by a heartbeat while the call is in flight and released on every way
+   out; then call the provider, retrying retryable failures (429, 5xx,
    timeouts, dropped connections) with exponential back-off and full
    jitter, or exactly the server's ``Retry-After`` when it sends one; the sleep happens
    outside the concurrency slot so other calls proceed;
