@@ -102,7 +102,8 @@ class FallbackStore:
     def put_many(self, entries: Sequence[tuple[str, bytes]]) -> None:
         self._call("put", lambda store: store.put_many(entries))
         if self.failure is not None and self._journal is not None and entries:
-            self._note_local([key for key, _ in entries])
+            # Replies only: the store's own records (``llmjudge-signed-keys``) are the store's to keep.
+            self._note_local([key for key, _ in entries if not key.startswith("llmjudge-")])
 
     def _note_local(self, keys: Sequence[str]) -> None:
         assert self._journal is not None
