@@ -270,6 +270,13 @@ class LeaseKeeper:
         now = self._clock()
         if holder.owner:
             self._say("wait", holder, f"llmjudge: waiting on prompt(s) leased by {holder.describe(now)}")
+        else:
+            self._say(
+                "wait",
+                holder,
+                "llmjudge: waiting on prompt(s) another process is paying for (the store doesn't say which: "
+                f"taken over when its lease ends, or after {self.max_wait:g} s)",
+            )
         deadline = time.monotonic() + self.max_wait
         delay = 0.02
         seen = holder
