@@ -105,7 +105,7 @@ def _checked(store: CacheStore, url: str, unusable: Unusable | None) -> CacheSto
         if isinstance(store, FallbackStore):
             store.write_back()
     except ProbeFailed as failed:
-        cause = redact(str(failed), secrets)
+        cause = redact(str(failed), secrets).rstrip(".")
         if unusable == "local" and isinstance(store, FallbackStore):
             store.failure = f"at start: {cause}"
             return store
