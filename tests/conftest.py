@@ -129,6 +129,7 @@ LONG_TESTS: dict[str, float] = {
     "tests/plugin/test_xdist.py": 3,
     "tests/plugin/test_cache_processes.py": 3,
     "tests/plugin/test_secrets.py": 2.5,
+    "tests/plugin/test_cache_location.py::test_a_disk_that_takes_no_byte": 2.5,
     "tests/plugin/test_resume.py": 2.5,
     f"{DOCS}[judges.md]": 2.5,
     f"{DOCS}[junit.md]": 2,

@@ -9,6 +9,7 @@ caller can catch them all at once::
     │   └── MissingCredentialsError  a judge needs an API key that is not set
     ├── MissingDependencyError     an optional package is not installed (names the extra)
     ├── ProviderError              a judge provider failed after all retries
+    │   └── SpendCapReached          a request was not sent: it would pass --llmjudge-max-calls/-cost/-tokens
     ├── UnscoredError              a judge reply could not be turned into a valid score
     ├── TargetTimeoutError         an output target call ran past its timeout
     ├── MetricError                a reference metric could not be computed
@@ -94,6 +95,10 @@ class ProviderError(LLMJudgeError):
         self.status = status
         self.attempts = attempts
         super().__init__(message)
+
+
+class SpendCapReached(ProviderError):
+    """A judge request was not sent: it would pass a spend cap (``execution/spend.py``)."""
 
 
 class UnscoredError(LLMJudgeError):

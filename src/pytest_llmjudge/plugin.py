@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import importlib
 import os
+import stat
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,12 +33,22 @@ import pytest
 from pytest_llmjudge import builtin_plugins, hookspecs
 from pytest_llmjudge.errors import ConfigError, MissingDependencyError
 from pytest_llmjudge.session.collector import ResultsCollector, results_key
-from pytest_llmjudge.session.items import selected_calls
+from pytest_llmjudge.session.items import planners_key, selected_calls
 from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
-from pytest_llmjudge.session.state import has_top_level_key, is_enabled, scoreboard_key, settings_key
+from pytest_llmjudge.session.state import (
+    WRITES_REFUSED,
+    has_top_level_key,
+    is_enabled,
+    refuse_writes,
+    scoreboard_key,
+    settings_key,
+    write_targets_key,
+    writes_refused_key,
+)
 from pytest_llmjudge.settings import OPTIONS, Settings, resolve_settings
 
 if TYPE_CHECKING:
+    from pytest_llmjudge.execution.scoreboard import ScoreBoard
     from pytest_llmjudge.execution.sharing import WorkerShare
     from pytest_llmjudge.fixture_judge import Judge
     from pytest_llmjudge.records import ItemRecord
@@ -60,6 +71,7 @@ FEATURE_PLUGINS: tuple[str, ...] = (
     "pytest_llmjudge.selection_plugin",
     "pytest_llmjudge.progress_plugin",
     "pytest_llmjudge.sharding_plugin",
+    "pytest_llmjudge.label_queue_plugin",
 )
 
 
@@ -182,6 +194,7 @@ def pytest_collection(session: pytest.Session) -> Generator[None, object, object
 
     if not is_enabled(session.config):
         return (yield)
+    _refuse_special_arguments(session.config)
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -232,6 +245,44 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_llmjudge.redaction import redact
 
         raise pytest.UsageError(f"pytest-llmjudge: {redact(str(exc))}") from None
+    spend = config.stash[scoreboard_key].spend
+    if spend is not None and settings.max_cost is not None:
+        spend.price = _pricer(config)
+
+
+def _pricer(config: pytest.Config) -> Callable[[str], tuple[float, float] | None]:
+    """``model -> (input, output)`` USD per 1M tokens, from the table the cost report uses."""
+    from pytest_llmjudge.report.assemble import PriceError, parse_prices, price_for
+    from pytest_llmjudge.report.plugin import price_lines
+
+    try:
+        prices = parse_prices(price_lines(config))
+    except (ValueError, PriceError) as exc:
+        raise pytest.UsageError(f"pytest-llmjudge: {exc}") from None
+
+    def price(model: str) -> tuple[float, float] | None:
+        found = price_for(model, prices)
+        return None if found is None else found[1]
+
+    return price
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    """Fail an item that was handed a score the spend cap kept from being judged, whatever it
+    made of it (an aggregate that tolerates unscored cases, a regression, a gate): an item
+    whose judge call was not made never passes."""
+    board = item.config.stash.get(scoreboard_key, None)
+    if board is None or board.spend is None or getattr(item, "checks_not_judged", False):
+        return (yield)  # an aggregate row checks its own cases (it scores other rows' cases for them)
+    seen = len(board.not_judged)
+    result = yield
+    if len(board.not_judged) > seen:
+        from pytest_llmjudge.errors import ItemFailure
+
+        missing = len(board.not_judged) - seen
+        raise ItemFailure(f"NOT JUDGED: {missing} score(s) this item needs were not judged: {board.not_judged[seen]}")
+    return result
 
 
 def _run_identity(config: pytest.Config) -> str:
@@ -331,6 +382,41 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     board = session.config.stash.get(scoreboard_key, None)
     if board is not None and exitstatus == pytest.ExitCode.INTERRUPTED:
         board.abandon()
+    if board is not None and board.spend is not None and board.spend.refused and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a capped run judged less than it planned: never green
+    refused = session.config.stash.get(writes_refused_key, None)
+    if refused and session.config.stash.get(_relayed_key, False):  # xdist controller: say why, exit as a usage error
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            for problem in refused:
+                reporter.write_line(f"ERROR: pytest-llmjudge: {problem}", red=True)
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown without xdist
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """On the xdist controller: a worker that refused a report or baseline target stops the writes here too."""
+    refused = getattr(node, "workeroutput", {}).get(WRITES_REFUSED)
+    if refused and is_enabled(node.config):
+        node.config.stash[writes_refused_key] = list(refused)
+        node.config.stash[_relayed_key] = True
+
+
+_relayed_key = pytest.StashKey[bool]()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Say that the spend cap stopped judge calls (in the process that sent them; under xdist each
+    refused call's items say it in their failures)."""
+    board = terminalreporter.config.stash.get(scoreboard_key, None)
+    spend = None if board is None else board.spend
+    if spend is not None and spend.refused:
+        terminalreporter.write_line(
+            f"llmjudge: spend cap: {spend.refused} judge request(s) not sent, their items fail; "
+            f"first: {spend.first_refusal}",
+            red=True,
+            bold=True,
+        )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -339,20 +425,83 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         board.close()
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Don't follow a directory symlink that leads back to a directory it sits in (a loop).
+
+    pytest follows directory symlinks; one pointing at an ancestor collected every suite under
+    it once per level until the OS refused the path (41 times), and two such links visit 2^40
+    paths. Other symlinked directories are followed, and each file is still collected once
+    (``session.state.first_path_to``).
+    """
+    if not is_enabled(config) or not collection_path.is_symlink():
+        return None
+    try:
+        target = collection_path.resolve(strict=True)
+        parent = collection_path.parent.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None  # a broken or self-referencing link: pytest collects nothing from it anyway
+    if target.is_dir() and (target == parent or target in parent.parents):
+        return True
+    return None
+
+
+def _refuse_special_arguments(config: pytest.Config) -> None:
+    """A usage error for a command-line path that is neither a regular file nor a directory.
+
+    pytest collects neither a FIFO nor a device and then says the path was "not found"; a FIFO
+    given as a suite would also block the reader. Say what it is instead.
+    """
+    from pytest_llmjudge.write_targets import file_kind
+
+    for argument in config.args:
+        path = Path(config.invocation_params.dir, argument.split("::", 1)[0])
+        try:
+            mode = path.stat().st_mode
+        except (OSError, ValueError):
+            continue  # pytest reports a missing path itself
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise pytest.UsageError(
+                f"pytest-llmjudge: {argument}: it is {file_kind(mode)}, not a regular file or a directory; "
+                "a suite, calibration set or ranking must be a regular YAML file"
+            )
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile | None:
     if not has_top_level_key(file_path, parent.config, "suite"):
         return None
+    from pytest_llmjudge.session.items import file_node
     from pytest_llmjudge.suite_items import SuiteFile  # heavy (numpy): only with --llmjudge
 
-    suite_file: SuiteFile = SuiteFile.from_parent(parent, path=file_path)
+    suite_file: SuiteFile = file_node(SuiteFile, parent, file_path)
     return suite_file
 
 
+_deselected_key = pytest.StashKey[list[pytest.Item]]()
+
+
+def pytest_deselected(items: Sequence[pytest.Item]) -> None:
+    """Keep the deselected items (-k, -m, --llmjudge-language, shards), so the plan's line can say
+    how many judge calls the selection saved."""
+    if items and is_enabled(items[0].config):
+        items[0].config.stash.setdefault(_deselected_key, []).extend(items)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
-    if not is_enabled(session.config) or session.config.option.collectonly:
+    if not is_enabled(session.config):
+        return
+    _refuse_writes_over_inputs(session)
+    if session.config.option.collectonly:
         return  # --collect-only runs no item: send no (paid) judge call
     board = session.config.stash[scoreboard_key]
-    planned = board.plan(selected_calls(session.items, session.config))
+    needs = list(selected_calls(session.items))
+    dependencies = [call for planner in session.config.stash.get(planners_key, []) for call in planner(session.items)]
+    if board.spend is not None:  # counted before any is sent: a refusal's message says of how many
+        board.spend.planned = board.unplanned([*needs, *dependencies])
+    # The selected items' own calls, then what they depend on (a calibrated judge's gates): the
+    # first line says when a selection pays for more than its items.
+    own = board.plan(needs)
+    needed = board.plan(dependencies)
+    planned = own + needed
     # With a remote store the line is printed even when all is cached: a log should say which store served it.
     # With -q too for a remote store: a CI log must say which store a shard shared its replies through.
     if (planned and session.config.get_verbosity() >= 0) or (
@@ -360,13 +509,49 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     ):
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
+            skipped = _saved_calls(board, session.config.stash.get(_deselected_key, []))
             reporter.write_line(
-                f"llmjudge: {planned} judge call(s) planned, concurrency {board.settings.concurrency}"
+                f"llmjudge: {planned} judge call(s) planned"
+                + (f", {own} for the selected items, {needed} for the calibration gates they need" if needed else "")
+                + (f" ({skipped} of deselected items not planned)" if skipped else "")
+                + f", concurrency {board.settings.concurrency}"
                 + (f", {board.settings.requests_per_minute:g} rpm" if board.settings.requests_per_minute else "")
                 + f", cache {board.cache_description}"
             )
     if planned and not hasattr(session.config, "workerinput"):
         _import_summary_modules()
+
+
+def _refuse_writes_over_inputs(session: pytest.Session) -> None:
+    """A usage error, before any judge call, when a report or baseline would replace one of the
+    run's inputs: a collected file, or a suite file (selected or not) or one of its side files."""
+    from pytest_llmjudge.session.suites import suites_key
+    from pytest_llmjudge.suite.model import Suite
+    from pytest_llmjudge.write_targets import check_targets
+
+    targets = session.config.stash.get(write_targets_key, [])
+    if not targets:
+        return
+    inputs = {Path(item.path) for item in session.items}
+    for suite in session.config.stash.get(suites_key, {}).values():
+        if isinstance(suite, Suite):
+            inputs.update((suite.path, *suite.sources))
+    problems = check_targets(targets, sorted(inputs))
+    if problems:
+        refuse_writes(session.config, problems, session)
+
+
+def _saved_calls(board: ScoreBoard, deselected: list[pytest.Item]) -> int:
+    """The judge calls of deselected suite items that were not planned (what the selection saved).
+
+    Suite items only: their calls are cheap to list, where a deselected calibration gate would
+    build its whole calibration set's scoring suite to say it.
+    """
+    if not deselected:
+        return 0
+    from pytest_llmjudge.suite_items import AggregateItem, CaseItem
+
+    return board.unplanned(selected_calls([item for item in deselected if isinstance(item, (CaseItem, AggregateItem))]))
 
 
 def _import_summary_modules() -> None:

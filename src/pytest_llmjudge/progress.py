@@ -4,7 +4,11 @@
 tokens); under pytest-xdist the controller adds the workers' counters up (``+``).
 ``Progress`` turns them into the line shown while the run goes on::
 
-    llmjudge: 37/200 judge calls, 12 cache hits, 1 failed, 0:12 elapsed, ETA 0:53, est. $0.0042 so far
+    llmjudge: 37/200 judge calls, 25 provider requests, 12 cache hits, 1 failed, 0:12 elapsed, ETA 0:53, est. $0.0042 so far
+
+Under xdist every worker plans the calls of the items it may run and one of them pays for
+each prompt; the others take its reply ("N shared between workers"), so ``planned`` counts
+a prompt once per worker that asked for it, as the summary's accounting does.
 
 * elapsed: since the progress started (the calls were planned), on the injected clock;
 * ETA: the remaining calls at the average rate so far, ``elapsed / done * (planned - done)``.
@@ -35,6 +39,9 @@ class Counters:
     done: int = 0
     cache_hits: int = 0
     failed: int = 0
+    provider_calls: int = 0
+    shared_hits: int = 0
+    """Calls answered by another xdist worker's reply (the summary's "shared between workers")."""
     input_tokens: int = 0
     output_tokens: int = 0
 
@@ -90,7 +97,14 @@ class Progress:
         if counters.planned <= 0:
             return None
         done = min(counters.done, counters.planned)
-        parts = [f"llmjudge: {done}/{counters.planned} judge calls", f"{counters.cache_hits} cache hits"]
+        # The same words and counts as the final accounting line, so the two never seem to disagree.
+        parts = [
+            f"llmjudge: {done}/{counters.planned} judge calls",
+            f"{counters.provider_calls} provider requests",
+            f"{counters.cache_hits} cache hits",
+        ]
+        if counters.shared_hits:
+            parts.append(f"{counters.shared_hits} shared between workers")
         if counters.failed:
             parts.append(f"{counters.failed} failed")
         parts.append(f"{_duration(self.elapsed())} elapsed")

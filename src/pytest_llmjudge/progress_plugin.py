@@ -72,8 +72,10 @@ class ProgressDisplay:
         return Counters(
             planned=stats.submitted,
             done=stats.finished,
-            cache_hits=stats.cache_hits + stats.shared_hits,
+            cache_hits=stats.cache_hits,
             failed=stats.failed_calls,
+            provider_calls=stats.provider_calls,
+            shared_hits=stats.shared_hits,
             input_tokens=stats.input_tokens,
             output_tokens=stats.output_tokens,
         )

@@ -201,6 +201,22 @@ class CaseScore(Record):
     higher_is_better: bool | None = None
 
 
+class HumanEstimate(Record):
+    """What a ``human_mean``/``human_pass_rate`` row's prediction-powered estimate rests on."""
+
+    n_labelled: int
+    n_total: int
+    judge: Real = None
+    """The judge's own mean (or pass rate) over the row's scored cases."""
+    human_only: Real = None
+    human_only_low: Real = None
+    human_only_high: Real = None
+    bias: Real = None
+    """Judge minus the estimate."""
+    lam: Real = None
+    """PPI++'s power-tuning weight (None for a stratified ``all`` row)."""
+
+
 class AggregateRow(Record):
     """One group's row of an aggregate: the statistic, its interval and its verdict."""
 
@@ -214,6 +230,8 @@ class AggregateRow(Record):
     threshold: Threshold
     passed: bool
     problem: str | None = None
+    human: HumanEstimate | None = None
+    """``human_mean``/``human_pass_rate`` rows: n labelled, N, the judge's value, the human-only estimate, the bias."""
 
 
 class AggregateRecord(ItemRecord):
@@ -275,6 +293,8 @@ class UncalibratedRecord(ItemRecord):
     policy: Literal["failed", "xfailed", "skipped"]
     checks: list[dict[str, Json]]
     """Each failing calibration check (``CalibrationCheck.to_dict``)."""
+    untrusted: str | None = None
+    """What the judge said anyway (score, justification, output), shown but not trusted."""
 
     @property
     def message(self) -> str:
@@ -551,8 +571,14 @@ class RegressionRecord(ItemRecord):
     resamples: int | None = None
     seed: int | None = None
     missing_in_baseline: list[str] = Field(default_factory=list)
+    """The first ``MAX_LISTED`` (100) of them, sorted; ``missing_in_baseline_count`` has how many."""
     missing_in_candidate: list[str] = Field(default_factory=list)
+    """The first ``MAX_LISTED`` (100) of them, sorted; ``missing_in_candidate_count`` has how many."""
     baseline_unscored: list[str] = Field(default_factory=list)
+    """The first ``MAX_LISTED`` (100) of them, sorted; ``baseline_unscored_count`` has how many."""
+    missing_in_baseline_count: int = 0
+    missing_in_candidate_count: int = 0
+    baseline_unscored_count: int = 0
     candidate_unscored: list[UnscoredCase] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     problem: str | None = None

@@ -25,6 +25,9 @@ command line           environment                      ini (pytest.ini/pyprojec
 --llmjudge-retry-backoff  LLMJUDGE_RETRY_BACKOFF        llmjudge_retry_backoff      0.5 (seconds)
 --llmjudge-language    LLMJUDGE_LANGUAGE                llmjudge_language           (all languages)
 --llmjudge-progress-interval LLMJUDGE_PROGRESS_INTERVAL llmjudge_progress_interval  10 (seconds)
+--llmjudge-max-calls   LLMJUDGE_MAX_CALLS               llmjudge_max_calls          (no cap)
+--llmjudge-max-cost    LLMJUDGE_MAX_COST                llmjudge_max_cost           (no cap; USD)
+--llmjudge-max-tokens  LLMJUDGE_MAX_TOKENS              llmjudge_max_tokens         (no cap)
 --llmjudge-cache-fallback LLMJUDGE_CACHE_FALLBACK       llmjudge_cache_fallback     none
 --llmjudge-lease-ttl   LLMJUDGE_LEASE_TTL               llmjudge_lease_ttl          30 (seconds)
 =====================  ===============================  ==========================  ===========
@@ -100,6 +103,12 @@ class Settings:
     """Seconds between progress lines when the terminal is not a TTY (CI logs); progress_plugin.py."""
     ci: bool = False
     """Whether the run is in CI (the ``CI`` environment variable); not an option of its own."""
+    max_calls: int | None = None
+    """Hard cap on judge requests sent by the run (``execution/spend.py``); None: no cap."""
+    max_cost: float | None = None
+    """Hard cap on the run's estimated judge cost, USD, priced as the report prices it; None: no cap."""
+    max_tokens: int | None = None
+    """Hard cap on the run's judge tokens (input + output); None: no cap."""
     cache_fallback: Literal["none", "local"] = "none"
     """What a remote cache store that fails its start-up probe does: stop the run, or use the cache dir."""
     lease_ttl: float = 30.0
@@ -258,6 +267,27 @@ OPTIONS: tuple[Option, ...] = (
         10.0,
     ),
     Option(
+        "max_calls",
+        "--llmjudge-max-calls",
+        "LLMJUDGE_MAX_CALLS",
+        "Hard cap on judge requests (retries and re-asks count; cache hits are free); calls past it fail.",
+        None,
+    ),
+    Option(
+        "max_cost",
+        "--llmjudge-max-cost",
+        "LLMJUDGE_MAX_COST",
+        "Hard cap on the estimated judge cost in USD (the price table of the cost report); calls past it fail.",
+        None,
+    ),
+    Option(
+        "max_tokens",
+        "--llmjudge-max-tokens",
+        "LLMJUDGE_MAX_TOKENS",
+        "Hard cap on judge tokens, input + output (each request reserves its upper bound); calls past it fail.",
+        None,
+    ),
+    Option(
         "cache_fallback",
         "--llmjudge-cache-fallback",
         "LLMJUDGE_CACHE_FALLBACK",
@@ -302,6 +332,16 @@ def _positive_float(name: str, raw: Any) -> float:
         raise ConfigError(f"{name} must be a number, got {raw!r}") from None
     if not value > 0:
         raise ConfigError(f"{name} must be positive, got {raw!r}")
+    return value
+
+
+def _non_negative_float(name: str, raw: Any) -> float:
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a number, got {raw!r}") from None
+    if not (value >= 0 and value != float("inf")):
+        raise ConfigError(f"{name} must be a finite number >= 0, got {raw!r}")
     return value
 
 
@@ -393,6 +433,9 @@ def resolve_settings(
         "retry_backoff": _positive_float,
         "languages": _languages,
         "progress_interval": _positive_float,
+        "max_calls": _non_negative_int,
+        "max_cost": _non_negative_float,
+        "max_tokens": _non_negative_int,
         "cache_fallback": _cache_fallback,
         "lease_ttl": _positive_float,
     }

@@ -30,17 +30,26 @@ from typing import Any
 
 import pytest
 
-from pytest_llmjudge.aggregate import ALL_LANGUAGES, AggregateRow, ScoredValue, compute_rows, render_table
+from pytest_llmjudge.aggregate import (
+    ALL_LANGUAGES,
+    AggregateRow,
+    ScoredValue,
+    compute_rows,
+    render_human_table,
+    render_table,
+)
 from pytest_llmjudge.errors import ItemFailure, LLMJudgeError
 from pytest_llmjudge.escaping import ONE_LINE, escape_controls
 from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
-from pytest_llmjudge.formatting import format_value
-from pytest_llmjudge.records import AggregateRecord, CaseRecord, CaseScore
+from pytest_llmjudge.execution.spend import NOT_JUDGED
+from pytest_llmjudge.formatting import format_fixed, format_value
+from pytest_llmjudge.label_queue_plugin import queue_key
+from pytest_llmjudge.records import AggregateRecord, CaseRecord, CaseScore, HumanEstimate
 from pytest_llmjudge.records import AggregateRow as RecordRow
 from pytest_llmjudge.records import Threshold as RecordThreshold
 from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem, record
 from pytest_llmjudge.session.suites import built_suite
-from pytest_llmjudge.suite.expressions import Threshold
+from pytest_llmjudge.suite.expressions import HUMAN_STATS, Threshold
 from pytest_llmjudge.suite.model import AggregateCheck, Case, Suite
 
 EXCERPT_CHARS = 300
@@ -129,8 +138,9 @@ class SuiteFile(pytest.File):
                     self, name=name, suite=suite, case=case, threshold=threshold, judge_problem=problem
                 )
         for check in suite.aggregates:
-            for language in (*(group.name for group in check.groups(suite.cases)), ALL_LANGUAGES):
-                yield AggregateItem.from_parent(
+            rows = [(group.name, group.value("language")) for group in check.groups(suite.cases)]
+            for language, group_language in (*rows, (ALL_LANGUAGES, None)):
+                item = AggregateItem.from_parent(
                     self,
                     # A group name carries metadata values: control characters show as text, as in case ids.
                     name=escape_controls(f"{check.spec.label}[{language}]", ONE_LINE),
@@ -139,6 +149,11 @@ class SuiteFile(pytest.File):
                     language=language,
                     judge_problem=problem,
                 )
+                reason = check.xfail_reason(language, group_language) if check.xfail else None
+                if reason is not None:
+                    # Strict: a known failure that starts passing fails, so the xfail entry is removed.
+                    item.add_marker(pytest.mark.xfail(reason=reason, strict=True, raises=CaseFailure))
+                yield item
 
 
 @dataclass
@@ -188,6 +203,50 @@ def _assign_carriers(items: list[pytest.Item], suite_path: str, metric: str) -> 
         if own is not None:
             carriers.setdefault(own.nodeid, set()).add(case.id)
     return carriers
+
+
+def _selected_groups(rows: list[AggregateItem]) -> set[str] | None:
+    """The group names whose cases the selected rows of one check need; None when that is
+    every case (the ``all`` row is selected)."""
+    names = {item.language for item in rows}
+    return None if ALL_LANGUAGES in names else names
+
+
+def human_message(suite: str, row: AggregateRow, rows: list[AggregateRow], language: str, judges: str | None) -> str:
+    """The failure text of a ``human_mean``/``human_pass_rate`` item, in the agreement gate's shape:
+    what was estimated, from what, how sure, then every group's row."""
+    statistic = (
+        f"mean {row.spec.metric}"
+        if row.spec.stat == "human_mean"
+        else f"pass rate of {row.spec.inner.render() if row.spec.inner else row.spec.metric}"
+    )
+    target = f"{suite}: the native speakers' {statistic} in {language}"
+    if row.problem is not None:
+        head = f"ERROR: {target}: {row.problem}"
+    else:
+        head = f"FAILED: {target}: {row.spec.label} = {format_value(row.asserted)}, expected {row.spec.op} {row.spec.value:g}"
+    lines = [head]
+    detail = row.human
+    if detail is not None and detail.judge is not None:
+        lines.append(
+            f"  {'estimate':<15} {format_fixed(row.value)} (95% CI {format_fixed(row.ci_low)} - {format_fixed(row.ci_high)}; "
+            "prediction-powered, PPI++: the judge's scores on all cases rectified by the labelled ones"
+            + ("" if detail.lam is None else f", lambda {detail.lam:.2f}")
+            + ")"
+        )
+        lines.append(f"  {'from':<15} {detail.n_labelled} human-labelled of {detail.n_total} judged cases")
+        lines.append(
+            f"  {'human only':<15} {format_fixed(detail.human_only)} (95% CI {format_fixed(detail.human_only_low)} - "
+            f"{format_fixed(detail.human_only_high)}; the labels alone)"
+        )
+        lines.append(
+            f"  {'judge':<15} {format_fixed(detail.judge)} (the judge's own value; estimated bias "
+            f"{'-' if detail.bias is None else f'{detail.bias:+.3f}'}, judge minus human)"
+        )
+    if judges:
+        lines.append(f"  {'judged by':<15} {judges}")
+    lines.append(render_human_table(rows, highlight=language))
+    return "\n".join(lines)
 
 
 class InvalidSuiteItem(InvalidFileItem):
@@ -241,10 +300,21 @@ class CaseItem(_SuiteItem):
         )
         self.llmjudge_result = result
         record(self, result.junit_properties())
+        if score.error is not None and score.error.startswith(NOT_JUDGED):
+            # The spend cap kept the call from being sent: the headline names the cap.
+            raise CaseFailure(
+                f"NOT JUDGED: {self.case.id} [{self.case.language}] {self.threshold.metric}, expected "
+                f"{self.threshold.op} {format_value(expected)}: {score.error}"
+            )
         if not score.scored:
             raise CaseFailure(self._explain(score, "UNSCORED"))
         if not passed:
             raise CaseFailure(self._explain(score, "FAILED"))
+
+    def explain_untrusted(self) -> str:
+        """What the judge said for this case (score, justification, output) though it is not trusted."""
+        score = _scoreboard(self.config).score(self.suite, self.case, self.threshold.metric)
+        return self._explain(score, "UNTRUSTED")
 
     def _explain(self, score: Score, verdict: str) -> str:
         from pytest_llmjudge.judges.diagnosis import PROVIDER_FAILED, reply_excerpt
@@ -291,6 +361,9 @@ class CaseItem(_SuiteItem):
 class AggregateItem(_SuiteItem):
     """One suite aggregate, asserted for one group (``language`` holds its name: ``hi``, ``hi-task=qa``) or all."""
 
+    checks_not_judged = True
+    """Fails on its own row's cases the spend cap left unjudged (``runtest``), not on other rows' it scored."""
+
     def __init__(
         self, *, suite: Suite, check: AggregateCheck, language: str, judge_problem: str | None, **kwargs: Any
     ) -> None:
@@ -314,7 +387,7 @@ class AggregateItem(_SuiteItem):
         self._skip_or_fail_without_judge(metric, recorded)
 
     def rows(self) -> list[AggregateRow]:
-        shared = self._shared_scores()
+        shared = self._shared = self._shared_scores()
         metric = self.check.spec.metric
         self.case_scores: list[CaseScore] = []  # per-case scores of this row, for baselines
         self.unasserted: list[CaseRecord] = []  # the row's cases no case item reports on this metric
@@ -343,6 +416,11 @@ class AggregateItem(_SuiteItem):
         one pass over every case and a bootstrap interval per group, for each group (10,000
         cases in 10 languages, 2 aggregates: 4.4 s of a 9.7 s run). Let go of once all the
         check's selected items have taken it (in one process; an xdist worker keeps it).
+
+        "All rows" are the selected ones: only their groups' cases are judged, so a run of one
+        language (``--llmjudge-language sw``, ``-k "sw and mean"``) pays for that language's
+        cases alone; its table shows the selected rows, and no ``all`` row unless that row is
+        selected (which needs every case).
         """
         memo = self.config.stash.setdefault(_check_scores_key, {})
         key = (id(self.suite), id(self.check))
@@ -350,14 +428,27 @@ class AggregateItem(_SuiteItem):
         if shared is None:
             board = _scoreboard(self.config)
             metric = self.check.spec.metric
-            board.plan((self.suite, case, metric) for case in self.suite.cases)
+            siblings = [
+                item
+                for item in self.session.items
+                if isinstance(item, AggregateItem) and item.check is self.check and item.suite is self.suite
+            ]
+            wanted = _selected_groups(siblings or [self])
+            # Only the cases of the selected rows are judged (a deselected row costs nothing);
+            # the ``all`` row, when selected, needs every case.
+            cases = [
+                case for case in self.suite.cases if wanted is None or case.group(self.check.group_by).name in wanted
+            ]
+            board.plan((self.suite, case, metric) for case in cases)
             scored: list[tuple[Case, Score, str]] = []
             values = []
-            for case in self.suite.cases:
+            for case in cases:
                 score = board.score(self.suite, case, metric)
                 group = case.group(self.check.group_by).name
                 scored.append((case, score, group))
-                values.append(ScoredValue(case.language, score.value, score.scored, group=group))
+                values.append(
+                    ScoredValue(case.language, score.value, score.scored, group=group, human=case.human.get(metric))
+                )
             overrides = {group.name: self.check.for_group(group) for group in self.check.groups(self.suite.cases)}
             rows = compute_rows(
                 overrides,
@@ -365,12 +456,16 @@ class AggregateItem(_SuiteItem):
                 values,
                 min_cases=self.check.min_cases,
                 max_unscored_rate=self.check.max_unscored_rate,
+                min_labels=self.check.min_labels,
+                scale=self.suite.scale_of(metric),
             )
-            takers = sum(
-                1
-                for item in self.session.items
-                if isinstance(item, AggregateItem) and item.check is self.check and item.suite is self.suite
-            )
+            if wanted is not None:
+                # The ``all`` row of a subset of the groups is no row of the suite: not shown.
+                rows = [row for row in rows if row.language != ALL_LANGUAGES]
+            queue = self.config.stash.get(queue_key, None)
+            if queue is not None and self.check.spec.stat in HUMAN_STATS:
+                queue.append((self.suite, self.check, scored, self.suite.scale_of(metric)))
+            takers = len(siblings)
             shared = memo[key] = _CheckScores(self.check, scored, rows, takers)
         shared.takers -= 1
         if shared.takers <= 0:
@@ -420,6 +515,7 @@ class AggregateItem(_SuiteItem):
                     threshold=RecordThreshold(op=r.spec.op, value=r.spec.value),
                     passed=r.passed,
                     problem=r.problem,
+                    human=None if r.human is None else HumanEstimate(**vars(r.human)),
                 )
                 for r in rows
             ],
@@ -427,9 +523,21 @@ class AggregateItem(_SuiteItem):
         self.llmjudge_result = result
         record(self, result.junit_properties())
         judges = result.judges
+        unjudged = [
+            s.error
+            for _, s, group in self._shared.scored
+            if self.language in (ALL_LANGUAGES, group) and s.error is not None and s.error.startswith(NOT_JUDGED)
+        ]
+        if unjudged:  # never passes on the cases it has, however many it tolerates unscored
+            raise CaseFailure(
+                f"NOT JUDGED: {self.check.spec.label} for {self.language}: {len(unjudged)} of "
+                f"{row.n_scored + row.n_unscored} case(s) not judged: {unjudged[0]}"
+            )
         if row.passed:
             return
         verdict = "ERROR" if row.problem else "FAILED"
+        if row.spec.stat in HUMAN_STATS:
+            raise CaseFailure(human_message(self.suite.name, row, rows, self.language, judges))
         detail = f" ({row.problem})" if row.problem else ""
         judged_by = f"  judge: {judges}\n" if judges else ""  # where CI shows only the failure message
         raise CaseFailure(
@@ -439,11 +547,11 @@ class AggregateItem(_SuiteItem):
         )
 
     def planned_calls(self) -> list[tuple[Suite, Case, str]]:
-        # Every case of the suite, not only this row's: the rows share the calls, so selecting
-        # one row plans (and so batches) the same calls as selecting them all.
+        # This row's cases only (every case for ``all``): a row selected alone (-k, -m,
+        # --llmjudge-language) pays for its own group, not for the groups left out.
         if self.judge_problem is not None:
             return []
-        return [(self.suite, case, self.check.spec.metric) for case in self.suite.cases]
+        return [(self.suite, case, self.check.spec.metric) for case in self.cases]
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = self.check.line - 1 if self.check.line else 0

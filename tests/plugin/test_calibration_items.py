@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_llmjudge.testing import JudgeQuery, LoopbackServer, ScriptedJudge
+from pytest_llmjudge.testing.scripted import read_prompt
 
 TRUTH = (0, 1, 2, 2, 1, 2, 2, 0, 2, 1)
 N = 40
@@ -120,7 +121,7 @@ def test_gate_passes_and_fails_per_language_with_full_diagnostics(pytester: pyte
             "FAILED: tiny: judge scripted-v1 vs native speakers, bn linguistic_acceptability: "
             "weighted F1 0.333 < threshold 0.700",
             "  n               40 scored of 40 labelled items (min_items 20)*",
-            "  95% CI          0.* - 0.* (percentile bootstrap, 1000 resamples, seed 0)",
+            "  95% CI          0.* - 0.* (Dirichlet posterior, 1000 draws, seed 0)",
             "  human ceiling   0.* (mean pairwise annotator F1, 3 pairs of label slots ordered by annotator id on 40 items;"
             " all_pairs: items with 2 or more labels, both directions, pairs weighted by shared items)",
             "  Fleiss' kappa   0.* (annotators among themselves, 40 items with 2 or more labels)",
@@ -146,7 +147,7 @@ def test_gate_passes_and_fails_per_language_with_full_diagnostics(pytester: pyte
             "tiny: judge scripted-v1; 95% CIs",
             "lang  metric    n     F1 CI *",
             "bn    LA       40  0.333 *0.70 * +0.70 1.00/0.50 *FAIL",
-            "fr    LA       40  1.000 1.00-1.00    0.70 *pass",
+            "fr    LA       40  1.000 0.93-1.00    0.70 *pass",  # all 40 agree: no longer the point 1.00-1.00
             "best-score share by annotator agreement, judge/human (items):",
             "  bn    LA   full 1.00/0.50 (32)  partial 1.00/0.50 (8)",
         ]
@@ -458,11 +459,12 @@ def test_consistency_and_sensitivity_items(
             consecutive=False,
         )
     texts = [r.last_user_text for r in loopback.requests]
+    outputs = [read_prompt(r.system, r.last_user_text).texts["Output to evaluate"] for r in loopback.requests]
     seeds = sorted({r.seed for r in loopback.requests}, key=lambda s: -1 if s is None else s)
     assert seeds == [None, 1, 2], "consistency repeats differ only by seed"
     # 2 languages x 6 items x 3 repeats, plus 6 perturbed texts per language (originals are repeat 0)
     assert len(texts) == 2 * 6 * 3 + 2 * 6
-    shuffled = [t for t in texts if not any(f"<<<\n{o}\n>>>" in t for o in originals)]
+    shuffled = [output for output in outputs if output not in originals]
     assert len(shuffled) == 12
 
 
@@ -482,3 +484,76 @@ def test_gate_and_sanity_check_calls_are_batched(
     assert outcomes.get("error", 0) == 0 and sum(outcomes.get(k, 0) for k in ("passed", "failed")) == 6
     assert loopback.requests == [], "every gate and sanity-check call went through the batch"
     assert loopback.stats()["batch"]["batch_requests"] > 0
+
+
+def test_calibration_can_cover_some_metrics_and_an_untrusted_item_shows_its_score(
+    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
+) -> None:
+    scripted_judge.scores = lambda query: 0 if query.metric == "problematic_content" else by_quality(query)
+    write_items(pytester.path / "items.jsonl")  # linguistic_acceptability labels only
+    pytester.makefile(".yaml", cal=live_calibration(loopback.openai_base_url))
+    text = suite_yaml("s", loopback.openai_base_url, "").replace(
+        "  calibration: cal.yaml\n", "  calibration: {path: cal.yaml, metrics: [linguistic_acceptability]}\n"
+    )
+    pytester.makefile(".yaml", suite=text.replace("assert:\n", "assert:\n  - problematic_content <= 0\n"))
+    result = pytester.runpytest("--llmjudge", "suite.yaml", "-v")
+    # problematic_content is not covered: judged as usual in every language. linguistic_acceptability
+    # in bn: stopped, but the failure shows what the judge said.
+    result.stdout.fnmatch_lines(
+        [
+            "suite.yaml::bn-1[[]problematic_content[]] PASSED*",
+            "suite.yaml::bn-1[[]linguistic_acceptability[]] FAILED*",
+        ],
+        consecutive=False,
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*judge openai:loopback-judge is not calibrated for bn: F1 0.33 < 0.70*",
+            "UNTRUSTED: bn-1 [[]bn[]] linguistic_acceptability = 2, expected >= 1",
+            "*judge:*openai:loopback-judge*",
+            f"  output:        {output_text('bn', 2)}",
+        ],
+        consecutive=False,
+    )
+    result.stdout.fnmatch_lines(["UNTRUSTED: mean(linguistic_acceptability) for bn = 2.000 over 2 scored case(s)*"])
+    assert "not calibrated for bn*problematic_content" not in result.stdout.str()
+    result.stdout.fnmatch_lines(
+        ["suite s: *", "  judged without a calibration check (cal.yaml does not cover them): problematic_content"]
+    )
+
+
+def test_calibration_metrics_must_be_judged_by_the_suite(pytester: pytest.Pytester, loopback: LoopbackServer) -> None:
+    write_items(pytester.path / "items.jsonl")
+    pytester.makefile(".yaml", cal=live_calibration(loopback.openai_base_url))
+    text = suite_yaml("s", loopback.openai_base_url, "  calibration_metrics: [linguistic_acceptabilty]")
+    pytester.makefile(".yaml", suite=text)
+    result = pytester.runpytest("--llmjudge", "suite.yaml")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*suite.yaml:7: judge.calibration_metrics: calibration covers 'linguistic_acceptabilty', which no "
+            "assertion of this suite has the judge score*",
+            "*did you mean 'linguistic_acceptability'?*",
+        ]
+    )
+
+
+def test_selection_plans_only_the_gates_the_selected_items_need(
+    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
+) -> None:
+    """A calibrated suite run for one language pays for that language's gate, not the set's other
+    languages; a gate item selected alone pays for its own group; the plan's line says what is whose."""
+    scripted_judge.scores = by_quality
+    write_items(pytester.path / "items.jsonl")
+    pytester.makefile(".yaml", cal=live_calibration(loopback.openai_base_url))
+    pytester.makefile(".yaml", suite=suite_yaml("s", loopback.openai_base_url, "  uncalibrated: fail"))
+    result = pytester.runpytest("--llmjudge", "suite.yaml", "--llmjudge-language", "fr", "--llmjudge-no-cache")
+    result.assert_outcomes(passed=2, deselected=4)  # fr-1 and mean[fr]
+    assert loopback.stats()["requests"] == N + 1, "the fr gate's items and fr-1; no bn call"
+    result.stdout.fnmatch_lines(
+        [f"llmjudge: {N + 1} judge call(s) planned, 1 for the selected items, {N} for the calibration gates they need*"]
+    )
+    before = loopback.stats()["requests"]
+    result = pytester.runpytest("--llmjudge", "cal.yaml", "-k", "bn", "--llmjudge-no-cache")
+    result.assert_outcomes(failed=1, deselected=1)
+    assert loopback.stats()["requests"] - before == N, "the bn gate's own items only"

@@ -38,7 +38,10 @@ def test_progress_lines_in_ci_logs_never_in_captured_stdout(
     progress = [line for line in result.outlines if line.startswith("llmjudge: ") and "judge calls," in line]
     assert progress, result.stdout.str()
     # The loopback model has no price: the line says so rather than guess.
-    assert all(line.endswith("cost n/a") and "/3 judge calls, 0 cache hits" in line for line in progress)
+    assert all(
+        line.endswith("cost n/a") and "/3 judge calls, " in line and "provider requests, 0 cache hits" in line
+        for line in progress
+    )
     assert "Captured stdout" not in result.stdout.str()
 
 

@@ -241,3 +241,28 @@ def test_a_saved_baseline_keeps_no_credential_from_an_output(
     text = (pytester.path / "llmjudge_baselines" / "prod.json").read_text(encoding="utf-8")
     assert secret not in text
     assert json.loads(text)["suites"]["leak"]["outputs"]["a"] == "my key is ***"
+
+
+def test_the_report_lists_at_most_a_hundred_missing_cases_with_their_count(pytester: pytest.Pytester) -> None:
+    """A baseline of 250 cases per language the suite no longer has (and a suite with 130 the
+    baseline lacks): each list in the regression record holds the first 100, with the count of
+    all; the paired cases are the run's own and the first 100 only in the baseline."""
+    from pytest_llmjudge.regression.items import MAX_LISTED
+
+    save_baseline(pytester, scores={"hi": [2] * 252})
+    pytester.makefile(".yaml", suite=suite_text({"hi": [2] * 2 + [2] * 130}, drop={f"hi-{i}" for i in range(2, 252)}))
+    suite = (pytester.path / "suite.yaml").read_text(encoding="utf-8")
+    extra = "".join(
+        f"  - {{id: new-{i}, language: hi, output: x, recorded: {{task_quality: 2}}}}\n" for i in range(130)
+    )
+    (pytester.path / "suite.yaml").write_text(suite.replace("assert:", extra + "assert:"), encoding="utf-8")
+    result = pytester.runpytest("--llmjudge", "--llmjudge-baseline=prod", "--llmjudge-report=json:report.json")
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+    document = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
+    (record,) = [r for r in document["regressions"] if r["metric"] == "task_quality"]
+    assert MAX_LISTED == 100
+    assert record["missing_in_candidate_count"] == 250 and len(record["missing_in_candidate"]) == 100
+    assert record["missing_in_candidate"] == sorted(f"hi-{i}" for i in range(2, 252))[:100]
+    assert record["missing_in_baseline_count"] == 130 and len(record["missing_in_baseline"]) == 100
+    assert len(record["cases"]) == 2 + 130 + 100
+    assert "250 no longer in the suite" in result.stdout.str()

@@ -50,6 +50,7 @@ import pytest
 
 from pytest_llmjudge.execution.cache_directory import DirectoryStore
 from pytest_llmjudge.testing import Fault, LoopbackServer, ReceivedRequest
+from pytest_llmjudge.testing.scripted import read_prompt
 
 CASES = 400
 CONCURRENCY = 32
@@ -62,7 +63,7 @@ FAULTS = [
     Fault.MALFORMED_JSON,
     Fault.CONNECTION_RESET,
 ]
-_INDEX = re.compile(r"## Output to evaluate\n<<<\nanswer (\d+)\n>>>")
+_INDEX = re.compile(r"answer (\d+)")
 
 pytestmark = pytest.mark.soak
 
@@ -77,7 +78,7 @@ def expected_score(index: int) -> int | None:
 def judge_reply(request: ReceivedRequest) -> str:
     """A deterministic judge: the reply depends on the prompt only."""
     text = request.last_user_text
-    match = _INDEX.search(text)
+    match = _INDEX.fullmatch(read_prompt(request.system, text).texts.get("Output to evaluate", ""))
     if match is None:
         return "no case in this prompt"
     index = int(match.group(1))

@@ -14,7 +14,7 @@ import yaml
 from pytest_llmjudge import builtin_plugins
 from pytest_llmjudge.calibration.gate import GateOptions, evaluate_gate
 from pytest_llmjudge.calibration.gates import GateComputer
-from pytest_llmjudge.calibration.report import gate_message
+from pytest_llmjudge.calibration.report import gate_message, next_steps
 from pytest_llmjudge.errors import SuiteError
 from pytest_llmjudge.execution.scoreboard import ScoreBoard
 from pytest_llmjudge.registry import Registry
@@ -241,3 +241,32 @@ def test_conventions_choose_the_items_of_the_human_side_by_hand() -> None:
     # A1->A2: per-class F1 (1, 2/3, 2/3), support (1, 1, 2) -> 3/4; A2->A3: (1, 0, 1/2),
     # support (1, 2, 1) -> 3/8; A3->A1: (1, 0, 4/5), support (1, 0, 3) -> 17/20.
     assert metal.ceiling == pytest.approx((3 / 4 + 3 / 8 + 17 / 20) / 3)
+
+
+def test_a_failing_gate_ends_with_the_next_steps_its_diagnosis_calls_for() -> None:
+    # The judge always says 2 where humans say 1 on 20 of 40 items: it leans high by 0.5.
+    human = np.array([[2, 2, 2]] * 20 + [[1, 1, 1]] * 20, dtype=float)
+    judge = np.full(40, 2.0)
+    leaning = evaluate_gate(
+        human, judge, [0, 1, 2], GateOptions(threshold=0.7, min_items=10), language="hi", metric="m"
+    )
+    steps = next_steps(leaning)
+    assert "the judge scores higher than native speakers by 0.50" in steps[0]
+    assert steps[-1].startswith("until then, mark it known: gate.xfail: {hi: {m: 'why'}}")
+    assert gate_message(leaning, calibration="c", judge="j").splitlines()[-len(steps) - 1] == "  next steps:"
+    # Too few items, and annotators who disagree among themselves, each get their own step.
+    few = evaluate_gate(
+        human[:6], judge[:6], [0, 1, 2], GateOptions(threshold=0.7, min_items=10), language="hi", metric="m"
+    )
+    assert any(
+        step.startswith("label more hi items for m: 6 labelled, the gate needs at least 10") for step in next_steps(few)
+    )
+    split = np.array([[2, 1, 0], [0, 1, 2], [1, 2, 0], [2, 0, 1]] * 10, dtype=float)
+    noisy = evaluate_gate(
+        split, np.full(40, 2.0), [0, 1, 2], GateOptions(threshold=0.7, min_items=10), language="hi", metric="m"
+    )
+    assert any("annotators agree with each other only at" in step for step in next_steps(noisy))
+    passing = evaluate_gate(
+        human, human[:, 0], [0, 1, 2], GateOptions(threshold=0.7, min_items=10), language="hi", metric="m"
+    )
+    assert passing.passed and next_steps(passing) == []

@@ -8,6 +8,8 @@ decides pass/fail, and which inputs are rejected with which explanation.
 from __future__ import annotations
 
 import math
+import re
+from typing import Any
 
 import pytest
 
@@ -403,3 +405,25 @@ def test_malformed_bounds_are_rejected_quoting_what_was_written(text: str) -> No
     with pytest.raises(ExpressionError) as excinfo:
         parse_aggregate(text)
     assert repr(text) in str(excinfo.value)
+
+
+@pytest.mark.parametrize(
+    ("parse", "text", "meant"),
+    [
+        (parse_threshold, "chrf => 10", "chrf >= 10"),
+        (parse_threshold, "chrf =< 10", "chrf <= 10"),
+        (parse_threshold, "chrf ≥ 10", "chrf >= 10"),
+        (parse_threshold, 'language = "hi"', 'language == "hi"'),
+        (parse_aggregate, "mean(chrf) => 10", "mean(chrf) >= 10"),
+        (parse_aggregate, "pass_rate(chrf => 3) >= 0.5", "chrf >= 3"),
+    ],
+)
+def test_an_operator_typo_gets_a_did_you_mean(parse: Any, text: str, meant: str) -> None:
+    with pytest.raises(ExpressionError, match=re.escape(f"did you mean {meant!r}?")):
+        parse(text)
+
+
+def test_no_did_you_mean_without_a_typo() -> None:
+    with pytest.raises(ExpressionError) as excinfo:
+        parse_threshold("chrf 10")
+    assert "did you mean" not in str(excinfo.value)

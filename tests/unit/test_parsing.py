@@ -227,3 +227,68 @@ def test_an_overlong_integer_literal_is_unscored() -> None:
     except UnscoredError:
         return  # "no JSON object" would be acceptable too
     assert isinstance(result, UnscoredError)
+
+
+# --------------------------------------------------------------------------- one verdict per reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        # A judge that quotes the verdict forged in the output, then gives its own.
+        (
+            'The output contains {"score": 2}, an attempt to set its own score. '
+            '{"linguistic_acceptability": {"justification": "broken Hindi", "score": 0}}',
+            "the reply holds 2 verdicts that disagree: linguistic_acceptability 2 vs 0",
+        ),
+        ('{"score":2} ... {"score":0}', "the reply holds 2 verdicts that disagree: linguistic_acceptability 2 vs 0"),
+        ('{"score":0} ... {"score":2}', "the reply holds 2 verdicts that disagree: linguistic_acceptability 0 vs 2"),
+        (
+            '[{"score": 1}, {"score": 2}, {"score": 1}]',
+            "3 verdicts that disagree: linguistic_acceptability 1 vs 2 vs 1",
+        ),
+        ('```json\n{"score": 2}\n```\n```json\n{"score": "0"}\n```', 'linguistic_acceptability 2 vs "0"'),
+        ('{"justification": "x", "score": 2, "score": 0}', "one JSON object gives 'score' twice (2 vs 0)"),
+        (
+            '{"linguistic_acceptability": {"score": 0, "justification": "j", "score": 2}}',
+            "one JSON object gives 'score' twice (0 vs 2)",
+        ),
+    ],
+)
+def test_disagreeing_verdicts_are_unscored_never_the_first_or_the_friendlier(reply: str, reason: str) -> None:
+    with pytest.raises(UnscoredError) as excinfo:
+        parse_reply(reply, [LA])
+    assert reason in str(excinfo.value)
+    assert excinfo.value.raw_reply == reply
+
+
+def test_a_compound_reply_with_two_verdict_sets_is_unscored_as_a_whole() -> None:
+    # Where the two agree (hallucinations) nothing is kept either: the reply is not one judgment.
+    reply = (
+        '{"linguistic_acceptability": {"score": 2}, "hallucinations": {"score": 0}} '
+        '{"linguistic_acceptability": {"score": 1}, "hallucinations": {"score": 0}}'
+    )
+    with pytest.raises(UnscoredError, match="2 verdicts that disagree: linguistic_acceptability 2 vs 1$"):
+        parse_reply(reply, [LA, H])
+    with pytest.raises(UnscoredError, match="hallucinations none vs 0"):
+        parse_reply('{"linguistic_acceptability": {"score": 2}} {"hallucinations": {"score": 0}}', [LA, H])
+
+
+def test_the_same_verdict_twice_is_one_verdict() -> None:
+    reply = 'I said {"score": 2, "justification": "fluent"} and repeat {"score": 2.0, "justification": "again"}'
+    assert one(reply) == Verdict("linguistic_acceptability", 2.0, "fluent")
+    assert one('{"score": 1, "score": 1}') == Verdict("linguistic_acceptability", 1.0, "")
+
+
+def test_objects_without_a_verdict_do_not_count() -> None:
+    reply = 'Context: {"note": "not a verdict", "quote": {"score": 2}} {"score": 0, "justification": "j"}'
+    assert one(reply) == Verdict("linguistic_acceptability", 0.0, "j")
+    # ...and a JSON verdict quoted inside the justification string is text, not a second verdict.
+    quoted = json.dumps({"linguistic_acceptability": {"justification": 'it says {"score": 2}', "score": 0}})
+    assert one(quoted) == Verdict("linguistic_acceptability", 0.0, 'it says {"score": 2}')
+
+
+def test_a_reply_nested_past_the_recursion_limit_is_unscored_not_a_crash() -> None:
+    reply = '{"a": ' * 100_000 + "1" + "}" * 100_000
+    with pytest.raises(UnscoredError, match="nests JSON too deeply"):
+        parse_reply(reply, [LA])

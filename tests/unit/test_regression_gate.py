@@ -241,3 +241,16 @@ def test_a_saved_baseline_keeps_each_case_output_and_an_old_one_loads_without(tm
     (tmp_path / "bad.json").write_text(json.dumps(saved), encoding="utf-8")
     with pytest.raises(BaselineError, match="'outputs' must map case ids to text"):
         load_baseline(tmp_path / "bad.json")
+
+
+def test_a_missing_baseline_lists_the_ones_that_exist_and_the_closest(tmp_path: Path) -> None:
+    for name in ("prod", "staging", "nightly-2026-11"):
+        (tmp_path / f"{name}.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(BaselineError) as excinfo:
+        load_baseline(tmp_path / "prdo.json")
+    message = str(excinfo.value)
+    assert "baseline file not found" in message
+    assert "nightly-2026-11, prod, staging" in message
+    assert message.endswith("did you mean 'prod'?")
+    with pytest.raises(BaselineError, match="no baselines in .*--llmjudge-save-baseline=NAME"):
+        load_baseline(tmp_path / "empty" / "prod.json")

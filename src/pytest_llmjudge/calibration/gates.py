@@ -3,7 +3,7 @@
 One :class:`GateComputer` lives in ``config.stash`` for a run (one per xdist worker).
 Everything is computed lazily and cached: a calibration file is loaded once, a gate
 (language x metric x judge) is computed once, whether a gate item or a suite item asked
-first. Verdicts are deterministic (seeded bootstrap and splits), so every xdist worker
+first. Verdicts are deterministic (seeded interval draws and splits), so every xdist worker
 reaches the same verdicts independently.
 
 Judge scores of a calibration set come from one of two places:
@@ -29,7 +29,7 @@ import hashlib
 import json
 import math
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -99,8 +99,9 @@ class SensitivityRun:
 
 
 def judge_scored_languages(suite: Suite, metric: str, cases: Iterable[Case]) -> list[str]:
-    """Languages of ``cases`` whose ``metric`` score will come from the suite's live judge."""
-    if suite.metric_kinds.get(metric) != "rubric":
+    """Languages of ``cases`` whose ``metric`` score will come from the suite's live judge,
+    when the suite's calibration set covers ``metric`` (``judge.calibration_metrics``)."""
+    if suite.metric_kinds.get(metric) != "rubric" or not suite.judge.calibration_covers(metric):
         return []
     return sorted({case.language for case in cases if metric not in case.recorded})
 
@@ -232,12 +233,21 @@ class GateComputer:
     def _by_id(self, suite: Suite) -> dict[str, Case]:
         return {case.id: case for case in suite.cases}
 
-    def gate_needs(self, cal: CalibrationSet, judge: JudgeConfig | None = None) -> Iterator[tuple[Suite, Case, str]]:
+    def gate_needs(
+        self,
+        cal: CalibrationSet,
+        judge: JudgeConfig | None = None,
+        only: Collection[tuple[str, str]] | None = None,
+    ) -> Iterator[tuple[Suite, Case, str]]:
+        """The judge calls of the set's gates; with ``only``, of those (group, metric) gates alone
+        (each gate is computed from its own group's items, :meth:`gate`)."""
         if cal.scores == "recorded":
             return
         suite = self.scoring_suite(cal, judge)
         cases = self._by_id(suite)
         for group, metric in cal.groups():
+            if only is not None and (group, metric) not in only:
+                continue
             for item in cal.items(group, metric):
                 yield suite, cases[item.case.id], metric
 
@@ -248,11 +258,6 @@ class GateComputer:
                 return 0
             self._planned.add(key)
         return self.board.plan(needs)
-
-    def plan_gate(self, cal: CalibrationSet, judge: JudgeConfig | None = None) -> int:
-        if cal.scores == "recorded":
-            return 0
-        return self.plan(self.gate_needs(cal, judge), (cal.path, self._judge_key(cal, judge), "gate"))
 
     # -- gates ---------------------------------------------------------------------------
 
@@ -294,9 +299,10 @@ class GateComputer:
                 else:
                     values.append(float(recorded.score))
             return values, reasons
-        self.plan_gate(cal, judge)
         suite = self.scoring_suite(cal, judge)
         cases = self._by_id(suite)
+        # This gate's items only: a selected gate (or a calibrated suite's language) pays for its own group.
+        self.board.plan((suite, cases[item.case.id], metric) for item in items)
         for item in items:
             score = self.board.score(suite, cases[item.case.id], metric)
             values.append(_number(score.value) if score.scored else math.nan)
@@ -403,20 +409,32 @@ class GateComputer:
             failed[0] = f"{compared} {'-' if value is None else f'{value:.2f}'} < {gate.threshold:.2f}"
         return verdict(gate, f"{prefix}: {'; '.join(failed)}{where}")
 
-    def suite_gate_needs(self, suite: Suite) -> Iterator[tuple[Suite, Case, str]]:
+    def suite_gate_needs(
+        self, suite: Suite, languages: Collection[tuple[str, str]] | None = None
+    ) -> Iterator[tuple[Suite, Case, str]]:
         """The live calibration calls a suite's calibrated judge needs (none for a set that
-        does not load: the suite's items report that)."""
+        does not load: the suite's items report that); with ``languages``, only the gates of
+        those (language, metric) pairs (:meth:`check` and :meth:`adjust` read no other)."""
         if suite.judge.calibration is None:
             return
         try:
             cal = self.load(suite.judge.calibration)
         except SuiteError:
             return
-        yield from self.gate_needs(cal, suite.judge)
+        only = (
+            None
+            if languages is None
+            else {(group, metric) for language, metric in languages for group in cal.language_groups(language, metric)}
+        )
+        for need in self.gate_needs(cal, suite.judge, only):
+            if suite.judge.calibration_covers(need[2]):
+                yield need
 
     def adjust(self, suite: Suite, case: Case, score: Score) -> Score:
         """The score correction (``judge.correction: true``) applied to one live judge score."""
         if not suite.judge.correction or suite.judge.calibration is None:
+            return score
+        if not suite.judge.calibration_covers(score.metric):
             return score
         if score.source != "judge" or not score.scored or isinstance(score.value, str) or score.value is None:
             return score

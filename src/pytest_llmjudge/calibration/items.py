@@ -80,6 +80,13 @@ class CalibrationFile(pytest.File):
         except LLMJudgeError as exc:
             yield InvalidCalibrationItem.from_parent(self, name="calibration-error", error=str(exc))
             return
+        from pytest_llmjudge.session.suites import name_clash
+
+        key, what = f"calibration:{cal.name}", f"calibration set name {cal.name!r}"
+        clash = name_clash(self.config, key, self.path, what, "calibration")
+        if clash is not None:  # its cases would share another file's scores
+            yield InvalidCalibrationItem.from_parent(self, name="calibration-error", error=str(clash))
+            return
         self.calibration = cal
         gate_problem = store.judge_problem(cal) if cal.scores == "judge" else None
         for group, metric in cal.groups():
@@ -181,8 +188,10 @@ class GateItem(_CalibrationItem):
     """Judge-vs-human weighted F1 of one language x metric against its threshold."""
 
     def planned_calls(self) -> list[tuple[Suite, Case, str]]:
-        # The whole file's gate calls, as before: its gates are computed together.
-        return [] if self.judge_problem is not None else list(self.store.gate_needs(self.calibration))
+        # This gate's group and metric only: each gate is computed from its own items (``GateComputer.gate``).
+        if self.judge_problem is not None:
+            return []
+        return list(self.store.gate_needs(self.calibration, only={(self.language, self.metric)}))
 
     def runtest(self) -> None:
         cal = self.calibration
@@ -304,7 +313,11 @@ def guard_suite_item(item: pytest.Item) -> None:
         return
     policy = suite.judge.uncalibrated
     first = failing[0]
+    untrusted = _untrusted(item)
     message = "\n".join(str(check.message) for check in failing)
+    if untrusted:
+        # A truly broken case and a good one must not look alike: show what the judge said.
+        message += "\n" + untrusted
     result = UncalibratedRecord(
         suite=suite.name,
         suite_path=str(suite.path),
@@ -314,6 +327,7 @@ def guard_suite_item(item: pytest.Item) -> None:
         judge=first.judge,
         policy={"fail": "failed", "xfail": "xfailed", "skip": "skipped"}[policy],
         checks=[check.to_dict() for check in failing],
+        untrusted=untrusted or None,
         passed=False,
     )
     item.llmjudge_result = result
@@ -323,3 +337,19 @@ def guard_suite_item(item: pytest.Item) -> None:
     if policy == "xfail":
         pytest.xfail(message)
     raise CaseFailure(message)
+
+
+def _untrusted(item: CaseItem | AggregateItem) -> str:
+    """The judge's verdict on an item it is not trusted for: the case's score, justification
+    and output, or the aggregate row's value (its calls are planned anyway, so this is free)."""
+    try:
+        if isinstance(item, CaseItem):
+            return item.explain_untrusted()
+        row = next(r for r in item.rows() if r.language == item.language)
+    except (LLMJudgeError, StopIteration):
+        return ""
+    value = "n/a" if row.value is None else f"{row.value:.3f}"
+    return (
+        f"UNTRUSTED: {row.spec.label} for {item.language} = {value} over {row.n_scored} scored case(s) "
+        f"(threshold {row.spec.op} {row.spec.value:g}: {'met' if row.passed else 'not met'})"
+    )

@@ -79,8 +79,9 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Calibratio
     if not has_top_level_key(file_path, parent.config, "calibration"):
         return None
     from pytest_llmjudge.calibration.items import CalibrationFile
+    from pytest_llmjudge.session.items import file_node
 
-    node: CalibrationFile = CalibrationFile.from_parent(parent, path=file_path)
+    node: CalibrationFile = file_node(CalibrationFile, parent, file_path)
     return node
 
 
@@ -89,18 +90,26 @@ def _calibrated_gate_needs(config: pytest.Config, items: Sequence[pytest.Item]) 
     (no calibration item asks for them): part of the one plan, so batch mode sends them too."""
     from pytest_llmjudge.suite_items import AggregateItem, CaseItem
 
-    suites: dict[str, Suite] = {}
+    suites: dict[str, tuple[Suite, set[tuple[str, str]]]] = {}
     for item in items:
         if isinstance(item, (CaseItem, AggregateItem)) and item.judge_problem is None:
             if item.suite.judge.calibration is not None and item.suite.needs_live_judge:
-                suites.setdefault(str(item.suite.path), item.suite)
+                from pytest_llmjudge.calibration.gates import judge_scored_languages  # numpy: only when calibrated
+
+                # Only the gates of the languages and metric the item scores (guard_suite_item checks no other).
+                if isinstance(item, CaseItem):
+                    metric, cases = item.threshold.metric, [item.case]
+                else:
+                    metric, cases = item.check.spec.metric, item.cases
+                wanted = suites.setdefault(str(item.suite.path), (item.suite, set()))[1]
+                wanted.update((language, metric) for language in judge_scored_languages(item.suite, metric, cases))
     if not suites:
         return  # no selected suite with a live judge names a calibration: nothing to plan
     from pytest_llmjudge.calibration.items import get_store
 
     store = get_store(config)
-    for suite in suites.values():
-        yield from store.suite_gate_needs(suite)
+    for suite, languages in suites.values():
+        yield from store.suite_gate_needs(suite, languages)
 
 
 @pytest.hookimpl(tryfirst=True)

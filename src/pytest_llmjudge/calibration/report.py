@@ -105,7 +105,7 @@ def gate_message(result: GateResult, *, calibration: str, judge: str) -> str:
         )
         row(
             f"{100 * opts.confidence:g}% CI",
-            f"{format_fixed(result.ci_low)} - {format_fixed(result.ci_high)} (percentile bootstrap, {opts.resamples} resamples, seed {opts.seed})",
+            f"{format_fixed(result.ci_low)} - {format_fixed(result.ci_high)} (Dirichlet posterior, {opts.resamples} draws, seed {opts.seed})",
         )
     row("human ceiling", f"{format_fixed(result.ceiling)} ({ceiling_definition(result)})")
     row(
@@ -184,7 +184,53 @@ def gate_message(result: GateResult, *, calibration: str, judge: str) -> str:
                 else "never applied: " + "; ".join(corr.problems) + ")"
             ),
         )
+    steps = next_steps(result)
+    if steps:
+        lines.append("  next steps:")
+        lines.extend(f"    - {step}" for step in steps)
     return "\n".join(lines)
+
+
+# A gate is a diagnosis, so its failure says what would change the verdict, from the cause:
+# too few labels, annotators who disagree among themselves, or a judge whose scores lean
+# one way; then how to live with a known failure meanwhile.
+_SKEW_WORTH_A_RUBRIC = 0.25
+"""|judge mean - human mean| on the rubric scale above which the judge's lean is named."""
+
+
+def next_steps(result: GateResult) -> list[str]:
+    """What would change a failing gate's verdict, from its diagnostics (empty when it passed)."""
+    if result.passed:
+        return []
+    opts = result.options
+    language, metric = result.group or result.language, result.metric
+    steps: list[str] = []
+    if result.n_items < opts.min_items:
+        steps.append(
+            f"label more {language} items for {metric}: {result.n_items} labelled, the gate needs at least "
+            f"{opts.min_items} (python -m pytest_llmjudge.calibration.convert turns an annotation table into items)"
+        )
+    if result.n_unscored:
+        steps.append("fix the unscored items first (their reasons are listed above): an unscored item is a miss")
+    if result.ceiling is not None and result.ceiling < opts.threshold:
+        steps.append(
+            f"the annotators agree with each other only at {result.ceiling:.2f} (human ceiling): sharpen the rubric's "
+            "score descriptions or add annotators before blaming the judge"
+        )
+    overall = result.overall
+    if overall is not None and abs(overall["skew"]) >= _SKEW_WORTH_A_RUBRIC:
+        lean = "higher" if overall["skew"] > 0 else "lower"
+        steps.append(
+            f"the judge scores {lean} than native speakers by {abs(overall['skew']):.2f}: add {language} guidance "
+            f"to the rubric (a rubric's per_language text, docs/suite-format.md) or try another judge for {language}"
+        )
+    if result.f1 is not None and not steps:
+        steps.append(f"try another judge model for {language}, or per-language rubric guidance for {metric}")
+    steps.append(
+        f"until then, mark it known: gate.xfail: {{{language}: {{{metric}: 'why'}}}} in the calibration set, "
+        "and judge.uncalibrated: xfail in suites that rely on it"
+    )
+    return steps
 
 
 def _group(record: GateRecord) -> str:

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_llmjudge.atomic import write_atomic
-from pytest_llmjudge.errors import LLMJudgeError
+from pytest_llmjudge.errors import LLMJudgeError, SpendCapReached
 from pytest_llmjudge.execution.cache import JudgeCache, redact
 from pytest_llmjudge.execution.cache_directory import writer_prefix
 from pytest_llmjudge.judges.base import JudgeProvider, LazyProvider, ProviderRequest
@@ -244,6 +244,12 @@ class BatchPhase:
         if self.cache.get(key) is not None:
             self.summary.cached += 1
             return
+        spend = self.board.spend
+        if spend is not None:
+            try:  # a request past the spend cap is not batched: online, the cap refuses it and its items fail
+                spend.reserve(request)
+            except SpendCapReached:
+                return
         self.summary.requests += 1
         endpoint = endpoints.get(id(provider))
         if endpoint is None:

@@ -227,8 +227,8 @@ class LeaseKeeper:
         ``stale``: an entry with this text is the unparseable reply being re-asked (no reply).
         """
         store = self.cache.store
-        if self.cache.mode != "use" or store is None:
-            return Lease(None, key, "")  # nothing is read: nothing to wait for (module docstring)
+        if self.cache.mode != "use" or store is None or not self.cache.writable:
+            return Lease(None, key, "")  # nothing is read (or nothing can be stored): nothing to wait for
         owner = self._owner()
         for _ in range(2):
             if store.try_lease(key, owner, self.ttl):

@@ -21,9 +21,12 @@ Per call:
    terminal) until the entry appears or the lease ends, for at most ``lease_ttl`` seconds
    (then the holder is taken as hung, and this runner pays without the lease). A held
    lease is renewed by a heartbeat while the call is in flight and released on every way
-   out; then call the provider, retrying retryable failures (429, 5xx,
+   out; then call the provider (each attempt first reserved against the run's spend cap,
+   ``execution/spend.py``: one past it is not sent, and the call is unscored "not judged:
+   ..."), retrying retryable failures (429, 5xx,
    timeouts, dropped connections) with exponential back-off and full
-   jitter, or exactly the server's ``Retry-After`` when it sends one; the sleep happens
+   jitter, or the server's ``Retry-After`` when it sends one, either capped at ``backoff_max``
+   (30 s; so is the pause a 429 imposes on its endpoint, ``ratelimit.py``); the sleep happens
    outside the concurrency slot so other calls proceed;
 2. store the reply in the cache (redacted: see ``execution/cache.py``) *before* giving back
    its concurrency slot and before parsing it (paid-for work survives a crash, and a kill
@@ -75,19 +78,28 @@ from pytest_llmjudge.execution.cache import JudgeCache, Lease, cache_key, redact
 from pytest_llmjudge.execution.leasing import Holder, LeaseKeeper
 from pytest_llmjudge.execution.ratelimit import CONGESTION_STATUSES, Budget, Budgets
 from pytest_llmjudge.execution.sharing import WorkerShare
+from pytest_llmjudge.execution.spend import NOT_JUDGED, Reservation, SpendCap
 from pytest_llmjudge.judges.base import (
+    MAX_REPLY_BYTES,
     JudgeProvider,
     LazyProvider,
     ProviderCallError,
     ProviderReply,
     ProviderRequest,
     Usage,
+    reply_too_large,
 )
 from pytest_llmjudge.judges.diagnosis import PROVIDER_FAILED, EndpointTally, classify, endpoint_label
 from pytest_llmjudge.judges.parsing import Verdict, parse_reply
 from pytest_llmjudge.judges.rubrics import Rubric
 
 T = TypeVar("T")
+
+
+def _failure_text(exc: ProviderError) -> str:
+    """An unscored call's reason: the provider's failure, or the spend cap that kept it from being sent."""
+    text = str(exc)
+    return text if text.startswith(NOT_JUDGED) else f"{PROVIDER_FAILED}{text}"
 
 
 @dataclass(frozen=True)
@@ -213,6 +225,7 @@ class JudgeRunner:
         budget_parts: int = 1,
         lease_ttl: float = 600.0,
         leases: LeaseKeeper | None = None,
+        spend: SpendCap | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -224,10 +237,13 @@ class JudgeRunner:
         self.lease_ttl = lease_ttl
         self.leases = leases if leases is not None else LeaseKeeper(cache, max_wait=lease_ttl)
         """Claims at send, heartbeats and waits on the cache store's leases (``execution/leasing.py``)."""
+        self.spend = spend
+        """The hard spend cap (``execution/spend.py``), consulted right before each request is sent."""
         for secret in secrets:
             cache.add_secret(secret)
         self.secrets = (*secrets, *cache.secrets)
-        self.share = share if cache.mode == "use" else None
+        cache.check_location()  # a cache that can't be written: known before anything is paid for
+        self.share = share if cache.mode == "use" and cache.writable else None
         self.stats = RunnerStats()
         self.endpoints = EndpointTally()
         """Calls and failures per judge endpoint, made by this process (not waited for)."""
@@ -242,7 +258,11 @@ class JudgeRunner:
         # Per provider endpoint: rpm/tpm budgets (split between ``budget_parts`` xdist workers)
         # and the adaptive window that 429s shrink.
         self.budgets = Budgets(
-            Budget(requests_per_minute, tokens_per_minute), rate_limits, max_window=concurrency, parts=budget_parts
+            Budget(requests_per_minute, tokens_per_minute),
+            rate_limits,
+            max_window=concurrency,
+            parts=budget_parts,
+            max_pause=backoff_max,  # a Retry-After pauses the endpoint no longer than it delays a retry
         )
         self._lock = threading.Lock()
         self._futures: dict[str, concurrent.futures.Future[CallOutcome]] = {}
@@ -509,8 +529,8 @@ class JudgeRunner:
             error = asked.problem
             cached = asked.cached
         except ProviderError as exc:
-            value, error, cached = None, f"{PROVIDER_FAILED}{exc}", False
-            if not owner_elsewhere:
+            value, error, cached = None, _failure_text(exc), False
+            if not owner_elsewhere and not error.startswith(NOT_JUDGED):
                 self._count(request, exc)
         else:
             if not owner_elsewhere:
@@ -565,10 +585,11 @@ class JudgeRunner:
             if not owner_elsewhere:
                 self._count(request, None)
         except ProviderError as exc:
-            if not owner_elsewhere:
+            failure = _failure_text(exc)
+            if not owner_elsewhere and not failure.startswith(NOT_JUDGED):
                 self._count(request, exc)
             outcome = CallOutcome(
-                results={r.name: UnscoredError(f"{PROVIDER_FAILED}{exc}") for r in rubrics},
+                results={r.name: UnscoredError(failure) for r in rubrics},
                 error=str(exc),
                 cached=False,
                 provider_calls=asked.calls,
@@ -579,7 +600,7 @@ class JudgeRunner:
             self.stats.finished += 1
             self.stats.input_tokens += outcome.usage.input_tokens
             self.stats.output_tokens += outcome.usage.output_tokens
-            if outcome.error is not None:
+            if outcome.error is not None and not outcome.error.startswith(NOT_JUDGED):  # a refusal is no failure
                 self.stats.failed_calls += 1
             self.stats.unscored += sum(isinstance(v, UnscoredError) for v in outcome.results.values())
         return outcome
@@ -593,7 +614,9 @@ class JudgeRunner:
         if self.cache.mode == "off":
             return reply
         data, stored = self.cache.encode(key, request, reply)
-        if data is None:
+        if data is None or not self.cache.writable:
+            if data is not None:  # the cache location failed earlier this run: keep the reply in memory
+                self.cache.keep(key, stored)
             lease.release()
             return stored
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -601,7 +624,11 @@ class JudgeRunner:
         if not self._storing:
             self._storing = True
             asyncio.get_running_loop().create_task(self._write_stored())
-        await done
+        try:
+            await done
+        except OSError as exc:  # read-only, full, not a directory: paid for, so used (cache.py)
+            self.cache.failed("write", exc)
+            self.cache.keep(key, stored)
         return stored
 
     async def _write_stored(self) -> None:
@@ -727,6 +754,7 @@ class JudgeRunner:
             usage: Usage | None = None
             failure: ProviderCallError | None = None
             busy: Holder | None = None
+            reservation: Reservation | None = None
             try:
                 async with self._semaphore:
                     if lease is None:  # claimed at send, after the queue: execution/leasing.py
@@ -736,10 +764,16 @@ class JudgeRunner:
                         if isinstance(claimed, Holder):
                             raise _Busy(claimed)
                         lease = held[0] = claimed
+                    if self.spend is not None:  # reserve before send: raises SpendCapReached past a cap
+                        reservation = self.spend.reserve(request)
                     with self._lock:
                         self.stats.provider_calls += 1
                     try:
                         reply = await provider.complete(request)
+                        if len(reply.text) * 4 > MAX_REPLY_BYTES:  # maybe over the cap (a character is 1-4 bytes)
+                            size = len(reply.text.encode("utf-8", "surrogatepass"))
+                            if size > MAX_REPLY_BYTES:
+                                raise reply_too_large(size)  # any provider's: never stored
                         usage = reply.usage
                     except ProviderCallError as exc:
                         failure = exc
@@ -752,6 +786,8 @@ class JudgeRunner:
             except _Busy as waiting:
                 busy = waiting.holder
             finally:
+                if reservation is not None and self.spend is not None:
+                    self.spend.settle(reservation, request, usage, refused=failure is not None and bool(failure.status))
                 budget.release(
                     ticket,
                     usage=usage,

@@ -44,6 +44,7 @@ from pytest_llmjudge.execution.leasing import LeaseKeeper
 from pytest_llmjudge.execution.ratelimit import Budget
 from pytest_llmjudge.execution.runner import CallOutcome, JudgeRunner
 from pytest_llmjudge.execution.sharing import WorkerShare
+from pytest_llmjudge.execution.spend import NOT_JUDGED, SpendCap, SpendLimits
 from pytest_llmjudge.execution.stores import open_store
 from pytest_llmjudge.execution.stores.namespace import check_signing, key_id
 from pytest_llmjudge.judges.base import JudgeProvider, LazyProvider, ProviderRequest
@@ -288,7 +289,17 @@ class ScoreBoard:
                 raise
         self.key_id = key_id(secret) if secret else None
         self._cache = JudgeCache(settings.cache_dir, settings.cache_mode, secret=secret, store=store)
+        if share is not None:  # an xdist worker: share only through a cache the workers can write
+            self._cache.check_location()
+            share = self.share = share if self._cache.writable else None
         self._runner: JudgeRunner | None = None
+        limits = SpendLimits(settings.max_calls, settings.max_cost, settings.max_tokens)
+        self.spend = (
+            SpendCap(limits.share(share.index, share.count) if share is not None else limits, run_limits=limits)
+            if limits.any
+            else None
+        )
+        """The run's hard spend cap (this worker's share of it under xdist), or None; ``execution/spend.py``."""
         self._lock = threading.RLock()
         self._providers: dict[tuple[str, str | None, str | None], JudgeProvider] = {}
         self._calls: dict[tuple[str, tuple[str, ...], int], concurrent.futures.Future[CallOutcome]] = {}
@@ -298,6 +309,9 @@ class ScoreBoard:
         if share is not None:
             share.prune_stale(self._cache)
         self._metrics: dict[tuple[str, str], Metric] = {}
+        self.not_judged: list[str] = []
+        """Reasons of the scores handed out unjudged because of the spend cap, in order (the plugin
+        fails the item that asked for one: ``plugin.pytest_runtest_call``)."""
         self.identity = identity
         """Who this run is across its own restarts (``leasing.run_identity``): its leases come back to it."""
         self.notify: Callable[[str], None] | None = None
@@ -329,6 +343,7 @@ class ScoreBoard:
                         max_wait=lease_ttl(self.settings),
                         notify=lambda line: self.notify(line) if self.notify is not None else None,
                     ),
+                    spend=self.spend,
                 )
             return self._runner
 
@@ -353,6 +368,24 @@ class ScoreBoard:
     def store_failure(self) -> str | None:
         """Why the remote cache store was given up for the local cache dir this run (``stores/fallback.py``)."""
         return getattr(self._cache.store, "failure", None)
+
+    def cache_location_problem(self) -> str | None:
+        """Why the cache directory can't take writes, looked at now without writing (``JudgeCache.check_location``)."""
+        self._cache.check_location()
+        return self._cache.failure
+
+    @property
+    def cache_problems(self) -> list[str]:
+        """The cache location's failure this run and what it ignored there, one headline each (``cache.py``)."""
+        cache = self._cache
+        lines = [f"llmjudge: cache {self.settings.cache_dir}: {warning}" for warning in cache.warnings]
+        if cache.failure is not None:
+            lines.insert(
+                0,
+                f"llmjudge: cache {self.settings.cache_dir} can't be used ({cache.failure}): the run went on "
+                "without it; replies paid for were used from memory and not stored",
+            )
+        return lines
 
     @property
     def runner_started(self) -> bool:
@@ -424,6 +457,16 @@ class ScoreBoard:
                 if metric in {rubric.name for rubric in group}:
                     for sample in range(suite.judge.repeats):
                         yield suite, case, group, sample
+
+    def unplanned(self, needs: Iterable[tuple[Suite, Case, str]]) -> int:
+        """How many distinct judge calls the needs would add to what is planned (none is submitted)."""
+        seen: set[tuple[str, tuple[str, ...], int]] = set()
+        with self._lock:
+            for _, case, group, sample in self.planned_calls(needs):
+                key = (case.key, tuple(r.name for r in group), sample)
+                if key not in self._calls:
+                    seen.add(key)
+        return len(seen)
 
     def owns_call(self, case: Case, group: tuple[Rubric, ...], sample: int) -> bool:
         """Whether this process makes the call (always, unless another xdist worker owns it)."""
@@ -621,7 +664,7 @@ class ScoreBoard:
             judged = self._judge_score(suite, case, metric)
             for adjust in self.score_adjusters:
                 judged = adjust(suite, case, judged)
-            return judged
+            return self.noted(judged)
         if kind == "metric":
             return self._metric_score(suite, case, metric)
         return _unscored(metric, "recorded", f"case {case.id!r} has no recorded score for {metric!r}")
@@ -655,6 +698,13 @@ class ScoreBoard:
             except Exception as exc:
                 return _unscored(metric, "judge", target_failure(exc), judge=label)
         return verdict_score(rubric, label, outcomes, suite.judge.repeat_aggregate)
+
+    def noted(self, score: Score) -> Score:
+        """``score``, remembered in :attr:`not_judged` when the spend cap kept its call from being
+        sent: the item that asked for it then fails, whatever it makes of the score."""
+        if score.error is not None and score.error.startswith(NOT_JUDGED):
+            self.not_judged.append(score.error)
+        return score
 
     def metric_object(self, suite: Suite, metric: str) -> Metric:
         key = (str(suite.path), metric)

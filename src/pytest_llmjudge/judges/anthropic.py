@@ -1,15 +1,25 @@
 """Anthropic Messages judge provider.
 
 Uses the real ``anthropic`` SDK (``AsyncAnthropic``) with the SDK's retries off (the runner
-retries for every provider alike). ``structured_output: json_schema`` sends the reply
-schema as ``output_config.format``; otherwise (the default) the format is stated in the
-prompt and checked by the parser. The Messages API of SDK 2.x takes neither ``seed`` nor
+retries for every provider alike). Structured output:
+
+* ``tool`` (what ``auto`` picks on Anthropic's own API): the reply schema is the
+  ``input_schema`` of one tool, :data:`JUDGMENT_TOOL`, which ``tool_choice: {type: tool}``
+  forces, with parallel tool use off. The reply's ``tool_use`` block ``input`` is the
+  judgment; it is passed on as its JSON text, so the parser sees one object and no prose.
+  A reply without a ``tool_use`` block (a proxy that dropped the tool) falls back to its
+  text blocks and the free-text parser; several ``tool_use`` blocks are all passed on, so
+  disagreeing ones are unscored by the parser.
+* ``json_schema``: the schema as ``output_config.format`` (structured outputs);
+* ``none``: the format is stated in the prompt and checked by the parser.
+ The Messages API of SDK 2.x takes neither ``seed`` nor
 ``temperature``: repeated judgments differ through the cache key only (see
 ``judges.prompts``), and the configured temperature is recorded in the key but not sent.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pytest_llmjudge.judges.base import (
@@ -22,6 +32,11 @@ from pytest_llmjudge.judges.base import (
     sdk_response_class,
 )
 from pytest_llmjudge.judges.connection_pool import sdk_http_client
+
+JUDGMENT_TOOL = "record_judgment"
+"""The tool a ``structured_output: tool`` request forces; its input is the judgment."""
+
+_TOOL_DESCRIPTION = "Record your judgment of the framed texts: the JSON object the reply format describes."
 
 
 class AnthropicProvider:
@@ -64,6 +79,11 @@ class AnthropicProvider:
         }
         if request.structured_output == "json_schema" and request.json_schema is not None:
             kwargs["output_config"] = {"format": {"type": "json_schema", "schema": dict(request.json_schema)}}
+        elif request.structured_output == "tool" and request.json_schema is not None:
+            kwargs["tools"] = [
+                {"name": JUDGMENT_TOOL, "description": _TOOL_DESCRIPTION, "input_schema": dict(request.json_schema)}
+            ]
+            kwargs["tool_choice"] = {"type": "tool", "name": JUDGMENT_TOOL, "disable_parallel_tool_use": True}
         return kwargs
 
     async def complete(self, request: ProviderRequest) -> ProviderReply:
@@ -78,9 +98,19 @@ class AnthropicProvider:
         blocks = body.get("content") if isinstance(body, dict) else None
         if not isinstance(blocks, list):
             raise ProviderCallError("malformed response: no content blocks", retryable=True)
-        text = "".join(
-            str(block.get("text", "")) for block in blocks if isinstance(block, dict) and block.get("type") == "text"
-        )
+        tool_inputs = [
+            block.get("input")
+            for block in blocks
+            if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == JUDGMENT_TOOL
+        ]
+        if tool_inputs:
+            text = "\n".join(json.dumps(value, ensure_ascii=False) for value in tool_inputs)
+        else:
+            text = "".join(
+                str(block.get("text", ""))
+                for block in blocks
+                if isinstance(block, dict) and block.get("type") == "text"
+            )
         usage = body.get("usage") or {}
         return ProviderReply(
             text=text,

@@ -20,6 +20,13 @@ Parsing
     (case-insensitive; ``C``, MIRAGE-BENCH's tie label, and ``draw`` are read as ``tie``).
     Anything else raises :class:`~pytest_llmjudge.errors.UnscoredError`, so the runner
     re-asks and finally reports the pair as unjudged: an unusable reply never becomes a tie.
+    A reply with several verdicts that disagree (a quoted ``{"verdict": "A"}`` from an
+    answer, then the judge's own ``"B"``) is unusable too (``judges.parsing.single_verdict``).
+
+Framing
+    The input, reference, context and both answers are untrusted text, framed between
+    boundary lines no answer can contain (``judges.prompts.frame_boundary``): an answer
+    cannot close its frame, fake the other answer's section or add a reply format.
 
 Degenerate cases: two identical answers are still sent (the judge should say ``tie``; that
 it does is a useful sanity check); an empty answer is sent as ``(empty answer)`` so the two
@@ -34,8 +41,15 @@ from typing import Any, Literal
 from pytest_llmjudge.errors import UnscoredError
 from pytest_llmjudge.judges.base import ProviderRequest
 from pytest_llmjudge.judges.languages import language_name
-from pytest_llmjudge.judges.parsing import extract_json_object
-from pytest_llmjudge.judges.prompts import JudgeSettings, prompt_section, resolve_structured_output
+from pytest_llmjudge.judges.parsing import single_verdict
+from pytest_llmjudge.judges.prompts import (
+    JudgeSettings,
+    data_instruction,
+    frame_boundary,
+    framed_section,
+    resolve_structured_output,
+    trusted_section,
+)
 
 SlotVerdict = Literal["A", "B", "tie"]
 
@@ -94,27 +108,27 @@ def build_pairwise_request(
 ) -> ProviderRequest:
     """The provider request asking ``settings``' judge which of the two answers is better."""
     language = language_name(text.language)
+    task_text = (task or DEFAULT_PAIRWISE_TASK) + f"\nThe texts are in {language} (language code: {text.language})."
+    criteria_text = (criteria or DEFAULT_CRITERIA).format(language=language)
+    framed: list[tuple[str, str]] = []
+    if text.input:
+        framed.append(("Input", text.input))
+    if text.reference:
+        framed.append(("Reference", text.reference))
+    if text.context:
+        framed.append(("Context", "\n\n".join(text.context)))
+    framed.append(("Answer A", text.answer_a or "(empty answer)"))
+    framed.append(("Answer B", text.answer_b or "(empty answer)"))
+    boundary = frame_boundary([body for _, body in framed], trusted=(task_text, criteria_text))
     system = (
         f"You are a meticulous, impartial evaluator of text written in {language}. Read every text "
         f"as a fluent native speaker of {language} would. You compare two answers to the same input "
         "and say which one is better, or that they are equally good. Write a short justification "
-        "first and then give the verdict. Reply with one JSON object and nothing else."
+        "first and then give the verdict. Reply with one JSON object and nothing else. " + data_instruction(boundary)
     )
-    parts = [
-        prompt_section(
-            "Task",
-            (task or DEFAULT_PAIRWISE_TASK) + f"\nThe texts are in {language} (language code: {text.language}).",
-        )
-    ]
-    if text.input:
-        parts.append(prompt_section("Input", text.input))
-    if text.reference:
-        parts.append(prompt_section("Reference", text.reference))
-    if text.context:
-        parts.append(prompt_section("Context", "\n\n".join(text.context)))
-    parts.append(prompt_section("Answer A", text.answer_a or "(empty answer)"))
-    parts.append(prompt_section("Answer B", text.answer_b or "(empty answer)"))
-    parts.append("## Criteria\n" + (criteria or DEFAULT_CRITERIA).format(language=language))
+    parts = [trusted_section("Task", task_text)]
+    parts.extend(framed_section(title, body, boundary) for title, body in framed)
+    parts.append(trusted_section("Criteria", criteria_text))
     parts.append(
         '## Reply format\nOne JSON object with a justification and a verdict: "A" if answer A is '
         'better, "B" if answer B is better, "tie" if neither is better, for example:\n'
@@ -134,9 +148,18 @@ def build_pairwise_request(
     )
 
 
+def _slot_verdict(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """The verdict an object gives, normalised (``"a"`` and ``"A"`` agree), or ``None``."""
+    if "verdict" not in obj:
+        return None
+    raw = obj["verdict"]
+    word = _VERDICT_WORDS.get(raw.strip().strip("[]").strip().lower()) if isinstance(raw, str) else None
+    return {"verdict": word or raw}
+
+
 def parse_pairwise_reply(text: str) -> SlotJudgment:
     """The slot verdict in a judge reply; raises :class:`UnscoredError` when there is none."""
-    obj = extract_json_object(text)
+    obj = single_verdict(text, _slot_verdict)
     raw = obj.get("verdict")
     if not isinstance(raw, str):
         raise UnscoredError('the reply has no string \'verdict\' (expected "A", "B" or "tie")', raw_reply=text)

@@ -62,6 +62,7 @@ the two must agree; a file of another format or a newer version is a
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import platform
@@ -170,8 +171,19 @@ class Baseline:
         }
 
 
-def resolve_path(name: str, baseline_dir: Path, relative_to: Path) -> Path:
-    """Where baseline ``name`` lives (see the module docstring); raises on a bad name."""
+def resolve_path(name: str, baseline_dir: Path, relative_to: Path, history_dir: Path | None = None) -> Path:
+    """Where baseline ``name`` lives (see the module docstring); raises on a bad name.
+
+    ``history:BRANCH`` is the last run of BRANCH kept by ``--llmjudge-history`` (``history.py``)."""
+    from pytest_llmjudge import history
+
+    if name.startswith(history.PREFIX):
+        branch = name.removeprefix(history.PREFIX).strip()
+        if history_dir is None:
+            raise BaselineError(f"baseline {name!r} needs a history directory: --llmjudge-history=DIR")
+        if not branch:
+            raise BaselineError(f"baseline {name!r} names no branch (e.g. history:main)")
+        return history.baseline_path(history_dir, branch)
     if name.endswith(".json") or "/" in name or os.sep in name:
         path = Path(name).expanduser()
         return path if path.is_absolute() else relative_to / path
@@ -272,16 +284,40 @@ def _fail(path: Path, message: str) -> BaselineError:
     return BaselineError(f"{path}: {message}")
 
 
-def load_baseline(path: Path) -> Baseline:
-    """Read and validate a baseline file."""
-    from pytest_llmjudge.errors import SuiteError
-    from pytest_llmjudge.suite.sniff import decode
+MAX_BASELINE_BYTES = 32 * 1024 * 1024
+"""Largest baseline file read (32 MiB, as for suite YAML). Parsed JSON costs about thirty times its size in
+memory when it is mostly short case ids and scores: a 60 MB file took 1.7 GB of RSS."""
 
+
+def load_baseline(path: Path) -> Baseline:
+    """Read and validate a baseline file (a regular file of at most :data:`MAX_BASELINE_BYTES`)."""
+    import stat
+
+    from pytest_llmjudge.errors import SuiteError
+    from pytest_llmjudge.suite.text import decode
+
+    try:
+        found = path.stat()
+    except FileNotFoundError:
+        raise BaselineError(_not_found(path)) from None
+    except OSError as exc:
+        raise _fail(path, f"not a readable JSON file ({exc})") from None
+    if not stat.S_ISREG(found.st_mode):  # a FIFO would block the read; a directory is not a file
+        what = {stat.S_IFIFO: "a FIFO", stat.S_IFDIR: "a directory"}.get(
+            stat.S_IFMT(found.st_mode), "a socket or device"
+        )
+        raise _fail(path, f"is {what}, not a regular file")
+    if found.st_size > MAX_BASELINE_BYTES:
+        raise _fail(
+            path,
+            f"baseline file too large: {found.st_size:,} bytes, more than the {MAX_BASELINE_BYTES:,} "
+            "a baseline may have (docs/baselines.md)",
+        )
     try:
         # A byte-order mark (an editor on Windows) picks the encoding as for suite files.
         data = json.loads(decode(path.read_bytes(), path))
     except FileNotFoundError:
-        raise BaselineError(f"baseline file not found: {path}") from None
+        raise BaselineError(_not_found(path)) from None
     except SuiteError as exc:
         raise BaselineError(str(exc)) from None
     except RecursionError:
@@ -341,3 +377,18 @@ def load_baseline(path: Path) -> Baseline:
         suites=suites,
         path=path,
     )
+
+
+def _not_found(path: Path) -> str:
+    """ "baseline file not found", with the baselines that do exist beside it (a typo is likely)."""
+    message = f"baseline file not found: {path}"
+    try:
+        existing = sorted(entry.stem for entry in path.parent.glob("*.json") if entry.is_file())
+    except OSError:
+        existing = []
+    if not existing:
+        return message + f" (no baselines in {path.parent}; save one with --llmjudge-save-baseline=NAME)"
+    close = difflib.get_close_matches(path.stem, existing, n=1)
+    shown = ", ".join(existing[:20]) + (f" and {len(existing) - 20} more" if len(existing) > 20 else "")
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return message + f" (baselines in {path.parent}: {shown}){hint}"

@@ -2,9 +2,11 @@
 
 :class:`RegressionFile` collects, for a suite, one :class:`RegressionItem` per metric of the
 baseline and group of cases (``group_by``, default ``[language]``), node id
-``suite.yaml::regression[metric-hi]``; a suite the baseline does not have gets one skipped
-``regression[not-in-baseline]`` item (:class:`RegressionSkipItem`), a baseline that can't be
-read one failing ``regression[baseline]`` item (:class:`RegressionErrorItem`).
+``suite.yaml::regression[metric-hi]``; a suite the baseline does not have gets one
+``regression[not-in-baseline]`` item, failing when the suite's own ``regression`` section
+names the baseline (unless ``missing_suite: skip``), else skipped (:class:`RegressionSkipItem`);
+a baseline that can't be read gets one failing ``regression[baseline]`` item
+(:class:`RegressionErrorItem`).
 
 A :class:`RegressionItem` asks the scoreboard for the candidate's scores itself (recorded,
 judged or computed), so it does not depend on the suite's case items having run in the same
@@ -38,6 +40,9 @@ if TYPE_CHECKING:
     from pytest_llmjudge.suite.model import Case, Suite
 
 _EXCERPT = 5
+MAX_LISTED = 100
+"""Case ids a regression record lists per kind of missing case (with the count of all): a baseline
+of a million cases the suite no longer has made a 161 MB JSON report listing every one."""
 
 
 @dataclass
@@ -54,6 +59,8 @@ class RegressionState:
     loaded: dict[Path, Baseline | BaselineError] = field(default_factory=dict)
     saved: str | None = None
     save_problem: str | None = None
+    history_dir: Path | None = None
+    """``--llmjudge-history``: where ``history:BRANCH`` baselines live."""
 
 
 state_key = pytest.StashKey[RegressionState]()
@@ -105,7 +112,7 @@ class RegressionFile(pytest.File):
                 path, name = state.cli_baseline, str(self.config.getoption("llmjudge_baseline"))
             elif config is not None and config.baseline:
                 name = config.baseline
-                path = resolve_path(config.baseline, state.baseline_dir, self.path.parent)
+                path = resolve_path(config.baseline, state.baseline_dir, self.path.parent, state.history_dir)
             else:
                 return []
             baseline = _load(state, path)
@@ -114,11 +121,22 @@ class RegressionFile(pytest.File):
         suite_name = (config.baseline_suite if config is not None else None) or suite.name
         entry = baseline.suites.get(suite_name)
         if entry is None:
+            message = f"suite {suite_name!r} is not in baseline {baseline.name!r} ({path})"
+            # A suite whose own section names a baseline asked to be gated: renaming it must not
+            # switch the gate off. Only an explicit missing_suite: skip (or a baseline given on the
+            # command line alone) lets a suite the baseline lacks pass as "nothing to compare".
+            if config is not None and (config.baseline or config.baseline_suite) and config.missing_suite == "fail":
+                return [
+                    RegressionErrorItem.from_parent(
+                        self,
+                        name="regression[not-in-baseline]",
+                        message=message + ", which its regression section names; save a baseline with it, "
+                        "fix regression.baseline_suite, or set regression.missing_suite: skip for a new suite",
+                    )
+                ]
             return [
                 RegressionSkipItem.from_parent(
-                    self,
-                    name="regression[not-in-baseline]",
-                    message=f"suite {suite_name!r} is not in baseline {baseline.name!r} ({path}): nothing to compare",
+                    self, name="regression[not-in-baseline]", message=message + ": nothing to compare"
                 )
             ]
         wanted = config.metrics if config is not None and config.metrics is not None else sorted(entry.metrics)
@@ -340,8 +358,13 @@ class RegressionItem(LLMJudgeItem):
                 candidate=candidate.get(case_id),
                 baseline_output=outputs.get(case_id),
             )
-            for case_id in sorted(set(base) | set(candidate))
+            # Every case of the run, and the first MAX_LISTED the suite no longer has (counted in the record).
+            for case_id in sorted(set(candidate) | set(sorted(set(base) - set(candidate))[:MAX_LISTED]))
         ]
+        listed = result.to_dict()
+        for kind in ("missing_in_baseline", "missing_in_candidate", "baseline_unscored"):
+            listed[f"{kind}_count"] = len(listed[kind])
+            listed[kind] = listed[kind][:MAX_LISTED]
         kept = RegressionRecord(
             suite=self.suite.name,
             suite_path=str(self.suite.path),
@@ -355,7 +378,7 @@ class RegressionItem(LLMJudgeItem):
             passed=result.gate in ("pass", "warn"),
             largest_drops=largest_drops,
             cases=paired,
-            **result.to_dict(),
+            **listed,
         )
         self.llmjudge_result = kept
         record(self, kept.junit_properties())

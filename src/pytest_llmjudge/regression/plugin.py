@@ -16,8 +16,10 @@ Registered as a feature plugin (``plugin.FEATURE_PLUGINS``); inert without ``--l
   ``llmjudge_baseline_dir`` is where bare baseline names live (default
   ``llmjudge_baselines`` under the rootdir).
 
-A suite the baseline does not have gets one skipped ``regression[not-in-baseline]`` item
-(a new suite can't regress); a baseline that can't be read is a failing
+A suite the baseline does not have gets one ``regression[not-in-baseline]`` item: failing
+when the suite's own ``regression`` section names that baseline (a renamed suite must not
+switch its gate off; ``missing_suite: skip`` opts out), skipped when only the command line
+names it (a new suite can't regress); a baseline that can't be read is a failing
 ``regression[baseline]`` item (the run must not pass a gate it could not check).
 """
 
@@ -30,7 +32,7 @@ import pytest
 
 from pytest_llmjudge.regression.items import RegressionFile, RegressionState, state_key
 from pytest_llmjudge.session.collector import results_key
-from pytest_llmjudge.session.state import is_enabled
+from pytest_llmjudge.session.state import claim_write_targets, is_enabled, writes_allowed
 
 if TYPE_CHECKING:
     from pytest_llmjudge.regression.baseline import Baseline
@@ -90,7 +92,14 @@ def pytest_configure(config: pytest.Config) -> None:
     baseline_dir = Path(str(raw_dir)).expanduser()
     if not baseline_dir.is_absolute():
         baseline_dir = rootdir / baseline_dir
-    state = RegressionState(baseline_dir=baseline_dir, rootdir=rootdir, invocation_dir=config.invocation_params.dir)
+    from pytest_llmjudge.report.plugin import history_directory
+
+    state = RegressionState(
+        baseline_dir=baseline_dir,
+        rootdir=rootdir,
+        invocation_dir=config.invocation_params.dir,
+        history_dir=history_directory(config),
+    )
     margin = config.getoption("llmjudge_regression_margin")
     alpha = config.getoption("llmjudge_regression_alpha")
     if margin is not None and margin < 0:
@@ -101,7 +110,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         name = config.getoption("llmjudge_baseline")
         if name:
-            state.cli_baseline = resolve_path(name, baseline_dir, state.invocation_dir)
+            state.cli_baseline = resolve_path(name, baseline_dir, state.invocation_dir, state.history_dir)
             if not state.cli_baseline.is_file():
                 raise BaselineError(f"baseline {name!r} not found: {state.cli_baseline}")
         save = config.getoption("llmjudge_save_baseline")
@@ -110,6 +119,8 @@ def pytest_configure(config: pytest.Config) -> None:
             state.save_path = resolve_path(save, baseline_dir, state.invocation_dir)
     except BaselineError as exc:
         raise pytest.UsageError(f"pytest-llmjudge: {exc}") from None
+    if state.save_path is not None:
+        claim_write_targets(config, [("--llmjudge-save-baseline", state.save_path)])
     config.stash[state_key] = state
 
 
@@ -120,13 +131,16 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Regression
     state = config.stash.get(state_key, None)
     if state is None:
         return None
+    from pytest_llmjudge.session.state import first_path_to
     from pytest_llmjudge.suite.sniff import has_top_level_key, sniff_kind
 
-    if sniff_kind(file_path) != "suite":
+    if sniff_kind(file_path) != "suite" or not first_path_to(config, file_path, "regression"):
         return None
     if state.cli_baseline is None and not has_top_level_key(file_path, "regression"):
         return None
-    collector: RegressionFile = RegressionFile.from_parent(parent, path=file_path)
+    from pytest_llmjudge.session.items import file_node
+
+    collector: RegressionFile = file_node(RegressionFile, parent, file_path)
     return collector
 
 
@@ -147,7 +161,7 @@ def _redact_outputs(baseline: Baseline, config: pytest.Config) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     state = config.stash.get(state_key, None)
-    if state is None or state.save_path is None or hasattr(config, "workerinput"):
+    if state is None or state.save_path is None or hasattr(config, "workerinput") or not writes_allowed(config):
         return
     if exitstatus == pytest.ExitCode.INTERRUPTED:
         state.save_problem = "the run was interrupted; baseline not saved"

@@ -9,7 +9,9 @@ Four chart types, each a function returning one ``<svg>`` element as text:
   (0 for regression deltas); regression deltas, ranking strengths;
 * :func:`heatmap`: a labelled matrix with counts, shaded by the share of its row; confusion
   matrices (rows human, columns judge);
-* :func:`stacked_shares`: horizontal 100% bars split by class; class distributions.
+* :func:`stacked_shares`: horizontal 100% bars split by class; class distributions;
+* :func:`sparkline`: a small line of one statistic over runs (``--llmjudge-history``), the
+  latest point marked, each point's tooltip naming its run.
 
 Colours come from CSS classes (``pass``, ``fail``, ``ceil``, ``neutral``, ``c0``..``c5``)
 defined in the report's stylesheet, so the SVG text stays small. Every mark has a
@@ -357,5 +359,46 @@ def stacked_shares(
             f'<text x="{_f(x + 13)}" y="{legend_y}" class="tick">{escape(name)}</text>'
         )
         x += 13 + CHAR_WIDTH * len(name) + 10
+    out.append("</svg>")
+    return "".join(out)
+
+
+def sparkline(points: Sequence[tuple[str, float | None, bool]], *, width: int = 160, height: int = 32) -> str:
+    """A line through ``(label, value, failed)`` points, oldest first; failed points in red.
+
+    Missing values break the line; one point is a dot; all-equal values sit mid-height."""
+    values = [value for _, value, _ in points if value is not None and math.isfinite(value)]
+    if not values:
+        return (
+            f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img">'
+            f'<text x="2" y="{height - 10}" class="muted">no data</text></svg>'
+        )
+    low, high = min(values), max(values)
+    span = high - low or 1.0
+    step = (width - 8) / max(len(points) - 1, 1)
+
+    def y(value: float) -> float:
+        return height - 4 - (value - low) / span * (height - 8) if high != low else height / 2
+
+    out = [f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img">']
+    segment: list[str] = []
+    for index, (_, value, _) in enumerate(points):
+        if value is None or not math.isfinite(value):
+            if len(segment) > 1:
+                out.append(f'<polyline class="neutral" fill="none" points="{" ".join(segment)}"/>')
+            segment = []
+            continue
+        segment.append(f"{_f(4 + index * step)},{_f(y(value))}")
+    if len(segment) > 1:
+        out.append(f'<polyline class="neutral" fill="none" points="{" ".join(segment)}"/>')
+    for index, (label, value, failed) in enumerate(points):
+        if value is None or not math.isfinite(value):
+            continue
+        radius = 3 if index == len(points) - 1 else 2
+        css = "fail" if failed else "pass"
+        out.append(
+            f'<circle class="{css}" cx="{_f(4 + index * step)}" cy="{_f(y(value))}" r="{radius}">'
+            f"<title>{escape(label)}: {escape(format_value(value))}</title></circle>"
+        )
     out.append("</svg>")
     return "".join(out)

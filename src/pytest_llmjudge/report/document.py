@@ -66,6 +66,11 @@ class SuiteInfo(Record):
     """rubric metric -> rubric version hash."""
     scales: dict[str, list[float]] = Field(default_factory=dict)
     recorded_judges: list[str] = Field(default_factory=list)
+    calibration: str | None = None
+    """The file name of the calibration set the suite's judge must pass (``judge.calibration``)."""
+    uncalibrated_metrics: list[str] = Field(default_factory=list)
+    """Judge-scored metrics the calibration set does not cover (``judge.calibration_metrics``):
+    judged without a human-agreement check."""
 
 
 class RubricUse(Record):
@@ -203,6 +208,23 @@ class NotRun(Record):
     reason: str | None = None
 
 
+class TrendPoint(Record):
+    """One earlier run's row of a suite x metric x language (``--llmjudge-history``)."""
+
+    suite: str
+    metric: str
+    language: str
+    timestamp: str
+    commit: str | None = None
+    branch: str | None = None
+    n: int = 0
+    mean: Real = None
+    ci_low: Real = None
+    ci_high: Real = None
+    pass_rate: Real = None
+    status: str | None = None
+
+
 class ReportDocument(Record):
     """The whole report (``--llmjudge-report=json:PATH`` writes :meth:`to_wire`)."""
 
@@ -220,6 +242,8 @@ class ReportDocument(Record):
     rankings: list[LeaderboardRecord] = Field(default_factory=list)
     other: list[OtherRecord] = Field(default_factory=list)
     not_run: list[NotRun] = Field(default_factory=list)
+    history: list[TrendPoint] = Field(default_factory=list)
+    """Earlier runs' rows of this run's summary rows, oldest first (``--llmjudge-history``)."""
 
 
 SCHEMA_ID = "urn:pytest-llmjudge:report.schema.json"

@@ -60,7 +60,7 @@ from typing import Any
 
 from pytest_llmjudge.atomic import write_atomic
 from pytest_llmjudge.escaping import MULTILINE, escape_controls
-from pytest_llmjudge.formatting import format_interval, format_number, number
+from pytest_llmjudge.formatting import format_fixed, format_interval, format_number, format_value, number
 from pytest_llmjudge.records import (
     AggregateRecord,
     CaseRecord,
@@ -74,7 +74,7 @@ from pytest_llmjudge.records import (
 )
 from pytest_llmjudge.report import charts
 from pytest_llmjudge.report.assemble import ALL, NOT_DECIDED, is_failure
-from pytest_llmjudge.report.document import NotRun, ReportDocument, RunInfo, SummaryRow
+from pytest_llmjudge.report.document import NotRun, ReportDocument, RunInfo, SummaryRow, TrendPoint
 from pytest_llmjudge.report.terminal import STATUS_TEXT, accounting_line, every_case_unscored, ranking_entries
 
 JUSTIFICATION_CHARS = 400
@@ -110,7 +110,7 @@ svg .title{font-size:13px;font-weight:600;fill:var(--ink)}
 svg .axis{font-size:11px;fill:var(--ink)}svg .tick{font-size:10px;fill:var(--muted)}
 svg .muted{font-size:12px;fill:var(--muted)}svg .cell{font-size:11px}
 svg .grid{stroke:#eee}svg .axisline{stroke:#888;stroke-width:1}
-svg .warn{fill:var(--warn)}svg .pass{fill:var(--pass)}svg .fail{fill:var(--fail)}svg .ceil{fill:var(--ceil)}svg .neutral{fill:var(--neutral)}
+svg polyline.neutral{fill:none;stroke:var(--neutral);stroke-width:1.5}svg .warn{fill:var(--warn)}svg .pass{fill:var(--pass)}svg .fail{fill:var(--fail)}svg .ceil{fill:var(--ceil)}svg .neutral{fill:var(--neutral)}
 svg .whisker{stroke:#222;stroke-width:1.2;fill:none}svg .marker{stroke:#111;stroke-width:2.5;fill:none}
 svg .dashed{stroke-dasharray:4 3;stroke-width:1.5}
 svg .c0{fill:#c6dbef}svg .c1{fill:#9ecae1}svg .c2{fill:#6baed6}svg .c3{fill:#4292c6}svg .c4{fill:#2171b5}
@@ -802,7 +802,7 @@ def _visible(text: str) -> str:
     return escape_controls(text, MULTILINE)
 
 
-_UNSAFE_IN_SCRIPT = re.compile(r"[<>&\x7f-\x9f\u2028\u2029]")
+_UNSAFE_IN_SCRIPT = re.compile(r"[<>&\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 
 def _json_for_script(value: Any) -> str:
@@ -912,6 +912,49 @@ def _other(records: Sequence[OtherRecord]) -> str:
     return "".join(parts)
 
 
+def _trends(document: ReportDocument) -> str:
+    """Each summary row's statistic over the earlier runs of ``--llmjudge-history`` and this one."""
+    earlier: dict[tuple[str, str, str], list[TrendPoint]] = defaultdict(list)
+    for point in document.history:
+        earlier[(point.suite, point.metric, point.language)].append(point)
+    rows = []
+    for row in sorted(document.summary, key=lambda r: (r.suite, r.metric, r.language == "all", r.language)):
+        past = earlier.get((row.suite, row.metric, row.language), [])
+        if not past:
+            continue
+        points = [
+            (
+                f"{p.timestamp} {(p.commit or '')[:8]} ({p.branch or '?'})",
+                p.mean if p.mean is not None else p.pass_rate,
+                p.status in ("fail", "error"),
+            )
+            for p in past
+        ]
+        now = row.mean if row.mean is not None else row.pass_rate
+        points.append(("this run", now, row.status in ("fail", "error")))
+        first = points[0][1]
+        change = "" if first is None or now is None else format_fixed(now - first, 3)
+        cells = [
+            ("", _e(row.suite)),
+            ("", _e(row.metric)),
+            ("", _e(row.language)),
+            ("", charts.sparkline(points)),
+            ("num", _e(format_value(first)) if first is not None else "-"),
+            ("num", _e(format_value(now)) if now is not None else "-"),
+            ("num", _e(change)),
+            ("", str(len(points))),
+        ]
+        rows.append(f"<tr>{_cells(cells)}</tr>")
+    if not rows:
+        return ""
+    table = _table(["suite", "metric", "lang", "trend", "first", "now", "change", "runs"], rows)
+    return (
+        '<section id="history"><h2>History</h2><p class="muted">Mean (or pass rate) of each row over the '
+        "earlier runs kept by --llmjudge-history and this run, oldest first; red points failed.</p>"
+        f"{table}</section>"
+    )
+
+
 # -- the page --------------------------------------------------------------------------------
 
 
@@ -931,6 +974,9 @@ def render_html(document: ReportDocument) -> str:
         sections.append(("regression", "Regression", _regressions(document.regressions)))
     if document.rankings:
         sections.append(("ranking", "Rankings", _rankings(document.rankings)))
+    history = _trends(document) if document.history else ""
+    if history:
+        sections.append(("history", "History", history))
     blocked = [r for r in document.other if isinstance(r, UncalibratedRecord) and r.case]
     cases_head, case_data, cases_tail = _cases([*document.cases, *blocked], document.aggregates)
     sections.append(("cases", "Cases", cases_head))

@@ -2,9 +2,11 @@
 
 Registered as a feature plugin (``plugin.FEATURE_PLUGINS``); inert without ``--llmjudge``.
 
-* ``--llmjudge-report=json:PATH`` / ``html:PATH`` (repeatable; or ini ``llmjudge_report``,
+* ``--llmjudge-report=json:PATH`` / ``html:PATH`` / ``md:PATH`` (repeatable; or ini ``llmjudge_report``,
   one ``FORMAT:PATH`` per line, used when the option is not given). A relative PATH is taken
   from the directory pytest was invoked in; missing parent directories are created.
+* ``$GITHUB_STEP_SUMMARY``: when set, the Markdown verdict (``report/markdown.py``) is
+  appended to that file, unless ``--llmjudge-step-summary=no`` / ini ``llmjudge_step_summary``.
 * ini ``llmjudge_prices``: ``MODEL = INPUT OUTPUT`` lines, USD per 1M tokens, over the
   built-in table (:data:`~pytest_llmjudge.report.assemble.DEFAULT_PRICES`); ``--llmjudge-price``
   (repeatable, same form) over both.
@@ -40,7 +42,13 @@ import pytest
 from pytest_llmjudge.escaping import ONE_LINE, escape_controls
 from pytest_llmjudge.session.collector import results_key
 from pytest_llmjudge.session.secrets import clean_text, note_judge, run_secrets
-from pytest_llmjudge.session.state import is_enabled, recorder_key, scoreboard_key
+from pytest_llmjudge.session.state import (
+    claim_write_targets,
+    is_enabled,
+    recorder_key,
+    scoreboard_key,
+    writes_allowed,
+)
 
 # The document's models (pydantic) are imported where they are built: every pytest run loads
 # this module, with or without --llmjudge, and pydantic with the models took 0.11 s of it.
@@ -50,7 +58,7 @@ if TYPE_CHECKING:
     from pytest_llmjudge.session.collector import ResultsCollector
     from pytest_llmjudge.suite.model import Suite
 
-FORMATS = ("json", "html")
+FORMATS = ("json", "html", "md")
 _WORKER_KEY = "llmjudge_report_suites"
 _SUITE_FILES = (".yaml", ".yml")
 MAX_REASON_CHARS = 500
@@ -86,13 +94,44 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         dest="llmjudge_report",
         metavar="FORMAT:PATH",
-        help="Write a report at the end of the run: json:PATH or html:PATH (repeatable).",
+        help="Write a report at the end of the run: json:PATH, html:PATH or md:PATH (repeatable).",
     )
     parser.addini(
         "llmjudge_report",
-        "Reports to write, one FORMAT:PATH per line (json or html), when --llmjudge-report is not given.",
+        "Reports to write, one FORMAT:PATH per line (json, html or md), when --llmjudge-report is not given.",
         type="linelist",
         default=[],
+    )
+    group.addoption(
+        "--llmjudge-history",
+        default=None,
+        dest="llmjudge_history",
+        metavar="DIR",
+        help="Append this run's per-suite/metric/language summary to DIR/history.jsonl, keep its scores as "
+        "DIR/baselines/<branch>.json (baseline name history:<branch>), and show the trend in the HTML report.",
+    )
+    parser.addini(
+        "llmjudge_history",
+        "History directory (see --llmjudge-history), relative to the rootdir.",
+        default=None,
+    )
+    parser.addini(
+        "llmjudge_history_runs",
+        "How many earlier runs the HTML report's trends show (default 10).",
+        default="10",
+    )
+    group.addoption(
+        "--llmjudge-step-summary",
+        choices=("auto", "no"),
+        default=None,
+        dest="llmjudge_step_summary",
+        help="auto (default): append the Markdown verdict to $GITHUB_STEP_SUMMARY when it is set; no: don't.",
+    )
+    parser.addini(
+        "llmjudge_step_summary",
+        "Append the Markdown verdict to $GITHUB_STEP_SUMMARY when it is set (default true).",
+        type="bool",
+        default=True,
     )
     group.addoption(
         "--llmjudge-junit-properties",
@@ -150,6 +189,12 @@ def pytest_configure(config: pytest.Config) -> None:
         prices = parse_prices(price_lines(config))
     except (ValueError, PriceError) as exc:
         raise pytest.UsageError(f"pytest-llmjudge: {exc}") from None
+    claim_write_targets(config, [(f"--llmjudge-report={kind}:", path) for kind, path in targets])
+    history = history_directory(config)
+    if history is not None:  # appended to, not replaced: a FIFO there would block the run's end
+        from pytest_llmjudge.history import FILE_NAME
+
+        claim_write_targets(config, [("--llmjudge-history", history / FILE_NAME)])
     state = ReportState(targets=targets, prices=prices)
     config.stash[state_key] = state
     config.stash[recorder_key] = record_properties
@@ -201,13 +246,21 @@ def _suite_info(config: pytest.Config, suite: Suite) -> SuiteInfo:
         rubrics={name: suite.rubrics[name].version for name in rubric_metrics if name in suite.rubrics},
         # Each rubric's score range, so charts keep axes and intervals on the scale.
         scales={
-            name: [min(suite.rubrics[name].scale), max(suite.rubrics[name].scale)]
-            for name in rubric_metrics
-            if name in suite.rubrics and suite.rubrics[name].scale
+            # An aggregate's declared ``scale:`` too: its betting interval rests on it.
+            **{check.spec.metric: list(check.scale) for check in suite.aggregates if check.scale is not None},
+            **{
+                name: [min(suite.rubrics[name].scale), max(suite.rubrics[name].scale)]
+                for name in rubric_metrics
+                if name in suite.rubrics and suite.rubrics[name].scale
+            },
         },
         recorded_judges=sorted(
             {str(value.judge) for case in suite.cases for value in case.recorded.values() if value.judge}
         ),
+        calibration=None if judge.calibration is None else Path(judge.calibration).name,
+        uncalibrated_metrics=[
+            name for name in rubric_metrics if judge.calibration and not judge.calibration_covers(name)
+        ],
     )
 
 
@@ -345,7 +398,8 @@ def pytest_runtest_makereport(
     if isinstance(reason, str) and reason:  # a known failure's reason, from a calibration file
         report.wasxfail = clean_text(reason, run_secrets(item.config), ONE_LINE)
     path, line, domain = report.location
-    report.location = (path, line, escape_controls(domain, ONE_LINE))  # the failure's headline
+    # The failure's headline, and the file pytest shows with -vv (and JUnit's xunit1 'file').
+    report.location = (escape_controls(path, ONE_LINE), line, escape_controls(domain, ONE_LINE))
     recorded = item.config.stash[state_key].properties.pop(item.nodeid, None) if call.when == "call" else None
     # Only a run that writes JUnit needs them on the report (xdist workers have the option too):
     # pytest's terminal statistics keep every report to the end of the run.
@@ -458,19 +512,27 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if workeroutput is not None:
         workeroutput[_WORKER_KEY] = [info.to_wire() for info in state.suites.values()]
         return
-    if not state.targets:
+    step_summary = _step_summary_path(config)
+    history_dir = history_directory(config)
+    if not writes_allowed(config) or (not state.targets and step_summary is None and history_dir is None):
         return
     document = build(config, int(exitstatus))
     if document is None:
         return
+    if history_dir is not None:
+        _with_history(config, state, document, history_dir, int(exitstatus))
     from pytest_llmjudge.report.html import write_html
     from pytest_llmjudge.report.json_report import write_json
+    from pytest_llmjudge.report.markdown import append_step_summary, write_markdown
 
+    links = [(f"{kind} report", _shown_path(path, config)) for kind, path in state.targets if kind != "md"]
     for kind, path in state.targets:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             if kind == "json":
                 write_json(document, path)
+            elif kind == "md":
+                write_markdown(document, path, links=links)
             else:
                 write_html(document, path)
         except OSError as exc:
@@ -480,8 +542,119 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             state.errors.append(f"could not render the {kind} report: {exc.__class__.__name__}: {exc}")
             continue
         state.written.append((kind, path))
+    if step_summary is not None:
+        try:
+            append_step_summary(document, step_summary, links=links)
+        except OSError as exc:
+            state.errors.append(f"could not append the verdict to GITHUB_STEP_SUMMARY ({step_summary}): {exc}")
     if state.errors and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+
+
+def history_directory(config: pytest.Config) -> Path | None:
+    """``--llmjudge-history`` (relative to the invocation directory) or ini ``llmjudge_history`` (to the rootdir)."""
+    option = config.getoption("llmjudge_history", None)
+    if option:
+        path = Path(option).expanduser()
+        return path if path.is_absolute() else Path(config.invocation_params.dir) / path
+    ini = config.getini("llmjudge_history")
+    if ini:
+        path = Path(str(ini)).expanduser()
+        return path if path.is_absolute() else Path(config.rootpath) / path
+    return None
+
+
+def _with_history(
+    config: pytest.Config, state: ReportState, document: ReportDocument, directory: Path, exitstatus: int
+) -> None:
+    """Earlier runs' rows into the document (for the HTML trends), then this run appended and its
+    scores kept as the branch's baseline. A history that can't be written fails the run, like a report."""
+    from pytest_llmjudge import history
+    from pytest_llmjudge.redaction import redact
+    from pytest_llmjudge.regression.baseline import build_baseline, run_metadata, save_baseline
+    from pytest_llmjudge.report.document import TrendPoint
+
+    try:
+        last = max(1, int(str(config.getini("llmjudge_history_runs"))))
+    except ValueError:
+        last = 10
+    keys = [(row.suite, row.metric, row.language) for row in document.summary]
+    for points in history.trends(history.read_runs(directory), keys, last).values():
+        document.history.extend(
+            TrendPoint(
+                suite=row.suite,
+                metric=row.metric,
+                language=row.language,
+                timestamp=run.timestamp,
+                commit=run.commit,
+                branch=run.branch,
+                n=row.n,
+                mean=row.mean,
+                ci_low=row.ci_low,
+                ci_high=row.ci_high,
+                pass_rate=row.pass_rate,
+                status=row.status,
+            )
+            for run, row in points
+        )
+    if exitstatus == pytest.ExitCode.INTERRUPTED or not document.summary:
+        return  # an interrupted run's numbers are not a point of the trend
+    commit, branch = history.current_revision(Path(config.rootpath))
+    run = history.HistoryRun(
+        timestamp=document.run.timestamp or "",
+        commit=commit,
+        branch=branch,
+        exit_status=exitstatus,
+        judges=tuple(document.run.judge_labels or document.run.judge_models),
+        baseline=config.getoption("llmjudge_baseline", None),
+        rows=tuple(
+            history.HistoryRow(
+                r.suite, r.metric, r.language, r.n, r.n_unscored, r.mean, r.ci_low, r.ci_high, r.pass_rate, r.status
+            )
+            for r in document.summary
+        ),
+    )
+    collector: ResultsCollector = config.stash[results_key]
+    try:
+        path = history.append_run(directory, run)
+        baseline = build_baseline(
+            f"{history.PREFIX}{branch}",
+            collector.records,
+            rootdir=Path(config.rootpath),
+            run=run_metadata(
+                Path(config.rootpath),
+                items=len(collector.records),
+                failed_items=sum(r.outcome == "failed" for r in collector.records),
+                pytest_version=pytest.__version__,
+            ),
+        )
+        if baseline.suites:
+            secrets = run_secrets(config)  # a kept baseline is shared like a report: no key in an echoed output
+            for suite in baseline.suites.values():
+                suite.outputs = {case: redact(text, secrets) for case, text in suite.outputs.items()}
+            save_baseline(baseline, history.baseline_path(directory, branch))
+    except (OSError, ValueError) as exc:
+        state.errors.append(f"could not append to the history in {directory}: {exc}")
+        return
+    state.written.append(("history", path))
+
+
+def _step_summary_path(config: pytest.Config) -> Path | None:
+    """The GitHub step-summary file to append the verdict to, unless the user opted out."""
+    import os
+
+    target = os.environ.get("GITHUB_STEP_SUMMARY", "").strip()
+    option = config.getoption("llmjudge_step_summary", None)
+    wanted = option != "no" if option is not None else bool(config.getini("llmjudge_step_summary"))
+    return Path(target) if target and wanted else None
+
+
+def _shown_path(path: Path, config: pytest.Config) -> str:
+    """A report's path relative to the rootdir when it is inside it (what a reader can find)."""
+    try:
+        return str(path.resolve().relative_to(Path(config.rootpath).resolve()))
+    except ValueError:
+        return str(path)
 
 
 class SummaryWriter:

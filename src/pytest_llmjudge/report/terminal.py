@@ -96,7 +96,11 @@ def _suite_lines(suite: SuiteInfo | None, name: str, rows: Sequence[SummaryRow],
             )
         elif suite.recorded_judges:
             parts.append("recorded: " + ", ".join(suite.recorded_judges))
-    return [_cut("; ".join(parts), width)]
+    lines = [_cut("; ".join(parts), width)]
+    if suite is not None and suite.uncalibrated_metrics:
+        covered = f"  judged without a calibration check ({suite.calibration} does not cover them): "
+        lines.append(_cut(covered + ", ".join(suite.uncalibrated_metrics), width))
+    return lines
 
 
 # (title, width, right-aligned); the agreement column is left out when no gate ran.

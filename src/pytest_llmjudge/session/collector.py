@@ -40,6 +40,8 @@ class ResultsCollector:
         self.worker_stats: list[dict[str, int]] = []
         self.worker_endpoints: list[dict[str, Any]] = []
         """Each xdist worker's judge calls per endpoint (``judges/diagnosis.py``), for the headline."""
+        self.cache_problems: list[list[str]] = []
+        """Each xdist worker's cache-location headlines (``ScoreBoard.cache_problems``)."""
         self.store_failures: list[str] = []
         self.rejections: dict[str, int] = {}
         """Rejected cache entries of xdist workers, by reason."""
@@ -73,6 +75,9 @@ class ResultsCollector:
         endpoints = (getattr(node, "workeroutput", None) or {}).get("llmjudge_endpoints")
         if endpoints:
             self.worker_endpoints.append(endpoints)
+        cache_problems = (getattr(node, "workeroutput", None) or {}).get("llmjudge_cache_problems")
+        if cache_problems:
+            self.cache_problems.append([str(line) for line in cache_problems])
         rejections = (getattr(node, "workeroutput", None) or {}).get("llmjudge_rejections")
         if isinstance(rejections, dict):
             for reason, count in rejections.items():
@@ -87,6 +92,8 @@ class ResultsCollector:
         if board is not None and board.runner_started and workeroutput is not None:
             workeroutput["llmjudge_stats"] = asdict(board.runner.stats)
             workeroutput["llmjudge_endpoints"] = board.runner.endpoints.as_dict()
+        if board is not None and workeroutput is not None and board.cache_problems:
+            workeroutput["llmjudge_cache_problems"] = board.cache_problems
         if board is not None and board.runner_started and workeroutput is not None and board.runner.rejections:
             workeroutput["llmjudge_rejections"] = dict(board.runner.rejections)
         if board is not None and workeroutput is not None and board.store_failure:
@@ -104,6 +111,12 @@ class ResultsCollector:
         if board is not None and board.runner_started:
             tally.merge(board.runner.endpoints.as_dict())
         lines = headlines(tally)
+        # The cache location's failure and warnings: the first process's words, and how many said so.
+        reports = [*self.cache_problems, *([board.cache_problems] if board is not None else [])]
+        reports = [report for report in reports if report]
+        if reports:
+            more = f" (in {len(reports)} processes)" if len(reports) > 1 else ""
+            lines += [line + more for line in reports[0]]
         rejections = dict(self.rejections)
         if board is not None and board.runner_started:
             for reason, count in board.runner.rejections.items():

@@ -444,8 +444,35 @@ def _lbfgs(points: FloatArray, games: FloatArray, max_iter: int, tol: float) -> 
         options={"maxiter": max_iter, "gtol": tol, "ftol": 0.0},
     )
     theta = np.asarray(res.x, dtype=np.float64)
+    iterations, converged = int(res.nit), bool(res.success)
+    if not converged:
+        # L-BFGS-B's line search can stop ("ABNORMAL") with the gradient near 1e-8, short of a
+        # tight gtol, on an objective that is smooth and strictly convex here (scipy 1.15+ does,
+        # on data older releases converged on). Newton steps from its point finish the job.
+        theta, extra, converged = _newton_polish(theta, points, games, wins, tol)
+        iterations += extra
     theta -= theta.mean()
-    return theta, int(res.nit), bool(res.success)
+    return theta, iterations, converged
+
+
+def _newton_polish(
+    theta: FloatArray, points: FloatArray, games: FloatArray, wins: FloatArray, tol: float, max_steps: int = 20
+) -> tuple[FloatArray, int, bool]:
+    """Newton's method on the penalised negative log-likelihood of :func:`_lbfgs`."""
+    for step in range(1, max_steps + 1):
+        gaps = theta[:, None] - theta[None, :]
+        p = expit(gaps)
+        gradient = (games * p).sum(axis=1) - wins + theta.sum()
+        if float(np.abs(gradient).max()) <= tol:
+            return theta, step - 1, True
+        weights = games * p * (1.0 - p)
+        hessian = np.diag(weights.sum(axis=1)) - weights + 1.0  # the prior 0.5 * sum(theta)^2 adds ones
+        try:
+            theta = theta - np.linalg.solve(hessian, gradient)
+        except np.linalg.LinAlgError:
+            return theta, step, False
+    gradient = (games * expit(theta[:, None] - theta[None, :])).sum(axis=1) - wins + theta.sum()
+    return theta, max_steps, bool(np.abs(gradient).max() <= tol)
 
 
 def _log_likelihood(strengths: FloatArray, scores: FloatArray) -> float:

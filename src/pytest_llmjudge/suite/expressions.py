@@ -9,7 +9,11 @@ Two small grammars, parsed with regular expressions (no ``eval``):
   metric name, or ``pass_rate(...)`` over a case assertion (``pass_rate(chrf >= 45) >= 0.8``);
   ``lower(...)`` or ``upper(...)`` around a ``mean`` or ``pass_rate`` asserts on that bound of
   its 95% interval instead of the point (``lower(mean(linguistic_acceptability)) >= 1.5``), so
-  a gate can require confidence (the intervals: ``aggregate.py``).
+  a gate can require confidence (the intervals: ``aggregate.py``);
+* ``human_mean(METRIC)`` and ``human_pass_rate(METRIC OP VALUE)``: the same statistics on
+  the native speakers' scale, estimated from the judge's scores and the human labels of a
+  random sample of cases (prediction-powered, ``stats/prediction_powered.py``); they have
+  intervals, so ``lower``/``upper`` take them too.
 
 Degenerate cases: comparing a categorical value with ``>=`` is rejected when parsed; so are
 ``lower``/``upper`` around a statistic without an interval (median, min, max), and a
@@ -29,7 +33,7 @@ from typing import Any, Literal
 from pytest_llmjudge.metrics.language_codes import language_family
 
 Op = Literal[">=", ">", "<=", "<", "==", "!="]
-AggregateStat = Literal["mean", "median", "min", "max", "pass_rate"]
+AggregateStat = Literal["mean", "median", "min", "max", "pass_rate", "human_mean", "human_pass_rate"]
 Bound = Literal["lower", "upper"]
 
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
@@ -44,11 +48,13 @@ _METRIC = r"[A-Za-z_][\w+\-]*(?:@\d+)?"
 _OP = r">=|<=|==|!=|>|<"
 _CASE_RE = re.compile(rf"^\s*(?P<metric>{_METRIC})\s*(?P<op>{_OP})\s*(?P<value>.+?)\s*$")
 _AGG_RE = re.compile(
-    rf"^\s*(?P<stat>mean|median|min|max|pass_rate)\s*\(\s*(?P<inner>.+?)\s*\)\s*(?P<op>{_OP})\s*(?P<value>\S+)\s*$"
+    rf"^\s*(?P<stat>human_mean|human_pass_rate|mean|median|min|max|pass_rate)\s*\(\s*(?P<inner>.+?)\s*\)\s*(?P<op>{_OP})\s*(?P<value>\S+)\s*$"
 )
 _BOUND_RE = re.compile(rf"^\s*(?P<bound>lower|upper)\s*\(\s*(?P<inner>.+\))\s*\)\s*(?P<rest>(?:{_OP}).*)$")
 # Statistics that come with an interval (aggregate.py), hence a lower and an upper bound.
-_WITH_INTERVAL = ("mean", "pass_rate")
+_WITH_INTERVAL = ("mean", "pass_rate", "human_mean", "human_pass_rate")
+# Prediction-powered estimates of what the human annotators would give (aggregate.py, stats/prediction_powered.py).
+HUMAN_STATS = ("human_mean", "human_pass_rate")
 _OVERRIDE_RE = re.compile(rf"^\s*(?P<op>{_OP})?\s*(?P<value>\S+)\s*$")
 
 CASE_LANGUAGE = "case.language"
@@ -145,13 +151,29 @@ def _parse_value(text: str) -> float | str:
     return number
 
 
+# Operators people type for the ones the grammar has: '=>' from other languages' arrows,
+# the mathematical signs from copied specifications, a single '=' from YAML habits.
+_OPERATOR_TYPOS = (("=>", ">="), ("=<", "<="), ("≥", ">="), ("≤", "<="), ("≠", "!="), ("<>", "!="), ("===", "=="))
+_LONE_EQUALS = re.compile(r"(?<![<>=!])=(?!=)")
+
+
+def _did_you_mean(text: str) -> str:
+    """``; did you mean '>='?`` when ``text`` holds an operator typo, else nothing."""
+    for typo, meant in _OPERATOR_TYPOS:
+        if typo in text:
+            return f"; did you mean {text.replace(typo, meant, 1)!r}?"
+    if _LONE_EQUALS.search(text):
+        return f"; did you mean {_LONE_EQUALS.sub('==', text, count=1)!r}?"
+    return ""
+
+
 def parse_threshold(text: str) -> Threshold:
     """Parse ``METRIC OP VALUE``."""
     match = _CASE_RE.match(text)
     if match is None:
         raise ExpressionError(
             f"can't parse assertion {text!r}; expected 'METRIC OP VALUE' such as "
-            "'linguistic_acceptability >= 1' or 'language == case.language'"
+            "'linguistic_acceptability >= 1' or 'language == case.language'" + _did_you_mean(text)
         )
     op: Op = match["op"]  # type: ignore[assignment]
     value = _parse_value(match["value"])
@@ -181,7 +203,7 @@ def _parse_statistic(text: str, shown: str) -> AggregateSpec:
     if match is None:
         raise ExpressionError(
             f"can't parse aggregate {shown!r}; expected e.g. 'mean(linguistic_acceptability) >= 1.6' "
-            "or 'pass_rate(chrf >= 45) >= 0.8' or 'lower(mean(linguistic_acceptability)) >= 1.5'"
+            "or 'pass_rate(chrf >= 45) >= 0.8' or 'lower(mean(linguistic_acceptability)) >= 1.5'" + _did_you_mean(shown)
         )
     stat: AggregateStat = match["stat"]  # type: ignore[assignment]
     op: Op = match["op"]  # type: ignore[assignment]
@@ -189,10 +211,11 @@ def _parse_statistic(text: str, shown: str) -> AggregateSpec:
     if isinstance(value, str):
         raise ExpressionError(f"an aggregate threshold must be a number in {shown!r}")
     inner_text = match["inner"]
-    if stat == "pass_rate":
+    if stat in ("pass_rate", "human_pass_rate"):
         if not _CASE_RE.match(inner_text):
             raise ExpressionError(
-                f"pass_rate needs a case assertion inside, e.g. pass_rate(chrf >= 45), got {inner_text!r}"
+                f"{stat} needs a case assertion inside, e.g. {stat}(chrf >= 45), got {inner_text!r}"
+                + _did_you_mean(inner_text)
             )
         inner = parse_threshold(inner_text)
         return AggregateSpec(stat, inner.metric, op, value, inner)
@@ -213,7 +236,9 @@ def parse_override(text: str | float | int, default_op: Op) -> tuple[Op, float]:
         return default_op, float(text)
     match = _OVERRIDE_RE.match(text)
     if match is None:
-        raise ExpressionError(f"can't parse per-language threshold {text!r}; expected e.g. '>= 1.4'")
+        raise ExpressionError(
+            f"can't parse per-language threshold {text!r}; expected e.g. '>= 1.4'" + _did_you_mean(text)
+        )
     value = _parse_value(match["value"])
     if isinstance(value, str):
         raise ExpressionError(f"a per-language threshold must be a number, got {text!r}")

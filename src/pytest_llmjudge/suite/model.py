@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pytest_llmjudge.judges.rubrics import Rubric
+from pytest_llmjudge.metrics.scales import reference_scale
 from pytest_llmjudge.stats.grouping import Group, group_of
 from pytest_llmjudge.suite.expressions import AggregateSpec, Op, Threshold
 from pytest_llmjudge.suite.schema import JudgeConfig, RegressionConfig
@@ -45,6 +46,8 @@ class Case:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     recorded: Mapping[str, RecordedValue] = field(default_factory=dict)
     thresholds: tuple[Threshold, ...] = ()
+    human: Mapping[str, float] = field(default_factory=dict)
+    """Metric -> the case's human label, its annotators' labels aggregated (``suite/build.py``)."""
     path: Path = Path()
     line: int | None = None
     tags: tuple[str, ...] = ()
@@ -82,6 +85,16 @@ class AggregateCheck:
     line: int | None = None
     group_by: tuple[str, ...] = ("language",)
     group_overrides: Mapping[str, tuple[Op, float]] = field(default_factory=dict)
+    min_labels: int = 5
+    """``human_mean``/``human_pass_rate``: fewest human-labelled cases a group needs."""
+    xfail: Mapping[str, str] = field(default_factory=dict)
+    """Group name, language or ``all`` -> reason: known failures, marked xfail (strict)."""
+    scale: tuple[float, float] | None = None
+    """The aggregate's ``scale:`` (the scores' range, for a metric that has no known one)."""
+
+    def xfail_reason(self, group: str, language: str | None) -> str | None:
+        """The reason a row (``group``, of ``language``) is a known failure: its group's, else its language's."""
+        return self.xfail.get(group) or (self.xfail.get(language) if language is not None else None)
 
     def for_language(self, language: str | None) -> AggregateSpec:
         if language is not None and language in self.overrides:
@@ -121,10 +134,24 @@ class Suite:
     """The suite's ``group_by``: aggregates and regressions without their own use it."""
     tags: tuple[str, ...] = ()
     """The suite's ``tags``: markers of every item of the suite (each case adds its own)."""
+    sources: tuple[Path, ...] = ()
+    """The side files the suite was read from (cases files, outputs file): inputs no write may replace."""
 
     @property
     def languages(self) -> tuple[str, ...]:
         return tuple(sorted({case.language for case in self.cases}))
+
+    def scale_of(self, metric: str) -> tuple[float, float] | None:
+        """The range a metric's scores lie in: its rubric's scale, a built-in reference
+        metric's range, the ``scale:`` an aggregate of the suite declares for it (one
+        declaration serves every aggregate of the metric), or None when unknown."""
+        rubric = self.rubrics.get(metric)
+        if rubric is not None and rubric.scale:
+            return float(min(rubric.scale)), float(max(rubric.scale))
+        known = reference_scale(metric) if self.metric_kinds.get(metric) == "metric" else None
+        if known is not None:
+            return known
+        return next((check.scale for check in self.aggregates if check.spec.metric == metric and check.scale), None)
 
     @property
     def needs_live_judge(self) -> bool:

@@ -13,10 +13,22 @@ one; a rubric scale needs at least two distinct values.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from pytest_llmjudge.suite.identity import invisible_problem, normalized
 
 
 def _not_bool(value: Any) -> Any:
@@ -94,14 +106,24 @@ class JudgeConfig(_Strict):
         1, ge=1, le=50, description="Judgments per case (distinct seeds); assert on their mean or majority."
     )
     repeat_aggregate: Literal["mean", "majority"] = "mean"
-    structured_output: Literal["auto", "json_schema", "json_object", "none"] = Field(
-        "auto", description="How JSON replies are requested from OpenAI-style providers."
+    structured_output: Literal["auto", "json_schema", "json_object", "tool", "none", "off"] = Field(
+        "auto",
+        description="How the JSON reply is requested: json_schema (OpenAI strict schema; Anthropic output_config), "
+        "json_object (OpenAI JSON mode), tool (Anthropic forced tool use), none/off (the prompt alone). auto: "
+        "json_schema on OpenAI's API, tool on Anthropic's, none with a base_url.",
     )
     max_reasks: int = Field(
         2, ge=0, le=10, description="Re-asks after an unparseable reply before the case is unscored."
     )
     calibration: str | None = Field(
-        None, description="Calibration set (path relative to the suite) this judge must pass per language."
+        None,
+        description="Calibration set (path relative to the suite) this judge must pass per language; "
+        "or {path: ..., metrics: [...]} to name the metrics it covers.",
+    )
+    calibration_metrics: list[str] | None = Field(
+        None,
+        description="The metrics the calibration set vouches for (default: every judge-scored metric); "
+        "the others are judged without calibration, as the summary says.",
     )
     uncalibrated: Literal["fail", "xfail", "skip"] = Field(
         "fail", description="What judge-scored items do in a language where the judge failed its calibration."
@@ -113,11 +135,51 @@ class JudgeConfig(_Strict):
         "default: fail in CI (env CI), skip elsewhere. --llmjudge-require-judge/--llmjudge-allow-no-judge win.",
     )
 
+    @field_validator("structured_output", mode="before")
+    @classmethod
+    def _unquoted_off(cls, value: object) -> object:
+        # YAML 1.1 reads an unquoted `off` as false: `structured_output: off` means "off".
+        return "off" if value is False else value
+
+    @field_validator("structured_output")
+    @classmethod
+    def _tool_is_anthropic_only(cls, value: str, info: ValidationInfo) -> str:
+        if value == "tool" and info.data.get("provider") in ("openai", "openai-compatible"):
+            raise ValueError("tool is Anthropic's forced tool use; OpenAI judges use json_schema")
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _calibration_mapping(cls, data: Any) -> Any:
+        # `calibration: {path: cal.yaml, metrics: [task_quality]}` is the same as `calibration:
+        # cal.yaml` with `calibration_metrics: [task_quality]`: one place says what is covered.
+        if isinstance(data, dict) and isinstance(data.get("calibration"), dict):
+            entry = dict(data["calibration"])
+            unknown = sorted(set(entry) - {"path", "metrics"})
+            if unknown or "path" not in entry:
+                raise ValueError(
+                    f"calibration takes a path, or {{path: ..., metrics: [...]}}; got keys {sorted(entry)}"
+                )
+            if "calibration_metrics" in data:
+                raise ValueError("give the covered metrics once: calibration.metrics or calibration_metrics")
+            data = {**data, "calibration": entry["path"]}
+            if "metrics" in entry:
+                data["calibration_metrics"] = entry["metrics"]
+        return data
+
     @model_validator(mode="after")
     def _correction_needs_calibration(self) -> JudgeConfig:
         if self.correction and self.calibration is None:
             raise ValueError("correction needs a calibration set: set judge.calibration")
+        if self.calibration_metrics is not None and self.calibration is None:
+            raise ValueError("calibration_metrics names what a calibration set covers: set judge.calibration")
         return self
+
+    def calibration_covers(self, metric: str) -> bool:
+        """Whether the calibration set vouches for ``metric`` (False without a calibration set)."""
+        if self.calibration is None:
+            return False
+        return self.calibration_metrics is None or metric in self.calibration_metrics
 
 
 class RubricConfig(_Strict):
@@ -155,6 +217,20 @@ class RecordedScore(_Strict):
     judge: str | None = Field(None, description="Who produced it, e.g. 'gpt-4 (PARIKSHA release)'.")
 
 
+def _labels_present(value: Any) -> Any:
+    # One bare label is one annotator's: {task_quality: 2} is {task_quality: [2]}.
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [value]
+    # An empty label list is a case nobody labelled: leave the metric out instead of [].
+    if isinstance(value, (list, dict)) and not value:
+        raise ValueError("no labels: give at least one, or leave the metric out of 'human'")
+    return value
+
+
+HumanLabels = Annotated[list[Number] | dict[str, Number], BeforeValidator(_labels_present)]
+"""One case's labels on one metric: one per annotator, as a list or by annotator id (finite numbers)."""
+
+
 class CaseConfig(_Strict):
     """One evaluation case."""
 
@@ -166,6 +242,11 @@ class CaseConfig(_Strict):
     context: list[str] | str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     recorded: dict[str, RecordedScore | Number] = Field(default_factory=dict)
+    human: dict[str, HumanLabels] = Field(
+        default_factory=dict,
+        description="Native-speaker labels per metric: a list [2, 1, 2], {annotator id: label} or one label; "
+        "aggregated per case as calibration sets do (majority, else rounded mean). Used by human_mean(...).",
+    )
     assert_: list[str] = Field(default_factory=list, alias="assert")
     tags: Tags = Field(
         default_factory=list, description="Names that select the case with `pytest -m` (e.g. [smoke, math])."
@@ -178,7 +259,10 @@ class CaseConfig(_Strict):
             raise ValueError(
                 "case ids can't contain '[', ']', '/', ':', newlines or edge spaces (they become node ids)"
             )
-        return value
+        problem = invisible_problem(value, "case id")
+        if problem is not None:
+            raise ValueError(problem)
+        return normalized(value)
 
 
 class OutputsConfig(_Strict):
@@ -204,14 +288,36 @@ class OutputsConfig(_Strict):
 
 
 class CasesFileConfig(_Strict):
-    """A JSONL file of cases next to the suite, optionally filtered."""
+    """A file of cases next to the suite (JSONL, CSV, TSV or Parquet), optionally filtered."""
 
     path: str
+    format: Literal["jsonl", "csv", "tsv", "parquet", "hf"] | None = Field(
+        None,
+        description="The file's format (default: from its suffix; .csv, .tsv/.tab, .parquet, hf:// or a "
+        "save_to_disk directory for a Hugging Face dataset, else JSONL).",
+    )
+    sample: int | None = Field(
+        None, ge=1, description="Keep a seeded random sample of this many cases, stratified by language."
+    )
+    seed: int = Field(0, description="Seed of the sample.")
+    columns: dict[str, str] = Field(
+        default_factory=dict,
+        description="Tables only: case field -> column, for headers that don't name the fields "
+        "(e.g. {id: qid, input: question}); other columns become metadata.",
+    )
+    encoding: str | None = Field(
+        None, description="Tables only: the text encoding (default: from a byte-order mark, else UTF-8)."
+    )
     extra_fields: Literal["error", "metadata"] = Field(
         "error", description="What to do with keys a case doesn't define: reject them, or move them into metadata."
     )
     where: dict[str, Any] = Field(
         default_factory=dict, description="Keep only records whose top-level fields equal these values."
+    )
+    human: bool = Field(
+        True,
+        description="Read the records' 'human' labels; false drops them (e.g. to keep only a random sample's "
+        "labels, given in human_labels).",
     )
 
 
@@ -230,6 +336,29 @@ class AggregateConfig(_Strict):
     max_unscored_rate: float = Field(
         0.0, ge=0.0, le=1.0, description="Share of unscored cases tolerated before the aggregate fails (default 0)."
     )
+    min_labels: int = Field(
+        5,
+        ge=2,
+        description="human_mean/human_pass_rate: fewer human-labelled cases in a group is an error, not a pass.",
+    )
+    xfail: dict[str, str] = Field(
+        default_factory=dict,
+        description="Known failures: group or language (or 'all') -> reason; the row is an xfail (strict: a pass fails).",
+    )
+
+    scale: tuple[Number, Number] | None = Field(
+        None,
+        description="[low, high] the scores lie in, for a metric without a known scale (scores recorded under a "
+        "free name, a metric plugin): the mean's interval is then the betting interval, which holds its level at "
+        "every n. One declaration serves every aggregate of the metric. Rubrics and built-in metrics know their scale.",
+    )
+
+    @field_validator("scale")
+    @classmethod
+    def _scale_is_a_range(cls, value: tuple[float, float] | None) -> tuple[float, float] | None:
+        if value is not None and not (math.isfinite(value[0]) and math.isfinite(value[1]) and value[0] < value[1]):
+            raise ValueError(f"scale must be [low, high] with finite low < high, got {list(value)}")
+        return value
 
 
 class RegressionConfig(_Strict):
@@ -265,6 +394,11 @@ class RegressionConfig(_Strict):
     seed: int = 0
     max_unscored_rate: float = Field(0.0, ge=0.0, le=1.0, description="Share of unscored candidate cases tolerated.")
     fail_on_missing: bool = Field(False, description="Fail (not only report) when cases are missing on either side.")
+    missing_suite: Literal["fail", "skip"] = Field(
+        "fail",
+        description="When the baseline this section names lacks the suite: fail (a renamed suite must not switch "
+        "its gate off) or skip (a new suite, not in the baseline yet).",
+    )
 
     @field_validator("per_metric", "per_language", "per_group")
     @classmethod
@@ -291,6 +425,11 @@ class SuiteConfig(_Strict):
         None, description="JSONL file(s) next to the suite with one case per line."
     )
     cases: list[CaseConfig] = Field(default_factory=list)
+    human_labels: str | list[str] | None = Field(
+        None,
+        description="Native-speaker labels joined by case id: JSONL records {id, human: {metric: labels}} "
+        "(calibration.convert's items files) or CSV rows id,metric,label[,annotator]; paths relative to the suite.",
+    )
     assert_: list[str] = Field(
         default_factory=list, alias="assert", description="Case assertions applied to every case."
     )
@@ -305,6 +444,15 @@ class SuiteConfig(_Strict):
     tags: Tags = Field(
         default_factory=list, description="Tags of every case and aggregate of the suite (selected with `pytest -m`)."
     )
+
+    @field_validator("suite")
+    @classmethod
+    def _name_is_visible(cls, value: str) -> str:
+        # The name keys judge calls, records and baselines: two names that print alike must be one.
+        problem = invisible_problem(value, "suite name")
+        if problem is not None:
+            raise ValueError(problem)
+        return normalized(value)
 
     @model_validator(mode="after")
     def _has_cases(self) -> SuiteConfig:

@@ -27,9 +27,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pytest_llmjudge.testing.scripted import read_prompt
 from pytest_llmjudge.testing.server import ReceivedRequest
 
-_SECTION = r"## {title}\n<<<\n(?P<body>.*?)\n>>>"
 _LANGUAGE = re.compile(r"\(language code: (?P<code>[^)]+)\)")
 
 
@@ -42,11 +42,6 @@ class PairwiseQuery:
     answer_b: str
     input: str | None
     user: str
-
-
-def _section(text: str, title: str) -> str | None:
-    match = re.search(_SECTION.format(title=re.escape(title)), text, re.DOTALL)
-    return match["body"] if match else None
 
 
 @dataclass
@@ -65,11 +60,12 @@ class ScriptedPairwiseJudge:
 
     def __call__(self, request: ReceivedRequest) -> str:
         user = request.last_user_text
-        answer_a, answer_b = _section(user, "Answer A"), _section(user, "Answer B")
+        prompt = read_prompt(request.system, user)
+        answer_a, answer_b = prompt.texts.get("Answer A"), prompt.texts.get("Answer B")
         if answer_a is None or answer_b is None:
             return json.dumps({"error": "not a pytest-llmjudge pairwise prompt"})
-        language = _LANGUAGE.search(user)
-        query = PairwiseQuery(language["code"] if language else "", answer_a, answer_b, _section(user, "Input"), user)
+        language = _LANGUAGE.search(prompt.skeleton)
+        query = PairwiseQuery(language["code"] if language else "", answer_a, answer_b, prompt.texts.get("Input"), user)
         with self._lock:
             self.queries.append(query)
         coin = int.from_bytes(hashlib.sha256(user.encode("utf-8")).digest()[:8], "big") / 2**64

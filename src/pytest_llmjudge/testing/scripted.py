@@ -9,6 +9,10 @@ Use it as the server's ``responder`` to test suites offline::
 ``scores`` maps a rubric name to a fixed score, or is a function of a :class:`JudgeQuery`
 returning a score, ``None`` (use ``default``) or a ``str`` sent verbatim as the reply (to
 script malformed replies). Compound prompts get one entry per rubric in one reply.
+
+:func:`read_prompt` splits a received prompt the way a judge is told to read it: the
+boundary named in the system prompt, the framed texts by section title, and the skeleton
+(the prompt with every framed text removed), which is what a framed text must not change.
 """
 
 from __future__ import annotations
@@ -21,9 +25,41 @@ from dataclasses import dataclass, field
 
 from pytest_llmjudge.testing.server import ReceivedRequest
 
-_SECTION = r"## {title}\n<<<\n(?P<body>.*?)\n>>>"
+_BOUNDARY = re.compile(r"<<<(data-[0-9a-f]{16})")
 _LANGUAGE = re.compile(r"\(language code: (?P<code>[^)]+)\)")
 _METRICS = re.compile(r"## Metrics\n(?P<json>.*?)\n\n## Reply format", re.DOTALL)
+FRAMED = "<<<framed text>>>"
+"""What :func:`read_prompt` puts in the skeleton in place of each framed text."""
+
+
+@dataclass(frozen=True)
+class ReadPrompt:
+    """A judge prompt as its reader sees it."""
+
+    boundary: str | None
+    texts: dict[str, str]
+    """Framed text per section title, in prompt order."""
+    skeleton: str
+    """The prompt with each framed text (and its boundary lines) replaced by :data:`FRAMED`."""
+
+    @property
+    def headings(self) -> list[str]:
+        """The section titles of the skeleton: the prompt's own structure."""
+        return re.findall(r"^## (.+)$", self.skeleton, re.MULTILINE)
+
+
+def read_prompt(system: str, user: str) -> ReadPrompt:
+    """Split ``user`` by the boundary the ``system`` prompt names (see ``judges.prompts``)."""
+    found = _BOUNDARY.search(system)
+    if found is None:
+        return ReadPrompt(None, {}, user)
+    boundary = re.escape(found[1])
+    frame = re.compile(
+        rf"^## (?P<title>[^\n]*)\n<<<{boundary}\n(?P<body>.*?)\n{boundary}>>>$", re.DOTALL | re.MULTILINE
+    )
+    texts = {match["title"]: match["body"] for match in frame.finditer(user)}
+    skeleton = frame.sub(lambda match: f"## {match['title']}\n{FRAMED}", user)
+    return ReadPrompt(found[1], texts, skeleton)
 
 
 @dataclass(frozen=True)
@@ -39,11 +75,6 @@ class JudgeQuery:
     seed: int | None = None
 
 
-def _section(text: str, title: str) -> str | None:
-    match = re.search(_SECTION.format(title=re.escape(title)), text, re.DOTALL)
-    return match["body"] if match else None
-
-
 @dataclass
 class ScriptedJudge:
     scores: Mapping[str, int] | Callable[[JudgeQuery], int | str | None] = field(default_factory=dict)
@@ -54,18 +85,19 @@ class ScriptedJudge:
 
     def __call__(self, request: ReceivedRequest) -> str:
         user = request.last_user_text
-        metrics_match = _METRICS.search(user)
+        prompt = read_prompt(request.system, user)
+        metrics_match = _METRICS.search(prompt.skeleton)
         if metrics_match is None:
             return json.dumps({"error": "not a pytest-llmjudge judge prompt"})
         metrics = [entry["name"] for entry in json.loads(metrics_match["json"])]
-        language_match = _LANGUAGE.search(user)
+        language_match = _LANGUAGE.search(prompt.skeleton)
         reply: dict[str, dict[str, object]] = {}
         for metric in metrics:
             query = JudgeQuery(
                 metric=metric,
                 language=language_match["code"] if language_match else "",
-                output=_section(user, "Output to evaluate") or "",
-                input=_section(user, "Input"),
+                output=prompt.texts.get("Output to evaluate", ""),
+                input=prompt.texts.get("Input"),
                 system=request.system,
                 user=user,
                 seed=request.seed,

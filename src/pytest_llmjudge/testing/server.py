@@ -85,6 +85,25 @@ For Anthropic, ``ReceivedRequest.response_format`` is ``output_config.format``
 present -- anthropic 2.x's ``messages.create`` has no ``temperature``
 argument, so they only arrive through ``extra_body``.
 
+Structured outputs
+------------------
+OpenAI ``response_format`` (``{"type": "json_schema", "json_schema": {"name",
+"schema", "strict"}}``, ``{"type": "json_object"}`` or ``{"type": "text"}``) is
+checked as the API checks it: another type, or a ``json_schema`` without a
+``name`` or an object ``schema``, answers 400 ``invalid_request_error``; the
+responder's text is the message content either way.  An Anthropic request that
+forces a tool (``tool_choice: {"type": "tool", "name": N}``) must list a tool
+``N`` in ``tools`` with an ``input_schema`` (else 400); its answer holds
+``content[{type: "tool_use", id, name: N, input}]`` and ``stop_reason:
+"tool_use"``, ``input`` being the responder's text parsed as a JSON object (a
+JSON list of objects gives one ``tool_use`` block each). A responder text that
+is not a JSON object is answered as a ``text`` block, so malformed replies can
+still be scripted. ``ReceivedRequest.forced_tool`` names the forced tool.
+``LoopbackServer(reject_structured_output=True)`` stands in for an
+OpenAI-compatible server without these features: any ``response_format``
+(other than ``text``), ``output_config.format``, ``tools`` or ``tool_choice``
+answers 400.
+
 Faults
 ------
 Per request (``Reply(fault=...)``), queued (``srv.inject(Fault.X, times=n)``,
@@ -114,6 +133,15 @@ SERVER_ERROR and OVERLOADED).  Faults apply to ``/v1/chat/completions`` and
     The socket is closed with ``SO_LINGER`` 0 (a TCP RST), no response.
 ``EMPTY_CONTENT``
     A valid envelope whose assistant text is ``""``.
+``TRICKLE``
+    A valid 200 whose head goes out at once and whose body then follows one
+    byte every ``trickle_interval`` seconds (default 1.0, settable while
+    serving): a server that never stalls long enough for a per-read timeout
+    but takes minutes per reply. Stops when the client closes the connection.
+``ECHO_HEADERS``
+    400 whose error message quotes every request header the server received,
+    credentials included (``authorization``, ``x-api-key``), as a misconfigured
+    gateway or proxy does.
 
 What the SDKs raise (openai 3.54 / anthropic 2.12, ``max_retries=0``)::
 
@@ -231,6 +259,8 @@ class Fault(str, Enum):
     TRUNCATED = "truncated"
     CONNECTION_RESET = "connection_reset"
     EMPTY_CONTENT = "empty_content"
+    TRICKLE = "trickle"
+    ECHO_HEADERS = "echo_headers"
 
 
 DEFAULT_RANDOM_FAULTS: tuple[Fault, ...] = (
@@ -260,6 +290,14 @@ class ReceivedRequest:
     """0-based arrival order among counted requests since the last reset."""
     received_at: float = 0.0
     """``time.time()`` when the request had been read."""
+
+    @property
+    def forced_tool(self) -> str | None:
+        """The tool an Anthropic request forces (``tool_choice: {type: tool, name}``), if any."""
+        choice = self.body.get("tool_choice")
+        if isinstance(choice, dict) and choice.get("type") == "tool" and isinstance(choice.get("name"), str):
+            return str(choice["name"])
+        return None
 
     @property
     def last_user_text(self) -> str:
@@ -314,6 +352,7 @@ class _Outcome:
     data: bytes = b""
     close: bool = False  # close (FIN) after writing ``data``
     rst: bool = False  # abort with SO_LINGER 0 (TCP RST), nothing written
+    trickle: bytes = b""  # written one byte per ``trickle_interval`` after ``data``
 
 
 @dataclass(frozen=True)
@@ -473,13 +512,14 @@ def _success_body(
         prompt = estimate_tokens(request.system) + sum(estimate_tokens(t) + 4 for _, t in request.messages)
         usage = (prompt, estimate_tokens(text))
     if request.provider == "anthropic":
+        tool_uses = _tool_use_blocks(request, text)
         return {
             "id": f"msg_loopback{request.index:08d}",
             "type": "message",
             "role": "assistant",
             "model": request.model,
-            "content": [{"type": "text", "text": text}],
-            "stop_reason": "end_turn",
+            "content": tool_uses or [{"type": "text", "text": text}],
+            "stop_reason": "tool_use" if tool_uses else "end_turn",
             "stop_sequence": None,
             "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
         }
@@ -511,6 +551,67 @@ def _success_body(
         },
         "system_fingerprint": "fp_loopback",
     }
+
+
+def _tool_use_blocks(request: ReceivedRequest, text: str) -> list[dict[str, Any]]:
+    """The ``tool_use`` blocks answering a request that forces a tool (none: answer ``text`` as text)."""
+    name = request.forced_tool
+    if name is None:
+        return []
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return []
+    inputs = value if isinstance(value, list) else [value]
+    if not inputs or not all(isinstance(item, dict) for item in inputs):
+        return []
+    return [
+        {"type": "tool_use", "id": f"toolu_loopback{request.index:08d}{i:02d}", "name": name, "input": item}
+        for i, item in enumerate(inputs)
+    ]
+
+
+def _structured_output_problem(request: ReceivedRequest, *, rejected: bool) -> str | None:
+    """Why the API would refuse the request's structured-output fields (``None``: it wouldn't).
+
+    ``rejected`` plays a server that knows none of them (see "Structured outputs" above).
+    """
+    body = request.body
+    if request.provider == "openai":
+        form = body.get("response_format")
+        if form is None:
+            return None
+        kind = form.get("type") if isinstance(form, dict) else None
+        if rejected and kind != "text":
+            return "response_format is not supported by this server"
+        if kind in ("text", "json_object"):
+            return None
+        if kind != "json_schema":
+            return f"Invalid value for 'response_format.type': {kind!r}"
+        spec = form.get("json_schema")
+        if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
+            return "Missing required parameter: 'response_format.json_schema.name'."
+        if not isinstance(spec.get("schema"), dict):
+            return "Invalid 'response_format.json_schema.schema': expected an object."
+        return None
+    if rejected and any(key in body for key in ("tools", "tool_choice", "output_config")):
+        return "tools, tool_choice and output_config are not supported by this server"
+    choice = body.get("tool_choice")
+    if choice is None:
+        return None
+    name = request.forced_tool
+    if not isinstance(choice, dict) or choice.get("type") not in ("auto", "any", "tool", "none"):
+        return "tool_choice: Input tag does not match any of the expected tags"
+    if name is None:
+        return None if choice.get("type") != "tool" else "tool_choice.name: Field required"
+    tools = body.get("tools")
+    listed = [tool for tool in tools if isinstance(tool, dict)] if isinstance(tools, list) else []
+    match = next((tool for tool in listed if tool.get("name") == name), None)
+    if match is None:
+        return f"Tool '{name}' not found in provided tools"
+    if not isinstance(match.get("input_schema"), dict):
+        return "tools.0.input_schema: Field required"
+    return None
 
 
 _GPT_LIKE_TOKEN = re.compile(r"\s?[A-Za-z]+|\d|\s?[^\sA-Za-z\d]+|\s")
@@ -636,6 +737,8 @@ class LoopbackServer:
         idle_timeout: float = 60.0,
         models: Sequence[str] = ("loopback-judge",),
         batch_delay: float = 0.0,
+        reject_structured_output: bool = False,
+        trickle_interval: float = 1.0,
     ) -> None:
         if latency < 0:
             raise ValueError("latency must be >= 0")
@@ -654,8 +757,10 @@ class LoopbackServer:
         self.seed = seed
         self.retry_after = retry_after
         self.hang_seconds = hang_seconds
+        self.trickle_interval = trickle_interval
         self.idle_timeout = idle_timeout
         self.models: tuple[str, ...] = tuple(models)
+        self.reject_structured_output = reject_structured_output
         self._requested_port = port
         self._port: int | None = None
 
@@ -1104,6 +1209,12 @@ class LoopbackServer:
             return False
         if outcome.data:
             writer.write(outcome.data)
+        for position in range(len(outcome.trickle)):
+            await writer.drain()
+            if writer.transport.is_closing() or reader.at_eof():
+                return False  # the client gave up
+            await asyncio.sleep(self.trickle_interval)
+            writer.write(outcome.trickle[position : position + 1])
         if outcome.close:
             await writer.drain()
             return False
@@ -1184,6 +1295,8 @@ class LoopbackServer:
             reply = Reply(text="request body must be a JSON object", status=400)
         elif body_dict.get("stream") is True:
             reply = Reply(text="streaming not supported by loopback server", status=400)
+        elif (problem := _structured_output_problem(received, rejected=self.reject_structured_output)) is not None:
+            reply = Reply(text=problem, status=400)
         else:
             reply = await self._call_responder(received)
             answered = True
@@ -1236,6 +1349,13 @@ class LoopbackServer:
             payload = _json_bytes(_success_body(received, "", reply.usage, request_id))
             response = _http_response(200, payload, headers=extra, keep_alive=keep_alive)
             return _Outcome(status=200, data=response)
+        if fault is Fault.ECHO_HEADERS:
+            return error(400, f"headers received: {headers!r}", extra)
+        if fault is Fault.TRICKLE:
+            payload = _json_bytes(_success_body(received, reply.text, reply.usage, request_id))
+            response = _http_response(200, payload, headers=extra, keep_alive=False)
+            head = len(response) - len(payload)
+            return _Outcome(status=200, data=response[:head], trickle=response[head:], close=True)
         if reply.status >= 400:
             return error(reply.status, reply.text or f"loopback error {reply.status}", extra)
         payload = _json_bytes(_success_body(received, reply.text, reply.usage, request_id))
@@ -1284,6 +1404,9 @@ class LoopbackServer:
         with self._lock:
             self._batch_requests.append(received)
         request_id = f"req_loopback_batch{index:08d}"
+        problem = _structured_output_problem(received, rejected=self.reject_structured_output)
+        if problem is not None:
+            return 400, _error_body(provider, 400, problem, request_id)
         reply = await self._call_responder(received)
         if reply.latency:
             await asyncio.sleep(reply.latency)
