@@ -126,6 +126,12 @@ class ResultsCollector:
                 f"{count} {reason}" for reason, count in sorted(rejections.items(), key=lambda x: -x[1])
             )
             lines.append(f"llmjudge: {sum(rejections.values())} cache entries rejected and re-asked: {reasons}")
+        lost = board.runner.leases.lost if board is not None and board.runner_started else 0
+        if lost:  # the heartbeat came too late: another process may have paid for the same prompt
+            lines.append(
+                f"llmjudge: {lost} lease(s) on the shared cache store ran out while their call was in flight "
+                "(a slow or paused process): another process may have paid for the same prompt(s)"
+            )
         failures = list(self.store_failures)
         if board is not None and board.store_failure:
             failures.append(board.store_failure)
