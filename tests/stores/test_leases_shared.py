@@ -192,3 +192,21 @@ def test_s3_leases_go_by_the_servers_clock_not_a_skewed_client(s3_server: Any, f
     honest.release(key, "honest")
     assert ahead.lease_holder(key) is None and ahead.try_lease(key, "ahead", 60)
     ahead.release(key, "ahead")
+
+
+def test_a_heartbeat_renews_held_leases_and_counts_one_taken_over(redis_url: str, fresh_prefix: str) -> None:
+    from pytest_llmjudge.execution.stores.redis_store import RedisStore
+
+    cache = JudgeCache(None, store=RedisStore.from_url(f"{redis_url}/0?prefix={fresh_prefix}:"))
+    keeper = LeaseKeeper(cache, identity="me", ttl=30.0)
+    kept, stolen = keeper.claim("ab" * 32), keeper.claim("cd" * 32)
+    assert not isinstance(kept, (type(None), str)) and hasattr(kept, "owner") and hasattr(stolen, "owner")
+    raw = _raw_redis(redis_url)
+    raw.pexpire(f"{fresh_prefix}:l:{'ab' * 32}", 1000)  # about to run out: the beat restarts it
+    raw.set(f"{fresh_prefix}:l:{'cd' * 32}", "someone else|h:1:x:1|0", px=30_000)  # expired and taken over
+    assert keeper.beat() == 1 and keeper.lost == 1
+    assert raw.pttl(f"{fresh_prefix}:l:{'ab' * 32}") > 20_000
+    raw.close()
+    kept.release()  # type: ignore[union-attr]
+    assert keeper.beat() == 0 and keeper.lost == 1  # released: no longer renewed (the stolen one still counts)
+    cache.close()

@@ -363,7 +363,8 @@ class LeaseKeeper:
             except Exception:  # a store gone mid-run: the fallback store reports it; nothing to renew
                 ok = False
             renewed += ok
-            if not ok:
+            if not ok:  # taken over (or the store is gone): counted once, no longer renewed
                 with self._lock:
                     self.lost += 1
+                    self._held.pop(id(lease), None)
         return renewed
