@@ -24,6 +24,8 @@ that the pyproject has a build system.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shlex
 import subprocess
@@ -32,6 +34,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,7 +114,7 @@ def test_every_yaml_block_parses_and_there_are_three_recipes() -> None:
     for block in blocks:
         yaml.safe_load(block)  # raises on invalid YAML
     kinds = sorted("github" if "jobs" in doc else "gitlab" for doc in recipes())
-    assert kinds == ["github", "github", "github", "gitlab", "gitlab"]
+    assert kinds == ["github"] * 4 + ["gitlab"] * 3
 
 
 def plugin_requirements(argv: list[str]) -> list[str]:
@@ -194,7 +197,7 @@ def test_the_junit_file_is_shown_in_the_pull_or_merge_request() -> None:
 
 
 def test_the_gitlab_wheel_is_built_from_the_pinned_reference_then_installed() -> None:
-    pipelines = [doc for doc in recipes() if "jobs" not in doc]
+    pipelines = [doc for doc in recipes() if "jobs" not in doc and "plugin-wheel" in doc]
     assert len(pipelines) == 2  # one job, and the sharded one
     for gitlab in pipelines:
         jobs = dict(gitlab_jobs(gitlab))
@@ -258,3 +261,89 @@ def test_the_sharded_recipes_share_an_external_store_upload_every_shard_and_merg
             merge_run = " ".join(merge_job["script"])
         assert "--llmjudge-shard-reports=reports/llmjudge-shard-*.json" in merge_run
         assert "--llmjudge-shard " not in merge_run
+
+
+# --------------------------------------------------------------------------- the release gate, run
+
+
+def _release_project(root: Path) -> None:
+    """The layout the release-gate recipe expects: suites/, calibration/, a judge to call."""
+    (root / "suites").mkdir()
+    (root / "calibration").mkdir()
+    cases = "\n".join(
+        f"  - {{id: {lang}-{i}, language: {lang}, input: 'Say hello.', output: 'answer {lang} {i}'}}"
+        for lang in ("hi", "fr")
+        for i in range(6)
+    )
+    (root / "suites" / "release.yaml").write_text(
+        "suite: release\n"
+        "judge: {provider: openai, model: m, calibration: ../calibration/labels.yaml}\n"
+        f"cases:\n{cases}\n"
+        "assert:\n  - linguistic_acceptability >= 1\n",
+        encoding="utf-8",
+    )
+    items = [
+        {
+            "id": f"{lang}-{i}",
+            "language": lang,
+            "input": "Say hello.",
+            "output": f"labelled {lang} {i}",
+            "human": {"linguistic_acceptability": {"a1": 2, "a2": 2, "a3": 2}},
+        }
+        for lang in ("hi", "fr")
+        for i in range(8)
+    ]
+    (root / "calibration" / "items.jsonl").write_text("\n".join(json.dumps(item) for item in items) + "\n")
+    (root / "calibration" / "labels.yaml").write_text(
+        "calibration: labels\nitems_file: items.jsonl\n"
+        "judge: {provider: openai, model: m}\nscores: judge\n"
+        "gate:\n  threshold: 0.6\n  min_items: 8\n",
+        encoding="utf-8",
+    )
+
+
+def _recipe_pytest_commands(name: str) -> list[list[str]]:
+    """The ``pytest`` commands of one recipe, in job order (GitHub) or file order (GitLab)."""
+    for doc in recipes():
+        if doc.get("name") == name or (name == "gitlab" and "jobs" not in doc and "release-gate" in doc):
+            lines = (
+                [step.get("run", "") for _, step, _ in github_steps(doc)]
+                if "jobs" in doc
+                else [line for _, job in gitlab_jobs(doc) for line in job["script"]]
+            )
+            return [
+                argv[3:]
+                for line in lines
+                for argv in commands(" ".join(line.split()))
+                if argv[:3] == ["python", "-m", "pytest"]
+            ]
+    raise AssertionError(f"no recipe {name!r} in docs/ci.md")
+
+
+@pytest.mark.parametrize("recipe", ["release-gate", "gitlab"])
+def test_the_release_gate_recipe_runs_as_written(recipe: str, tmp_path: Path) -> None:
+    from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
+
+    _release_project(tmp_path)
+    gate, refresh = sorted(_recipe_pytest_commands(recipe), key=lambda argv: "--llmjudge-save-baseline=prod" in argv)
+    assert "--llmjudge-baseline=prod" in gate and "--llmjudge-save-baseline=prod" in refresh
+    with LoopbackServer(responder=ScriptedJudge(default=2)) as server:
+        env = {key: value for key, value in os.environ.items() if not key.startswith(("LLMJUDGE_", "OPENAI_", "CI"))}
+        env.update(LLMJUDGE_BASE_URL=server.openai_base_url, OPENAI_API_KEY="sk-recipe-test")
+        for argv in (refresh, gate):
+            done = subprocess.run(
+                [sys.executable, "-m", "pytest", *argv, "-p", "no:cacheprovider"],
+                cwd=tmp_path,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=180,
+            )
+            assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+        requests = server.stats()["requests"]
+    assert (tmp_path / "llmjudge_baselines" / "prod.json").is_file()
+    junit = (tmp_path / "reports" / "junit.xml").read_text(encoding="utf-8")
+    assert "agreement[hi-linguistic_acceptability]" in junit and "regression[linguistic_acceptability-hi]" in junit
+    assert (tmp_path / "reports" / "llmjudge.md").read_text(encoding="utf-8").startswith("## pytest-llmjudge: PASS")
+    assert any((tmp_path / ".llmjudge_history").glob("history.jsonl"))
+    assert requests == 12 + 16, "the gate run pays nothing: the refresh run's replies are in the cache"

@@ -133,6 +133,13 @@ class BaselineCase(Record):
     output: str | None = None
 
 
+class Turn(Record):
+    """One turn of a conversation case's transcript."""
+
+    role: str
+    content: str
+
+
 class CaseRecord(ItemRecord):
     """One case checked against one threshold: its score, how it was got and what was judged.
 
@@ -168,6 +175,8 @@ class CaseRecord(ItemRecord):
     input: str | None = None
     output: str | None = None
     reference: str | None = None
+    transcript: list[Turn] | None = None
+    """A conversation case's whole conversation, the judged output as its last (assistant) turn."""
     baseline: BaselineCase | None = None
     """Set in the report when a regression record of the same suite and metric pairs this case."""
 

@@ -44,13 +44,13 @@ from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
 from pytest_llmjudge.execution.spend import NOT_JUDGED
 from pytest_llmjudge.formatting import format_fixed, format_value
 from pytest_llmjudge.label_queue_plugin import queue_key
-from pytest_llmjudge.records import AggregateRecord, CaseRecord, CaseScore, HumanEstimate
+from pytest_llmjudge.records import AggregateRecord, CaseRecord, CaseScore, HumanEstimate, Turn
 from pytest_llmjudge.records import AggregateRow as RecordRow
 from pytest_llmjudge.records import Threshold as RecordThreshold
 from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem, record
 from pytest_llmjudge.session.suites import built_suite
 from pytest_llmjudge.suite.expressions import HUMAN_STATS, Threshold
-from pytest_llmjudge.suite.model import AggregateCheck, Case, Suite
+from pytest_llmjudge.suite.model import JUDGE_KINDS, AggregateCheck, Case, Suite
 
 EXCERPT_CHARS = 300
 
@@ -72,6 +72,7 @@ def _case_record(
     """A case's record on ``metric``: its score, how it was got, and what was judged, in full, so a
     reviewer can read it and two reports diff per case. ``verdict``: ``threshold`` and ``passed``
     (and ``aggregates`` for a case only aggregates assert)."""
+    output = _judged_output(config, suite, case)
     return CaseRecord(
         suite=suite.name,
         suite_path=str(suite.path),
@@ -90,10 +91,20 @@ def _case_record(
         detail=dict(score.detail),
         higher_is_better=score.higher_is_better,
         input=case.input,
-        output=_judged_output(config, suite, case),
+        output=output,
         reference=case.reference,
+        transcript=[Turn(role=turn.role, content=turn.content) for turn in case.transcript(output)] or None,
         **verdict,
     )
+
+
+def _judged_item(entry: dict[str, Any]) -> str:
+    """``[supported] claim (reason)`` for one entry of a RAG metric's detail list."""
+    flag = next((key for key in ("supported", "useful", "attributed") if key in entry), None)
+    text = next((entry[key] for key in ("claim", "passage", "statement") if key in entry), "")
+    mark = "" if flag is None else f"[{flag if entry[flag] else 'not ' + flag}] "
+    reason = entry.get("reason")
+    return mark + _excerpt(str(text)) + (f" ({_excerpt(str(reason))})" if reason else "")
 
 
 def _judged_output(config: pytest.Config, suite: Suite, case: Case) -> str | None:
@@ -260,7 +271,7 @@ class _SuiteItem(LLMJudgeItem):
     judge_problem: str | None
 
     def _skip_or_fail_without_judge(self, metric: str, recorded: bool) -> None:
-        if self.judge_problem is None or recorded or self.suite.metric_kinds.get(metric) != "rubric":
+        if self.judge_problem is None or recorded or self.suite.metric_kinds.get(metric) not in JUDGE_KINDS:
             return
         from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
 
@@ -342,7 +353,15 @@ class CaseItem(_SuiteItem):
         if score.justification:
             lines.append(f"  justification: {_excerpt(score.justification)}")
         for key, value in score.detail.items():
+            if isinstance(value, list) and value and all(isinstance(entry, dict) for entry in value):
+                # A RAG metric's judged items (metrics/rag.py): one line each, verdict first.
+                lines.append(f"  {key}:")
+                lines.extend(f"    {_judged_item(entry)}" for entry in value)
+                continue
             lines.append(f"  {key + ':':<14} {value}")
+        if self.case.messages:
+            roles = ", ".join(turn.role for turn in self.case.messages)
+            lines.append(f"  conversation:  {len(self.case.messages)} turn(s) before the output ({roles})")
         if self.case.input:
             lines.append(f"  input:         {_excerpt(self.case.input)}")
         lines.append(f"  output:        {_excerpt(_judged_output(self.config, self.suite, self.case))}")

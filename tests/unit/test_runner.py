@@ -347,7 +347,7 @@ def test_persistent_timeouts_fail_the_call(server: LoopbackServer, make_runner: 
 
     assert (
         outcome.error == f"anthropic:loopback-judge at {server.anthropic_base_url}: request timed out "
-        "(no complete reply within 0.2 s) after 2 attempts"
+        "(no complete reply within 0.2 s: --llmjudge-timeout) after 2 attempts"
     )
 
 
@@ -367,7 +367,7 @@ def test_a_trickling_reply_ends_at_the_timeout_of_the_whole_request(
     )
 
     assert outcome.error == (
-        f"{provider_name}:loopback-judge at {base_url}: request timed out (no complete reply within 0.2 s) "
+        f"{provider_name}:loopback-judge at {base_url}: request timed out (no complete reply within 0.2 s: --llmjudge-timeout) "
         "after 2 attempts"
     )
     assert server.stats()["by_fault"] == {"trickle": 2}

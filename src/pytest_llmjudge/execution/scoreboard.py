@@ -52,6 +52,7 @@ from pytest_llmjudge.judges.parsing import Verdict
 from pytest_llmjudge.judges.prompts import JudgedText, JudgeSettings, build_request
 from pytest_llmjudge.judges.rubrics import Rubric
 from pytest_llmjudge.metrics.base import Metric, MetricInput
+from pytest_llmjudge.metrics.rag import JUDGED_METRICS, Reply
 from pytest_llmjudge.redaction import redact
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.settings import Settings
@@ -304,6 +305,7 @@ class ScoreBoard:
         self._providers: dict[tuple[str, str | None, str | None], JudgeProvider] = {}
         self._calls: dict[tuple[str, tuple[str, ...], int], concurrent.futures.Future[CallOutcome]] = {}
         self._outputs: dict[str, concurrent.futures.Future[str]] = {}
+        self._judged: dict[tuple[str, tuple[str, ...], int], concurrent.futures.Future[Score]] = {}
         self._target_semaphore: asyncio.Semaphore | None = None
         self.target_threads = TargetThreads(settings.concurrency)
         if share is not None:
@@ -460,11 +462,21 @@ class ScoreBoard:
 
     def unplanned(self, needs: Iterable[tuple[Suite, Case, str]]) -> int:
         """How many distinct judge calls the needs would add to what is planned (none is submitted)."""
+        needs = list(needs)
         seen: set[tuple[str, tuple[str, ...], int]] = set()
         with self._lock:
             for _, case, group, sample in self.planned_calls(needs):
                 key = (case.key, tuple(r.name for r in group), sample)
                 if key not in self._calls:
+                    seen.add(key)
+            # A judge-based metric counts its first call (a second step is known only from the first reply).
+            for suite, case, metric in needs:
+                key = (case.key, (f"judged:{metric}",), 0)
+                if (
+                    suite.metric_kinds.get(metric) == "judged"
+                    and metric not in case.recorded
+                    and key not in self._judged
+                ):
                     seen.add(key)
         return len(seen)
 
@@ -482,6 +494,7 @@ class ScoreBoard:
             input=case.input,
             reference=case.reference,
             context=case.context,
+            messages=tuple((turn.role, turn.content) for turn in case.messages),
         )
         return build_request(group, text, self.judge_settings(suite.judge), task=suite.task, sample=sample)
 
@@ -502,6 +515,12 @@ class ScoreBoard:
                 if self.owns_output(case):
                     self.output_future(suite, case)
         submitted = 0
+        for suite, case, metric in needs:
+            if suite.metric_kinds.get(metric) == "judged" and metric not in case.recorded:
+                # Under xdist one worker starts it up front; another that needs the score starts
+                # it when asked, and the cache's lease makes it wait for the owner's replies.
+                if self.share is None or self.share.owns(repr((case.key, f"judged:{metric}"))):
+                    submitted += self._judged_future(suite, case, metric)[1]
         paused = False
         for suite, case, group, sample in self.planned_calls(needs):
             submitted += self._submit(suite, case, group, sample, eager=True)
@@ -667,6 +686,8 @@ class ScoreBoard:
             return self.noted(judged)
         if kind == "metric":
             return self._metric_score(suite, case, metric)
+        if kind == "judged":
+            return self.noted(self._judged_score(suite, case, metric))
         return _unscored(metric, "recorded", f"case {case.id!r} has no recorded score for {metric!r}")
 
     def _judge_score(self, suite: Suite, case: Case, metric: str) -> Score:
@@ -705,6 +726,73 @@ class ScoreBoard:
         if score.error is not None and score.error.startswith(NOT_JUDGED):
             self.not_judged.append(score.error)
         return score
+
+    # -- judge-based metrics (metrics/rag.py) ----------------------------------------------
+
+    def _judged_future(self, suite: Suite, case: Case, metric: str) -> tuple[concurrent.futures.Future[Score], int]:
+        """The future score of a judge-based metric, started once (and whether it was started now).
+
+        The metric's steps run as one coroutine on the runner's loop: each step's request goes
+        through :meth:`JudgeRunner.submit_call` (cache, lease, retries, spend cap, re-asks, the
+        concurrency limit) and the next step is built when its reply arrives, so a two-step
+        metric waits on its own first reply only, never on other cases' calls.
+        """
+        key = (case.key, (f"judged:{metric}",), 0)
+        with self._lock:
+            existing = self._judged.get(key)
+            if existing is not None:
+                return existing, 0
+            instance = JUDGED_METRICS[metric]
+            settings = self.judge_settings(suite.judge)
+            provider = self.provider_for(suite.judge)
+            output = self.output_future(suite, case)
+            runner = self.runner
+            reasks = suite.judge.max_reasks
+
+            async def ask(request: ProviderRequest, parse: Callable[[str], Any]) -> Reply:
+                result = await asyncio.wrap_future(runner.submit_call(provider, request, parse, max_reasks=reasks))
+                return Reply(result.value, result.error, result.cached, result.raw_reply)
+
+            async def run() -> Score:
+                try:
+                    text = await asyncio.wrap_future(output)
+                except Exception as exc:
+                    return _unscored(metric, "judge", target_failure(exc), judge=settings.label)
+                item = MetricInput(
+                    output=text,
+                    reference=case.reference,
+                    input=case.input,
+                    context=case.context,
+                    language=case.language,
+                    metadata=case.metadata,
+                )
+                found = await instance.evaluate(item, settings, ask)
+                return Score(
+                    metric=metric,
+                    value=found.value,
+                    source="judge",
+                    judge=settings.label,
+                    cached=found.cached,
+                    error=found.error,
+                    detail=dict(found.detail),
+                    higher_is_better=instance.higher_is_better,
+                    raw_reply=found.raw_reply,
+                )
+
+            future = runner.submit(run)
+            self._judged[key] = future
+            return future, 1
+
+    def _judged_score(self, suite: Suite, case: Case, metric: str) -> Score:
+        future, _ = self._judged_future(suite, case, metric)
+        self._wait(future)
+        label = self.judge_settings(suite.judge).label
+        try:
+            return future.result()
+        except concurrent.futures.CancelledError:
+            return _unscored(metric, "judge", "the judge call was cancelled", judge=label)
+        except Exception as exc:
+            return _unscored(metric, "judge", f"{metric} failed: {_describe(exc)}", judge=label)
 
     def metric_object(self, suite: Suite, metric: str) -> Metric:
         key = (str(suite.path), metric)

@@ -267,7 +267,7 @@ class RegressionItem(LLMJudgeItem):
 
     def setup(self) -> None:
         board = self.config.stash[scoreboard_key]
-        if self.suite.metric_kinds.get(self.metric) != "rubric":
+        if self.suite.metric_kinds.get(self.metric) not in ("rubric", "judged"):
             return
         if all(self.metric in case.recorded for case in self.cases):
             return

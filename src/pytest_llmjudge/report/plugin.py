@@ -121,6 +121,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="10",
     )
     group.addoption(
+        "--llmjudge-summary",
+        choices=("short", "full"),
+        default=None,
+        dest="llmjudge_summary",
+        help="The end-of-run summary: short (one line per suite, failing rows; the default) or full "
+        "(every language x metric table; the default with -v). Env LLMJUDGE_SUMMARY.",
+    )
+    parser.addini(
+        "llmjudge_summary",
+        "The end-of-run summary: short or full (see --llmjudge-summary).",
+        default=None,
+    )
+    group.addoption(
         "--llmjudge-step-summary",
         choices=("auto", "no"),
         default=None,
@@ -657,6 +670,20 @@ def _shown_path(path: Path, config: pytest.Config) -> str:
         return str(path)
 
 
+def summary_mode(config: pytest.Config) -> str:
+    """``short`` or ``full``: the option, else ``LLMJUDGE_SUMMARY``, else the ini, else full with -v, short without."""
+    import os
+
+    chosen = (
+        config.getoption("llmjudge_summary", None)
+        or os.environ.get("LLMJUDGE_SUMMARY", "").strip().lower()
+        or str(config.getini("llmjudge_summary") or "").strip().lower()
+    )
+    if chosen in ("short", "full"):
+        return chosen
+    return "full" if config.get_verbosity() > 0 else "short"
+
+
 class SummaryWriter:
     """Writes the ``llmjudge summary`` section and the "judge items did not run" lines.
 
@@ -673,12 +700,16 @@ class SummaryWriter:
         if collector is None or hasattr(config, "workerinput"):
             return
         from pytest_llmjudge.judge_policy import summary_lines as no_judge_lines
-        from pytest_llmjudge.report.terminal import summary_lines
+        from pytest_llmjudge.report.terminal import short_summary_lines, summary_lines
 
         document = build(config)
         if document is not None:
             quiet = config.get_verbosity() < 0
-            lines = summary_lines(document, quiet=quiet, width=_terminal_width(terminalreporter))
+            width = _terminal_width(terminalreporter)
+            if quiet or summary_mode(config) == "full":
+                lines = summary_lines(document, quiet=quiet, width=width)
+            else:
+                lines = short_summary_lines(document, width=width)
             if lines:
                 terminalreporter.write_sep("=", "llmjudge summary")
                 for text, style in lines:

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import textwrap
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pytest_llmjudge.formatting import format_fixed, format_number
 from pytest_llmjudge.records import LeaderboardRecord, RegressionRecord, Standing, Threshold
@@ -400,3 +400,79 @@ def wrap_accounting(line: str) -> list[str]:
 def render_summary(document: ReportDocument, *, quiet: bool = False) -> list[str]:
     """The summary as plain text lines."""
     return [text for text, _ in summary_lines(document, quiet=quiet)]
+
+
+SUMMARY_HINT = "tables per language and metric: -v or --llmjudge-summary=full; a page: --llmjudge-report=html:PATH"
+
+
+def _failing_check_unexpected(row: SummaryRow, outcomes: Mapping[str, str | None]) -> bool:
+    """Whether a failing aggregate check of the row failed its item (not an expected failure)."""
+    return any(not brief.passed and outcomes.get(brief.nodeid or "") not in NOT_DECIDED for brief in row.aggregates)
+
+
+def _why_row_failed(row: SummaryRow) -> str:
+    """The failing check of a row: an aggregate's value against its threshold, else the cases'."""
+    check = next((brief for brief in row.aggregates if not brief.passed), None)
+    if check is not None:
+        if check.problem:
+            return f"{check.label}: {check.problem}"
+        return f"{check.label} = {format_number(check.value)}, needs {threshold_text(check.threshold)}"
+    failed = f"{row.items_failed} case item(s) failed"
+    return f"{failed}, {_row_threshold(row)}" if row.case_thresholds else failed
+
+
+def short_summary_lines(document: ReportDocument, *, width: int = WIDTH) -> list[StyledLine]:
+    """The default summary a first run prints: the judge headlines, one line per suite (with
+    its failing rows under it), one line per kind of gate, the items that did not run, the
+    accounting, and where the tables are (``-v``, ``--llmjudge-summary=full``, the HTML report)."""
+    width = max(width, WIDTH)
+    lines: list[StyledLine] = [(headline, "red") for headline in document.run.judge_headlines]
+    by_suite: dict[str, list[SummaryRow]] = defaultdict(list)
+    for row in document.summary:
+        by_suite[row.suite].append(row)
+    outcomes = {record.nodeid: record.outcome for record in document.aggregates if record.nodeid}
+    for name in sorted(by_suite):
+        rows = by_suite[name]
+        languages = {r.language for r in rows if r.language != ALL}
+        metrics = {r.metric for r in rows}
+        cases = max((r.n for r in rows if r.language == ALL), default=max((r.n for r in rows), default=0))
+        decided = [r for r in rows if r.status in ("pass", "warn", "fail", "error")]
+        missed = [r for r in decided if r.status in ("fail", "error")]
+        # A row whose failing items are all expected failures (xfail) is known, not news.
+        failing = [r for r in missed if r.items_failed or _failing_check_unexpected(r, outcomes)]
+        known = len(missed) - len(failing)
+        verdict = f"{len(decided) - len(missed)}/{len(decided)} rows pass" if decided else "nothing asserted"
+        if known:
+            verdict += f", {known} known failures"
+        text = f"suite {name}: {cases} cases, {len(languages)} languages, {len(metrics)} metrics: {verdict}"
+        lines.append((_cut(text, width), "red" if failing else None))
+        for row in failing[:MAX_DETAIL_LINES]:
+            detail = f"  {STATUS_TEXT[row.status]} {row.metric} [{row.language}]: {_why_row_failed(row)}"
+            lines.append((_cut(detail, width), "red"))
+        if len(failing) > MAX_DETAIL_LINES:
+            lines.append((f"  ... and {len(failing) - MAX_DETAIL_LINES} more failing row(s)", "red"))
+    gates = document.gates
+    if gates:
+        failing_gates = [g for g in gates if not g.passed]
+        expected = sum(1 for g in failing_gates if g.outcome in NOT_DECIDED)
+        unexpected = len(failing_gates) - expected
+        text = f"agreement gates (judge vs native speakers): {len(gates) - len(failing_gates)} of {len(gates)} pass"
+        if expected:
+            text += f", {expected} known failure(s) (xfail)"
+        lines.append((text, "red" if unexpected else None))
+    if document.regressions:
+        statuses = Counter(r.status for r in document.regressions)
+        text = f"regression against the baseline: {len(document.regressions)} comparison(s), {statuses['fail']} fail"
+        lines.append((text, "red" if statuses["fail"] else None))
+    if document.rankings:
+        lines.append((f"rankings: {len(document.rankings)} leaderboard(s)", None))
+    # Skips for want of a judge have their own block after the summary; failures that left no record belong here.
+    broken = [entry for entry in document.not_run if is_failure(entry.outcome)]
+    if broken:
+        lines.extend(_not_run_lines(broken))
+    if lines:
+        lines.append((SUMMARY_HINT, None))
+    accounting = accounting_line(document.accounting)
+    if accounting is not None:
+        lines.extend((part, None) for part in wrap_accounting(accounting))
+    return lines

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from pytest_llmjudge.errors import LLMJudgeError, MetricError, MissingDependencyError, SuiteError
 from pytest_llmjudge.judges.rubrics import Rubric
+from pytest_llmjudge.metrics.rag import JUDGED_METRICS
 from pytest_llmjudge.metrics.scales import reference_scale
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.stats.grouping import Group
@@ -38,7 +39,7 @@ from pytest_llmjudge.suite.expressions import (
 )
 from pytest_llmjudge.suite.identity import normalized
 from pytest_llmjudge.suite.loader import LocatedDocument, iter_jsonl, line_for, load_yaml
-from pytest_llmjudge.suite.model import AggregateCheck, Case, MetricKind, RecordedValue, Suite
+from pytest_llmjudge.suite.model import AggregateCheck, Case, Message, MetricKind, RecordedValue, Suite
 from pytest_llmjudge.suite.schema import AggregateConfig, CaseConfig, CasesFileConfig, RubricConfig, SuiteConfig
 from pytest_llmjudge.suite.tabular import is_hf_dataset, table_format, table_records
 
@@ -264,6 +265,7 @@ def _rubric_from_config(name: str, config: RubricConfig) -> Rubric:
         higher_is_better=config.higher_is_better,
         needs=frozenset(config.needs),
         per_language=dict(config.per_language),
+        target=config.target,
     )
 
 
@@ -565,6 +567,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             )
         seen[case_config.id] = (source, line)
         output = case_config.output if case_config.output is not None else outputs.get(case_config.id)
+        messages, output, case_input = _conversation(case_config, output, source, line)
         if output is None and target is None:
             raise SuiteError(
                 f"case {case_config.id!r} has no output",
@@ -582,10 +585,11 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 suite=config.suite,
                 id=case_config.id,
                 language=case_config.language,
-                input=case_config.input,
+                input=case_input,
                 output=output,
                 reference=case_config.reference,
                 context=(context,) if isinstance(context, str) else tuple(context or ()),
+                messages=messages,
                 metadata=dict(case_config.metadata),
                 recorded=_recorded(case_config.recorded),
                 thresholds=tuple(suite_thresholds + own),
@@ -661,6 +665,8 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             # An alias (``la``) names its rubric in prompts and results the way the suite does.
             rubrics[name] = rubric if rubric.name == name else replace(rubric, name=name)
             kinds[name] = "rubric"
+        elif name in JUDGED_METRICS:
+            kinds[name] = "judged"
         elif registry.has_metric(name):
             try:
                 registry.metric(name, config.metric_options.get(name))
@@ -672,7 +678,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         elif name in recorded_names:
             kinds[name] = "recorded"
         else:
-            close = difflib.get_close_matches(name, registry.known_names() + list(rubrics), n=1)
+            close = difflib.get_close_matches(name, registry.known_names() + list(rubrics) + list(JUDGED_METRICS), n=1)
             raise SuiteError(
                 f"threshold on undefined metric {name!r}",
                 path=where,
@@ -692,7 +698,9 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             )
         known = rubrics[check.spec.metric].scale if kinds.get(check.spec.metric) == "rubric" else None
         if check.scale is not None and (
-            known or (kinds.get(check.spec.metric) == "metric" and reference_scale(check.spec.metric))
+            known
+            or (kinds.get(check.spec.metric) == "metric" and reference_scale(check.spec.metric))
+            or kinds.get(check.spec.metric) == "judged"
         ):
             raise SuiteError(
                 f"{check.spec.metric} has a known scale; 'scale' is for metrics without one (scores recorded under a free name)",
@@ -701,7 +709,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 field=_loc_text(("aggregate", index, "scale")),
             )
 
-    if "rubric" in kinds.values():
+    if "rubric" in kinds.values() or "judged" in kinds.values():
         try:
             registry.provider(config.judge.provider)
         except LLMJudgeError as exc:
@@ -775,6 +783,35 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         sources=tuple(dict.fromkeys(base_dir / entry.path for entry in _cases_files(config)))
         + ((base_dir / config.outputs.file,) if config.outputs is not None and config.outputs.file else ()),
     )
+
+
+def _conversation(
+    case: CaseConfig, output: str | None, source: Path, line: int | None
+) -> tuple[tuple[Message, ...], str | None, str | None]:
+    """A case's conversation so far, its output under test and its input.
+
+    Without an output given (inline or in ``outputs.file``), a last assistant turn is the
+    output under test and leaves the conversation; otherwise the output (or the target's)
+    answers every turn. The input, when not given, is the last user turn of what is left,
+    so rubrics written for one-turn cases rate the last reply against the last request.
+    """
+    if case.messages is None:
+        return (), output, case.input
+    if not case.messages:
+        raise SuiteError(
+            f"case {case.id!r} has an empty 'messages' list",
+            path=source,
+            line=line,
+            field="messages",
+            hint="give at least one turn, or drop 'messages'",
+        )
+    turns = [Message(turn.role, turn.content) for turn in case.messages]
+    if output is None and turns[-1].role == "assistant":
+        output = turns.pop().content
+    case_input = case.input
+    if case_input is None:
+        case_input = next((turn.content for turn in reversed(turns) if turn.role == "user"), None)
+    return tuple(turns), output, case_input
 
 
 def _check_group_names(

@@ -189,7 +189,12 @@ class RubricConfig(_Strict):
     scale: list[int] = Field(..., description="Allowed integer scores, e.g. [1, 2, 3, 4, 5].")
     scores: dict[int, str] = Field(default_factory=dict, description="What each score means (detailed form).")
     higher_is_better: bool = True
-    needs: list[Literal["input", "reference", "context"]] = Field(default_factory=list)
+    needs: list[Literal["input", "reference", "context", "messages"]] = Field(default_factory=list)
+    target: Literal["output", "conversation"] = Field(
+        "output",
+        description="What the judge rates: the output (a conversation's last assistant turn) or the whole "
+        "conversation (cases with messages).",
+    )
     per_language: dict[str, str] = Field(
         default_factory=dict, description="Extra rubric text for a language, e.g. {ja: 'Keigo must match ...'}."
     )
@@ -231,6 +236,13 @@ HumanLabels = Annotated[list[Number] | dict[str, Number], BeforeValidator(_label
 """One case's labels on one metric: one per annotator, as a list or by annotator id (finite numbers)."""
 
 
+class MessageConfig(_Strict):
+    """One turn of a conversation case."""
+
+    role: Literal["user", "assistant", "system"]
+    content: str
+
+
 class CaseConfig(_Strict):
     """One evaluation case."""
 
@@ -240,6 +252,11 @@ class CaseConfig(_Strict):
     output: str | None = None
     reference: str | None = None
     context: list[str] | str | None = None
+    messages: list[MessageConfig] | None = Field(
+        None,
+        description="A conversation, [{role: user|assistant|system, content: ...}]: its last assistant turn is "
+        "the output under test unless 'output' is given (then 'output' answers the whole list).",
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
     recorded: dict[str, RecordedScore | Number] = Field(default_factory=dict)
     human: dict[str, HumanLabels] = Field(

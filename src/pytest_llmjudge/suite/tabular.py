@@ -15,7 +15,7 @@ case fields:
 
 Cells are text. An empty cell is an absent value, except for ``input`` and ``output``,
 where it is the empty string (an empty answer is an answer to judge). A list field
-(``context``, ``tags``, ``assert``) takes a JSON list when the cell starts with ``[``,
+(``context``, ``tags``, ``assert``, ``messages``) takes a JSON list when the cell starts with ``[``,
 else the cell as one entry (``tags`` splits on commas). A ``recorded.*`` or ``human.*``
 cell must be a number (or numbers joined by ``|`` for ``human``).
 
@@ -53,7 +53,7 @@ PARQUET_SUFFIXES = frozenset({".parquet", ".pq"})
 MAX_CELL = 16 * 1024 * 1024
 """Largest cell read (the JSONL line limit); the csv module's own default is 128 KiB."""
 
-_LIST_FIELDS = frozenset({"context", "tags", "assert"})
+_LIST_FIELDS = frozenset({"context", "tags", "assert", "messages"})
 _KEEP_EMPTY = frozenset({"input", "output"})
 _NUMBER_MAPS = frozenset({"recorded", "human"})
 
