@@ -137,7 +137,8 @@ def test_a_wait_on_a_dead_shards_lease_is_said_on_the_terminal_while_items_run(
     entry = sorted(client.scan_iter(f"{prefix}e:*"))[0]
     key = entry.decode()[len(f"{prefix}e:") :]
     client.delete(entry)  # its reply lost, and its lease left by a shard that crashed while paying for it
-    client.set(f"{prefix}l:{key}", f"ci 9 shard 3/3|elsewhere:77:c0ffee:1|{time.time():.0f}", px=400)
+    # Two seconds: the rerun's start-up (collection, planning) must not outlast it on a loaded machine.
+    client.set(f"{prefix}l:{key}", f"ci 9 shard 3/3|elsewhere:77:c0ffee:1|{time.time():.0f}", px=2000)
     client.close()
     rerun = _run(pytester, url, "-q")
     rerun.assert_outcomes(passed=CASES)

@@ -78,11 +78,12 @@ def _raw_redis(redis_url: str) -> Any:
 
 
 def test_a_queue_longer_than_the_lease_pays_each_prompt_once(make_shard: Callable[..., Shard]) -> None:
-    # Each call (0.4 s) outlives the lease (0.3 s) and each queue (4 calls at concurrency 1)
-    # is four leases long: claimed-at-plan leases without a heartbeat paid prompts twice.
+    # Each call (1 s) outlives the lease (0.9 s) and each queue (4 calls at concurrency 1) is
+    # four leases long: claimed-at-plan leases without a heartbeat paid prompts twice. The
+    # heartbeat (every 0.3 s) has 0.6 s of slack, for a loaded machine.
     outputs = [f"answer {i}" for i in range(4)]
-    with LoopbackServer(latency=0.4, responder=ScriptedJudge({"linguistic_acceptability": 2})) as server:
-        first, second = make_shard(server, "run shard 1/2"), make_shard(server, "run shard 2/2")
+    with LoopbackServer(latency=1.0, responder=ScriptedJudge({"linguistic_acceptability": 2})) as server:
+        first, second = make_shard(server, "run shard 1/2", ttl=0.9), make_shard(server, "run shard 2/2", ttl=0.9)
         futures = [first.runner.submit_judgment(first.provider, _request(server, text), [LA]) for text in outputs]
         futures += [
             second.runner.submit_judgment(second.provider, _request(server, text), [LA]) for text in reversed(outputs)
@@ -104,7 +105,7 @@ def test_a_dead_holders_lease_is_waited_on_out_loud_then_taken_over(
         # A shard that crashed while paying for this prompt: its lease lives on, unrenewed, for 0.5 s.
         raw = _raw_redis(redis_url)
         since = time.time()
-        raw.set(f"{fresh_prefix}:l:{request.cache_key}", f"run shard 2/3|ci-host-b:4242:c0ffee:7|{since:.0f}", px=500)
+        raw.set(f"{fresh_prefix}:l:{request.cache_key}", f"run shard 2/3|ci-host-b:4242:c0ffee:7|{since:.0f}", px=1000)
         raw.close()
         shard = make_shard(server, "run shard 1/3")
         outcome = shard.runner.submit_judgment(shard.provider, request, [LA]).result(timeout=60)
@@ -152,7 +153,7 @@ def test_a_live_concurrent_run_with_the_same_identity_is_waited_on_not_robbed(
         request = _request(server, "shared")
         raw = _raw_redis(redis_url)
         owner = f"same command unsharded|{socket.gethostname()}:{os.getpid()}:other1:1|{time.time():.0f}"
-        raw.set(f"{fresh_prefix}:l:{request.cache_key}", owner, px=400)
+        raw.set(f"{fresh_prefix}:l:{request.cache_key}", owner, px=1000)
         raw.close()
         shard = make_shard(server, "same command unsharded")
         outcome = shard.runner.submit_judgment(shard.provider, request, [LA]).result(timeout=60)
