@@ -114,7 +114,7 @@ def test_every_yaml_block_parses_and_there_are_three_recipes() -> None:
     for block in blocks:
         yaml.safe_load(block)  # raises on invalid YAML
     kinds = sorted("github" if "jobs" in doc else "gitlab" for doc in recipes())
-    assert kinds == ["github", "github", "github", "gitlab", "gitlab"]
+    assert kinds == ["github"] * 4 + ["gitlab"] * 3
 
 
 def plugin_requirements(argv: list[str]) -> list[str]:
@@ -128,7 +128,7 @@ def test_the_plugin_is_never_installed_from_the_package_index() -> None:
         assert argv[1] in ("install", "wheel"), argv
         for requirement in plugin_requirements(argv):
             from_git = requirement.endswith(f"@ {PLACEHOLDER_URL}")
-            from_wheel = re.search(r"\.whl\)?(\[[a-z,]+\])?$", requirement) is not None
+            from_wheel = re.search(r"\.whl\)?(\[[a-z0-9,]+\])?$", requirement) is not None
             from_source_tree = requirement == "."
             assert from_git or from_wheel or from_source_tree, f"{shlex.join(argv)}: {requirement!r} is not pinned"
     # The bare name, in any spelling, never appears as something to install.
@@ -171,13 +171,18 @@ def test_every_pytest_option_of_the_recipes_exists(tmp_path: Path) -> None:
                 assert arg.split("=")[0].replace("-", "") in known, f"{arg} of {shlex.join(argv)} is not an option"
 
 
+def _per_shard(path: str) -> str:
+    """A JUnit path with its shard number (a matrix value, a variable) as ``*``."""
+    return re.sub(r"\$\{\{ *matrix\.\w+ *\}\}|\$\{?(SHARD|CI_NODE_INDEX)\}?", "*", path)
+
+
 def test_the_junit_file_is_shown_in_the_pull_or_merge_request() -> None:
     for doc in recipes():
         if "jobs" in doc:
             steps = [step for _, step, _ in github_steps(doc)]
-            written = {m for step in steps for m in re.findall(r"--junitxml=(\S+)", step.get("run", ""))}
+            written = {_per_shard(m) for step in steps for m in re.findall(r"--junitxml=(\S+)", step.get("run", ""))}
             shown = {
-                step["with"]["report_paths"]
+                _per_shard(step["with"]["report_paths"])
                 for step in steps
                 if str(step.get("uses", "")).startswith(REPORTERS) and step.get("if") == "always()"
             }
@@ -192,13 +197,15 @@ def test_the_junit_file_is_shown_in_the_pull_or_merge_request() -> None:
 
 
 def test_the_gitlab_wheel_is_built_from_the_pinned_reference_then_installed() -> None:
-    (gitlab,) = [doc for doc in recipes() if "jobs" not in doc and "plugin-wheel" in doc]
-    jobs = dict(gitlab_jobs(gitlab))
-    builder = next(name for name, job in jobs.items() if any("pip wheel" in line for line in job["script"]))
-    installer = next(name for name, job in jobs.items() if any(".whl" in line for line in job["script"]))
-    assert builder in jobs[installer]["needs"]
-    assert "dist/" in jobs[builder]["artifacts"]["paths"]
-    assert gitlab["variables"]["LLMJUDGE_GIT"] == PLACEHOLDER_URL
+    pipelines = [doc for doc in recipes() if "jobs" not in doc and "plugin-wheel" in doc]
+    assert len(pipelines) == 2  # one job, and the sharded one
+    for gitlab in pipelines:
+        jobs = dict(gitlab_jobs(gitlab))
+        builder = next(name for name, job in jobs.items() if any("pip wheel" in line for line in job["script"]))
+        installers = [name for name, job in jobs.items() if any(".whl" in line for line in job["script"])]
+        assert installers and all(builder in jobs[installer]["needs"] for installer in installers)
+        assert "dist/" in jobs[builder]["artifacts"]["paths"]
+        assert gitlab["variables"]["LLMJUDGE_GIT"] == PLACEHOLDER_URL
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert re.search(r"^\[build-system\]\nrequires = \[.+\]\nbuild-backend = ", pyproject, flags=re.M)
 
@@ -214,6 +221,46 @@ def test_the_self_hosted_judge_recipe_takes_url_and_key_from_secrets() -> None:
     assert step["env"]["LLMJUDGE_BASE_URL"].startswith("${{ secrets.")
     assert step["env"]["OPENAI_API_KEY"].startswith("${{ secrets.")
     assert "--llmjudge-require-judge" in step["run"]
+
+
+def _sharded(doc: Mapping[str, Any]) -> bool:
+    return "--llmjudge-shard " in yaml.safe_dump(doc, width=10_000)
+
+
+def test_the_sharded_recipes_share_an_external_store_upload_every_shard_and_merge_their_accounting() -> None:
+    sharded = [doc for doc in recipes() if _sharded(doc)]
+    assert sorted("github" if "jobs" in doc else "gitlab" for doc in sharded) == ["github", "gitlab"]
+    for doc in sharded:
+        text = yaml.safe_dump(doc, width=10_000)
+        # A service container is per job: shards would share nothing through it.
+        assert "services" not in text
+        if "jobs" in doc:
+            assert doc["env"]["LLMJUDGE_CACHE_URL"].startswith("${{ secrets.")
+            assert doc["env"]["LLMJUDGE_CACHE_SECRET"].startswith("${{ secrets.")
+            shard_job = next(job for job in doc["jobs"].values() if "matrix" in job.get("strategy", {}))
+            merge_name, merge_job = next((n, j) for n, j in doc["jobs"].items() if "needs" in j)
+            shards = shard_job["strategy"]["matrix"]["shard"]
+            (run,) = [step["run"] for step in shard_job["steps"] if "--llmjudge-shard " in step.get("run", "")]
+            assert f"--llmjudge-shard $SHARD/{len(shards)}" in run and shard_job["strategy"]["fail-fast"] is False
+            uploads = [s for s in shard_job["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact")]
+            assert uploads and all(s.get("if") == "always()" for s in uploads)
+            assert all(s["with"]["path"] == "reports/" for s in uploads)  # the JUnit and JSON report
+            assert merge_job["if"] == "always()" and merge_name != "shard"
+            merge_steps = merge_job["steps"]
+            assert any(str(s.get("uses", "")).startswith("actions/download-artifact") for s in merge_steps)
+            merge_run = next(s["run"] for s in merge_steps if "python -m pytest" in s.get("run", ""))
+        else:
+            assert "LLMJUDGE_CACHE_URL" not in doc["variables"]  # a masked CI/CD variable, not in the file
+            jobs = dict(gitlab_jobs(doc))
+            shard_job = next(job for job in jobs.values() if "parallel" in job)
+            assert any("--llmjudge-shard $CI_NODE_INDEX/$CI_NODE_TOTAL" in line for line in shard_job["script"])
+            assert shard_job["artifacts"]["when"] == "always" and "reports/" in shard_job["artifacts"]["paths"]
+            shard_name = next(name for name, job in jobs.items() if "parallel" in job)
+            merge_job = next(job for job in jobs.values() if shard_name in job.get("needs", []))
+            assert merge_job["when"] == "always"
+            merge_run = " ".join(merge_job["script"])
+        assert "--llmjudge-shard-reports=reports/llmjudge-shard-*.json" in merge_run
+        assert "--llmjudge-shard " not in merge_run
 
 
 # --------------------------------------------------------------------------- the release gate, run

@@ -40,11 +40,13 @@ from typing import Any, Literal
 
 from pytest_llmjudge.errors import LLMJudgeError, MetricError, TargetTimeoutError, UnscoredError
 from pytest_llmjudge.execution.cache import JudgeCache, secret_from_environment
+from pytest_llmjudge.execution.leasing import LeaseKeeper
 from pytest_llmjudge.execution.ratelimit import Budget
 from pytest_llmjudge.execution.runner import CallOutcome, JudgeRunner
 from pytest_llmjudge.execution.sharing import WorkerShare
 from pytest_llmjudge.execution.spend import NOT_JUDGED, SpendCap, SpendLimits
 from pytest_llmjudge.execution.stores import open_store
+from pytest_llmjudge.execution.stores.namespace import check_signing, key_id
 from pytest_llmjudge.judges.base import JudgeProvider, LazyProvider, ProviderRequest
 from pytest_llmjudge.judges.parsing import Verdict
 from pytest_llmjudge.judges.prompts import JudgedText, JudgeSettings, build_request
@@ -238,7 +240,11 @@ def verdict_score(
 
 
 def lease_ttl(settings: Settings) -> float:
-    """How long a process may hold a prompt's lease before others take it as hung.
+    """How long a process waits on another's lease before it takes the holder as hung and pays.
+
+    (The lease itself is short, ``settings.lease_ttl``, and renewed while its call is in
+    flight: ``execution/leasing.py``. This bound matters where a hung holder keeps renewing,
+    and for the directory store, whose leases end only with their process.)
 
     Its longest honest hold: every attempt timing out (``timeout`` x (retries + 1)) plus the
     longest waits between them (a ``Retry-After`` is obeyed up to 30 s), plus a margin for
@@ -256,17 +262,34 @@ class ScoreBoard:
         settings: Settings,
         *,
         share: WorkerShare | None = None,
+        identity: str | None = None,
     ) -> None:
         self.registry = registry
         self.share = share
         self.settings = settings
         # --llmjudge-cache-url picks where replies live; run-scoped files stay in the cache dir.
+        # A remote store is probed here, before any judge call: one that fails is a usage error,
+        # unless --llmjudge-cache-fallback=local (execution/stores/probe.py).
         store = (
-            open_store(settings.cache_url, fallback_dir=settings.cache_dir)
+            open_store(
+                settings.cache_url,
+                fallback_dir=settings.cache_dir,
+                unusable="local" if settings.cache_fallback == "local" else "error",
+            )
             if settings.cache_url and settings.cache_mode != "off"
             else None
         )
-        self._cache = JudgeCache(settings.cache_dir, settings.cache_mode, secret=secret_from_environment(), store=store)
+        secret = secret_from_environment()
+        self.other_key_ids: tuple[str, ...] = ()
+        """Key ids of other secrets whose signed entries the shared store holds (not readable here)."""
+        if store is not None and settings.cache_url:
+            try:
+                self.other_key_ids = check_signing(store, secret, redact(settings.cache_url))
+            except BaseException:
+                store.close()
+                raise
+        self.key_id = key_id(secret) if secret else None
+        self._cache = JudgeCache(settings.cache_dir, settings.cache_mode, secret=secret, store=store)
         worker = share  # this process's place among the xdist workers, whether or not they share replies
         if share is not None:  # an xdist worker: share only through a cache the workers can write
             self._cache.check_location()
@@ -294,6 +317,10 @@ class ScoreBoard:
         self.not_judged: list[str] = []
         """Reasons of the scores handed out unjudged because of the spend cap, in order (the plugin
         fails the item that asked for one: ``plugin.pytest_runtest_call``)."""
+        self.identity = identity
+        """Who this run is across its own restarts (``leasing.run_identity``): its leases come back to it."""
+        self.notify: Callable[[str], None] | None = None
+        """Where lines about shared-store leases go (the plugin sets the terminal)."""
         self.score_adjusters: list[Callable[[Suite, Case, Score], Score]] = []
         """Applied in order to every live judge score (e.g. the calibration's score correction)."""
 
@@ -314,6 +341,13 @@ class ScoreBoard:
                     budget_parts=self.share.count if self.share is not None else 1,
                     backoff_base=self.settings.retry_backoff,
                     lease_ttl=lease_ttl(self.settings),
+                    leases=LeaseKeeper(
+                        self._cache,
+                        identity=self.identity,
+                        ttl=self.settings.lease_ttl,
+                        max_wait=lease_ttl(self.settings),
+                        notify=lambda line: self.notify(line) if self.notify is not None else None,
+                    ),
                     spend=self.spend,
                 )
             return self._runner
@@ -324,7 +358,16 @@ class ScoreBoard:
         if self._cache.mode == "off":
             return "off"
         where = redact(self.settings.cache_url) if self.settings.cache_url else str(self.settings.cache_dir)
-        return f"{self._cache.mode} ({where})"
+        back = getattr(self._cache.store, "written_back", 0)
+        extra = f"; {back} repl(ies) paid during an earlier outage written back to it" if back else ""
+        if self.key_id is not None:
+            extra += f"; signed, key id {self.key_id}"
+        if self.other_key_ids:
+            extra += (
+                f"; it also holds entries of key id(s) {', '.join(self.other_key_ids)}, which this secret can't "
+                "verify: those prompts are paid again here"
+            )
+        return f"{self._cache.mode} ({where}{extra})"
 
     @property
     def store_failure(self) -> str | None:
