@@ -144,7 +144,8 @@ class SuiteFile(pytest.File):
                 # Node ids reach the terminal and JUnit raw: a control character in a case id shows as text.
                 name = escape_controls(f"{case.id}[{threshold.metric}]", ONE_LINE)
                 if name in names:
-                    name = f"{case.id}[{threshold.metric} {threshold.op} {threshold.value}]"
+                    # A second threshold on one metric: named by what it asserts (``de-1[chrf <= 99]``).
+                    name = escape_controls(f"{case.id}[{threshold.render()}]", ONE_LINE)
                 names.add(name)
                 yield CaseItem.from_parent(
                     self, name=name, suite=suite, case=case, threshold=threshold, judge_problem=problem
