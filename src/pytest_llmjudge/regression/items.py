@@ -489,7 +489,9 @@ class RegressionItem(LLMJudgeItem):
     def _warn(self, warning: Warning) -> None:
         # Attributed to the suite file (line 0: no source line is echoed), not to this module.
         try:
-            warnings.warn_explicit(warning, type(warning), filename=str(self.path), lineno=0, module=__name__)
+            warnings.warn_explicit(
+                warning, type(warning), filename=shown_path(self.path, self.config), lineno=0, module=__name__
+            )
         except type(warning) as raised:
             # -W error::RegressionWarning: the same text as a failure, not a traceback through the plugin.
             raise RegressionFailure(str(raised)) from None
@@ -596,3 +598,12 @@ class RegressionItem(LLMJudgeItem):
         else:
             need = "margin 0: set a margin to get the cases needed to rule out a drop"
         return f"{bound}; {detect}; {need}"
+
+
+def shown_path(path: Path, config: pytest.Config) -> str:
+    """``path`` relative to the rootdir when it is inside it: what pytest's own lines show, and
+    what reads the same on every machine (a warning's location, a saved baseline's path)."""
+    try:
+        return Path(path).resolve().relative_to(Path(config.rootpath).resolve()).as_posix()
+    except ValueError:
+        return str(path)
