@@ -82,6 +82,9 @@ def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     # Tests run as on a developer's machine (judge items without a key are skipped) even when
     # the suite itself runs in CI; tests of the CI default set CI themselves.
     monkeypatch.delenv("CI", raising=False)
+    # Tests read the per-language tables of the summary; tests/report/test_short_summary.py
+    # removes this to check the short default a first run prints.
+    monkeypatch.setenv("LLMJUDGE_SUMMARY", "full")
 
 
 @pytest.fixture

@@ -45,6 +45,20 @@ the human labels' scale from the judge's values on every case and the labels of 
 sample (PPI++, ``stats/prediction_powered.py``): per group its own estimate, for ``all`` the
 groups' estimates stratified by size. Fewer than ``min_labels`` labelled cases is an error.
 
+``pass_at_k`` and ``pass_hat_k`` (:func:`compute_pass_k_row`) are over a case's repeated
+samples: per case, with ``n`` samples of which ``c`` meet the inner threshold, the unbiased
+estimate of "at least one of k attempts passes" (Chen et al. 2021) or "all k pass" (Yao et
+al. 2024), ``stats/pass_k.py``; ``k`` is the assertion's or, unset, the case's ``n``. A case
+without samples (one judgment, a recorded score, a reference metric) has ``n = 1``. The
+row's value is the mean of the per-case estimates over the row's cases, and its interval
+the betting interval on ``[0, 1]`` (each estimate lies there, and the cases are the
+independent draws), so it holds its level at every number of cases like the mean's.
+An unscored case (the scoreboard unscores a case when any of its samples has no score)
+counts as 0, not passing, and as unscored (which fails the row unless
+``max_unscored_rate`` allows it). ``k`` larger than a scored case's ``n`` is an error naming
+the case: no k of its samples can be drawn (``suite/build.py`` already refuses such a suite
+when it loads; the row checks again for values given directly).
+
 Unscored cases never disappear silently: every row reports ``n_scored`` and
 ``n_unscored``, and a row fails when fewer than ``min_cases`` cases are scored or when the
 unscored share exceeds ``max_unscored_rate`` (default 0: any unscored case fails the row).
@@ -60,7 +74,7 @@ from dataclasses import dataclass, replace
 
 from pytest_llmjudge.stats.betting import betting_interval
 from pytest_llmjudge.stats.proportion import clopper_pearson_interval
-from pytest_llmjudge.suite.expressions import HUMAN_STATS, AggregateSpec
+from pytest_llmjudge.suite.expressions import HUMAN_STATS, PASS_K_STATS, AggregateSpec
 
 ALL_LANGUAGES = "all"
 BOOTSTRAP_RESAMPLES = 2000
@@ -77,6 +91,10 @@ class ScoredValue:
     """The name of the case's group (``stats/grouping.py``) when rows are not per language."""
     human: float | None = None
     """The case's human label on the metric (its annotators aggregated), if it has one: ``human_mean``."""
+    samples: tuple[float, ...] = ()
+    """The case's repeated judgments (``judge.repeats``, recorded ``samples``); empty for one: ``pass_at_k``."""
+    case: str | None = None
+    """The case's id, for errors that name a case."""
 
 
 @dataclass(frozen=True)
@@ -187,6 +205,8 @@ def compute_row(
             min_labels=min_labels,
             scale=scale,
         )
+    if spec.stat in PASS_K_STATS:
+        return compute_pass_k_row(language, spec, values, min_cases=min_cases, max_unscored_rate=max_unscored_rate)
     scored = [v.value for v in values if v.scored]
     n_unscored = len(values) - len(scored)
     numbers = [float(v) for v in scored if v is not None and not isinstance(v, str)]
@@ -290,6 +310,80 @@ def render_table(rows: Sequence[AggregateRow], highlight: str | None = None) -> 
             f"{mark} {row.language:<{width}} {row.n:>5} {row.n_unscored:>8} {value:>8} {ci:>17} {threshold:>12}  {result}"
         )
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- pass@k, pass^k
+
+
+@dataclass(frozen=True)
+class PassKCase:
+    """One case's part of a ``pass_at_k``/``pass_hat_k`` row: ``passing`` of ``n`` samples, its estimate."""
+
+    case: str | None
+    language: str
+    n: int
+    passing: int
+    k: int
+    estimate: float
+    scored: bool
+
+
+def pass_k_cases(spec: AggregateSpec, values: Sequence[ScoredValue]) -> list[PassKCase]:
+    """Each case's estimate (module docstring); an unscored case is 0 with ``scored`` False.
+
+    Raises ValueError naming the case when ``k`` exceeds a scored case's samples.
+    """
+    from pytest_llmjudge.stats.pass_k import pass_at_k, pass_hat_k
+
+    assert spec.inner is not None
+    estimator = pass_at_k if spec.stat == "pass_at_k" else pass_hat_k
+    found = []
+    for v in values:
+        samples: tuple[float | str | None, ...] = v.samples or (v.value,)
+        n = len(samples)
+        k = spec.k or n
+        if not v.scored:
+            found.append(PassKCase(v.case, v.language, n, 0, k, 0.0, False))
+            continue
+        if k > n:
+            raise ValueError(
+                f"case {v.case!r} ({v.language}) has {n} sample(s), fewer than k = {k}: "
+                "set judge.repeats (or record samples) to at least k, or lower k"
+            )
+        passing = sum(1 for sample in samples if spec.inner.holds(sample, v.language))
+        found.append(PassKCase(v.case, v.language, n, passing, k, estimator(n, passing, k), True))
+    return found
+
+
+def compute_pass_k_row(
+    language: str,
+    spec: AggregateSpec,
+    values: Sequence[ScoredValue],
+    *,
+    min_cases: int = 1,
+    max_unscored_rate: float = 0.0,
+) -> AggregateRow:
+    """A ``pass_at_k``/``pass_hat_k`` row: the mean of the per-case estimates and its betting interval on [0, 1]."""
+    n_scored = sum(1 for v in values if v.scored)
+    n_unscored = len(values) - n_scored
+    value: float | None = None
+    ci: tuple[float | None, float | None] = (None, None)
+    problem: str | None = None
+    try:
+        cases = pass_k_cases(spec, values)
+    except ValueError as exc:
+        problem = str(exc)
+    else:
+        if cases:
+            estimates = [case.estimate for case in cases]
+            value = statistics.fmean(estimates)
+            ci = mean_ci(estimates, scale=(0.0, 1.0)) or (None, None)
+    if problem is None and n_scored < min_cases:
+        problem = f"only {n_scored} scored case(s) in {language}; the aggregate needs at least {min_cases}"
+    if problem is None and values and n_unscored / len(values) > max_unscored_rate:
+        problem = f"{n_unscored} of {len(values)} case(s) unscored in {language} (allowed: {max_unscored_rate:.0%})"
+    row = AggregateRow(language, spec, n_scored, n_unscored, value, ci[0], ci[1], False, problem)
+    return replace(row, passed=problem is None and spec.holds(row.asserted))
 
 
 # --------------------------------------------------------------------------- human estimates

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from pytest_llmjudge.execution.sharing import WorkerShare
     from pytest_llmjudge.fixture_judge import Judge
     from pytest_llmjudge.records import ItemRecord
+    from pytest_llmjudge.suite.model import Case, Suite
     from pytest_llmjudge.suite_items import SuiteFile
 
 # Heavy modules (numpy, scipy, the SDKs) are imported only once --llmjudge is given, so an
@@ -234,11 +235,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[results_key] = collector
     config.pluginmanager.register(collector, "llmjudge-results")
     try:  # opens the cache store: a bad --llmjudge-cache-url or a missing client library is a usage error
-        config.stash[scoreboard_key] = ScoreBoard(
+        config.stash[scoreboard_key] = board = ScoreBoard(
             Registry.from_hook(config.hook),
             settings,
             share=_worker_share(config, settings),
+            identity=_run_identity(config),
         )
+        board.notify = lambda line: _say(config, line)
     except (ConfigError, MissingDependencyError) as exc:
         from pytest_llmjudge.redaction import redact
 
@@ -281,6 +284,50 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
         missing = len(board.not_judged) - seen
         raise ItemFailure(f"NOT JUDGED: {missing} score(s) this item needs were not judged: {board.not_judged[seen]}")
     return result
+
+
+def _run_identity(config: pytest.Config) -> str:
+    """This run's lease identity across its own restarts: the run (CI ids), shard and xdist worker."""
+    import os
+
+    from pytest_llmjudge.execution.leasing import run_identity
+
+    workerinput = getattr(config, "workerinput", None) or {}
+    return run_identity(
+        os.environ,
+        shard=config.getoption("llmjudge_shard", None),
+        worker=str(workerinput["workerid"]) if "workerid" in workerinput else None,
+        where=str(config.rootpath),
+    )
+
+
+def _say(config: pytest.Config, line: str) -> None:
+    """A line about the shared cache store (a wait on a lease, a take-over), shown even with ``-q``.
+
+    Written from the runner's thread while items run, so as the progress line is
+    (``progress_plugin.py``): with pytest's capture suspended (else it would land in the
+    running item's captured output and vanish), under the progress display's lock, as a
+    line of its own with pytest's unfinished line put back after it.
+    """
+    from contextlib import nullcontext
+
+    from pytest_llmjudge.progress_plugin import _display_key
+
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        import sys
+
+        print(line, file=sys.stderr)
+        return
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    display = config.stash.get(_display_key, None)
+    with display.lock if display is not None else nullcontext():
+        if display is not None:
+            display.restore()
+        with capman.global_and_fixture_disabled() if capman is not None else nullcontext():
+            tw = reporter._tw
+            tw._file.write(("\n" if tw._current_line else "") + line + "\n" + tw._current_line)
+            tw._file.flush()
 
 
 def _worker_share(config: pytest.Config, settings: Settings) -> WorkerShare | None:
@@ -456,9 +503,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     own = board.plan(needs)
     needed = board.plan(dependencies)
     planned = own + needed
-    _judge_sequentially(session, board)
+    _judge_sequentially(session, board, needs)
     # With a remote store the line is printed even when all is cached: a log should say which store served it.
-    if (planned or board.settings.cache_url) and session.config.get_verbosity() >= 0:
+    # With -q too for a remote store: a CI log must say which store a shard shared its replies through.
+    if (planned and session.config.get_verbosity() >= 0) or (
+        board.settings.cache_url and board.settings.cache_mode != "off"
+    ):
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             skipped = _saved_calls(board, session.config.stash.get(_deselected_key, []))
@@ -474,7 +524,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         _import_summary_modules()
 
 
-def _judge_sequentially(session: pytest.Session, board: ScoreBoard) -> None:
+def _judge_sequentially(session: pytest.Session, board: ScoreBoard, needs: list[tuple[Suite, Case, str]]) -> None:
     """``--llmjudge-sequential``: judge the aggregate rows in rounds now, before the items run
     (``suite_items.judge_sequentially``), and say what it saved."""
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
@@ -488,7 +538,7 @@ def _judge_sequentially(session: pytest.Session, board: ScoreBoard) -> None:
         return
     from pytest_llmjudge.suite_items import judge_sequentially
 
-    outcome = judge_sequentially(session.items, session.config)
+    outcome = judge_sequentially(session.items, session.config, needs)
     if outcome is None:
         return
     rows, settled, rounds, saved = outcome

@@ -133,6 +133,13 @@ class BaselineCase(Record):
     output: str | None = None
 
 
+class Turn(Record):
+    """One turn of a conversation case's transcript."""
+
+    role: str
+    content: str
+
+
 class CaseRecord(ItemRecord):
     """One case checked against one threshold: its score, how it was got and what was judged.
 
@@ -168,6 +175,8 @@ class CaseRecord(ItemRecord):
     input: str | None = None
     output: str | None = None
     reference: str | None = None
+    transcript: list[Turn] | None = None
+    """A conversation case's whole conversation, the judged output as its last (assistant) turn."""
     baseline: BaselineCase | None = None
     """Set in the report when a regression record of the same suite and metric pairs this case."""
 
@@ -553,7 +562,8 @@ class RegressionRecord(ItemRecord):
     baseline_created: str | None = None
     largest_drops: list[CaseDrop] = Field(default_factory=list)
     cases: list[PairedCase] = Field(default_factory=list)
-    gate: Literal["pass", "warn", "fail", "error"]
+    gate: Literal["pass", "warn", "fail", "error", "undecided"]
+    """``undecided``: too few cases to decide (a warning, reported as UNDECIDED)."""
     verdict: str
     n: int
     higher_is_better: bool
@@ -564,6 +574,27 @@ class RegressionRecord(ItemRecord):
     ci_high: Real = None
     confidence: Real = None
     p_value: Real = None
+    """Raw one-sided p-value of a drop beyond the margin."""
+    p_non_inferiority: Real = None
+    """Raw one-sided p-value of "worse by at least the margin" (small: shown not worse)."""
+    p_adjusted: Real = None
+    """The p-value the family decided on (of ``p_value``, or of ``p_non_inferiority`` in that mode), adjusted."""
+    correction: str | None = None
+    family: str | None = None
+    family_size: int | None = None
+    family_testable: int | None = None
+    """Tarone's K: the family's comparisons that could reach significance, which the correction counts."""
+    level: Real = None
+    """Per-item level: alpha / family_testable (alpha without correction)."""
+    min_p: Real = None
+    n_nonzero: int | None = None
+    drop_upper: Real = None
+    """Upper confidence bound of the drop at ``1 - level`` (null: no drop ruled out)."""
+    mde: Real = None
+    """Smallest drop detectable with 80% power at this n and level (null: none)."""
+    cases_needed: int | None = None
+    mode: str | None = None
+    fail_on: str | None = None
     method: str
     method_detail: str | None = None
     margin: Real = None
@@ -584,12 +615,12 @@ class RegressionRecord(ItemRecord):
     problem: str | None = None
 
     @property
-    def status(self) -> Literal["fail", "warn", "improved", "pass"]:
-        """What the report shows: ``fail`` (gate fail/error), ``warn``, ``improved`` or ``pass``."""
+    def status(self) -> Literal["fail", "warn", "undecided", "improved", "pass"]:
+        """What the report shows: ``fail`` (gate fail/error), ``warn``, ``undecided``, ``improved`` or ``pass``."""
         if self.gate in ("fail", "error") or not self.passed or self.outcome == "failed":
             return "fail"
-        if self.gate == "warn":
-            return "warn"
+        if self.gate in ("warn", "undecided"):
+            return self.gate
         if "improv" in self.verdict.lower():
             return "improved"
         return "pass"
@@ -606,6 +637,11 @@ class RegressionRecord(ItemRecord):
             ("ci_low", self.ci_low),
             ("ci_high", self.ci_high),
             ("p_value", self.p_value),
+            ("p_adjusted", self.p_adjusted),
+            ("correction", self.correction),
+            ("family_size", self.family_size),
+            ("drop_upper", self.drop_upper),
+            ("mde", self.mde),
             ("n_paired", self.n),
             ("margin", self.margin),
             ("method", self.method),
@@ -616,6 +652,26 @@ class RegressionRecord(ItemRecord):
             ("n_baseline_unscored", len(self.baseline_unscored)),
             ("n_unscored", len(self.candidate_unscored)),
         ]
+
+
+class ReleaseVerdict(Record):
+    """The one line a run's regression comparisons add up to (``regression/verdict.py``)."""
+
+    passed: bool
+    """No comparison fails the run (the exit status); an undecided release passes too."""
+    status: Literal["pass", "undecided", "fail"] = "pass"
+    """``fail``: a comparison fails; ``undecided``: none fails but some had too few cases to decide."""
+    comparisons: int
+    """Regression items that ran (every family together)."""
+    families: int
+    correction: str
+    """How the families were corrected ("Holm", or several names joined by ", ")."""
+    failed: list[str] = Field(default_factory=list)
+    """``suite metric [group]`` of each failing comparison."""
+    inconclusive: int = 0
+    undecided: int = 0
+    errors: int = 0
+    text: str
 
 
 # -- rankings ------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ the report plugin redacts that text and makes its control characters visible.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from pytest_llmjudge.aggregate import (
     AggregateRow,
     ScoredValue,
     compute_rows,
+    pass_k_cases,
     render_human_table,
     render_table,
 )
@@ -45,13 +46,13 @@ from pytest_llmjudge.execution.sequential import NOT_NEEDED, SEQUENTIAL_STATS, R
 from pytest_llmjudge.execution.spend import NOT_JUDGED
 from pytest_llmjudge.formatting import format_fixed, format_value
 from pytest_llmjudge.label_queue_plugin import queue_key
-from pytest_llmjudge.records import AggregateRecord, CaseRecord, CaseScore, HumanEstimate
+from pytest_llmjudge.records import AggregateRecord, CaseRecord, CaseScore, HumanEstimate, Turn
 from pytest_llmjudge.records import AggregateRow as RecordRow
 from pytest_llmjudge.records import Threshold as RecordThreshold
 from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem, record
 from pytest_llmjudge.session.suites import built_suite
-from pytest_llmjudge.suite.expressions import HUMAN_STATS, Threshold
-from pytest_llmjudge.suite.model import AggregateCheck, Case, Suite
+from pytest_llmjudge.suite.expressions import HUMAN_STATS, PASS_K_STATS, Threshold
+from pytest_llmjudge.suite.model import JUDGE_KINDS, AggregateCheck, Case, Suite
 
 EXCERPT_CHARS = 300
 
@@ -73,6 +74,7 @@ def _case_record(
     """A case's record on ``metric``: its score, how it was got, and what was judged, in full, so a
     reviewer can read it and two reports diff per case. ``verdict``: ``threshold`` and ``passed``
     (and ``aggregates`` for a case only aggregates assert)."""
+    output = _judged_output(config, suite, case)
     return CaseRecord(
         suite=suite.name,
         suite_path=str(suite.path),
@@ -91,10 +93,20 @@ def _case_record(
         detail=dict(score.detail),
         higher_is_better=score.higher_is_better,
         input=case.input,
-        output=_judged_output(config, suite, case),
+        output=output,
         reference=case.reference,
+        transcript=[Turn(role=turn.role, content=turn.content) for turn in case.transcript(output)] or None,
         **verdict,
     )
+
+
+def _judged_item(entry: dict[str, Any]) -> str:
+    """``[supported] claim (reason)`` for one entry of a RAG metric's detail list."""
+    flag = next((key for key in ("supported", "useful", "attributed") if key in entry), None)
+    text = next((entry[key] for key in ("claim", "passage", "statement") if key in entry), "")
+    mark = "" if flag is None else f"[{flag if entry[flag] else 'not ' + flag}] "
+    reason = entry.get("reason")
+    return mark + _excerpt(str(text)) + (f" ({_excerpt(str(reason))})" if reason else "")
 
 
 def _judged_output(config: pytest.Config, suite: Suite, case: Case) -> str | None:
@@ -133,7 +145,8 @@ class SuiteFile(pytest.File):
                 # Node ids reach the terminal and JUnit raw: a control character in a case id shows as text.
                 name = escape_controls(f"{case.id}[{threshold.metric}]", ONE_LINE)
                 if name in names:
-                    name = f"{case.id}[{threshold.metric} {threshold.op} {threshold.value}]"
+                    # A second threshold on one metric: named by what it asserts (``de-1[chrf <= 99]``).
+                    name = escape_controls(f"{case.id}[{threshold.render()}]", ONE_LINE)
                 names.add(name)
                 yield CaseItem.from_parent(
                     self, name=name, suite=suite, case=case, threshold=threshold, judge_problem=problem
@@ -215,8 +228,11 @@ def _sequential_value(
     return value if scale[0] <= value <= scale[1] else None
 
 
-def judge_sequentially(items: list[pytest.Item], config: pytest.Config) -> tuple[int, int, int, int] | None:
-    """Judge the selected sequential aggregate rows in rounds (``execution/sequential.py``).
+def judge_sequentially(
+    items: list[pytest.Item], config: pytest.Config, paid_needs: Iterable[tuple[Suite, Case, str]] = ()
+) -> tuple[int, int, int, int] | None:
+    """Judge the selected sequential aggregate rows in rounds (``execution/sequential.py``);
+    ``paid_needs``: the calls the run plans for its other items.
 
     Runs where the calls are planned (``pytest_collection_finish``), in every xdist worker
     alike: each worker sends the calls it owns and waits for the others' replies, so all see
@@ -230,16 +246,14 @@ def judge_sequentially(items: list[pytest.Item], config: pytest.Config) -> tuple
             checks.setdefault((id(item.suite), id(item.check)), []).append(item)
     if not checks:
         return None
-    # Cases whose calls selected case items pay for anyway (their metric, or any rubric of a compound
-    # judge): a row of such cases only is judged in full, its verdict the full run's. From the items,
-    # not from what is planned, so every xdist worker (which plans only the calls it owns) agrees.
+    # Cases whose calls the other selected items pay for anyway (case items, regression items: their
+    # metric, or any rubric of a compound judge): a row of such cases only is judged in full, its
+    # verdict the full run's. From the items' needs, not from what was sent, so every xdist worker
+    # (which sends only the calls it owns) agrees.
     asserted: set[tuple[int, str, str]] = set()
-    for item in items:
-        if isinstance(item, CaseItem) and item.judge_problem is None:
-            compound = (
-                item.suite.judge.mode == "compound" and item.suite.metric_kinds.get(item.threshold.metric) == "rubric"
-            )
-            asserted.add((id(item.suite), item.case.key, "*" if compound else item.threshold.metric))
+    for suite, case, metric in paid_needs:
+        compound = suite.judge.mode == "compound" and suite.metric_kinds.get(metric) == "rubric"
+        asserted.add((id(suite), case.key, "*" if compound else metric))
     runs: dict[tuple[int, int], dict[str, RowRun]] = {}
     where: dict[int, tuple[Suite, AggregateCheck, tuple[float, float]]] = {}
     by_key: dict[str, Case] = {}
@@ -419,7 +433,7 @@ class _SuiteItem(LLMJudgeItem):
     judge_problem: str | None
 
     def _skip_or_fail_without_judge(self, metric: str, recorded: bool) -> None:
-        if self.judge_problem is None or recorded or self.suite.metric_kinds.get(metric) != "rubric":
+        if self.judge_problem is None or recorded or self.suite.metric_kinds.get(metric) not in JUDGE_KINDS:
             return
         from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
 
@@ -501,7 +515,15 @@ class CaseItem(_SuiteItem):
         if score.justification:
             lines.append(f"  justification: {_excerpt(score.justification)}")
         for key, value in score.detail.items():
+            if isinstance(value, list) and value and all(isinstance(entry, dict) for entry in value):
+                # A RAG metric's judged items (metrics/rag.py): one line each, verdict first.
+                lines.append(f"  {key}:")
+                lines.extend(f"    {_judged_item(entry)}" for entry in value)
+                continue
             lines.append(f"  {key + ':':<14} {value}")
+        if self.case.messages:
+            roles = ", ".join(turn.role for turn in self.case.messages)
+            lines.append(f"  conversation:  {len(self.case.messages)} turn(s) before the output ({roles})")
         if self.case.input:
             lines.append(f"  input:         {_excerpt(self.case.input)}")
         lines.append(f"  output:        {_excerpt(_judged_output(self.config, self.suite, self.case))}")
@@ -618,7 +640,15 @@ class AggregateItem(_SuiteItem):
                 score = board.score(self.suite, case, metric)
                 scored.append((case, score, group))
                 values.append(
-                    ScoredValue(case.language, score.value, score.scored, group=group, human=case.human.get(metric))
+                    ScoredValue(
+                        case.language,
+                        score.value,
+                        score.scored,
+                        group=group,
+                        human=case.human.get(metric),
+                        samples=score.samples,
+                        case=case.id,
+                    )
                 )
             overrides = {group.name: self.check.for_group(group) for group in self.check.groups(self.suite.cases)}
             rows = compute_rows(
@@ -713,10 +743,11 @@ class AggregateItem(_SuiteItem):
             raise CaseFailure(human_message(self.suite.name, row, rows, self.language, judges))
         detail = f" ({row.problem})" if row.problem else ""
         judged_by = f"  judge: {judges}\n" if judges else ""  # where CI shows only the failure message
+        per_case = self._pass_k_cases(row) if row.spec.stat in PASS_K_STATS else ""
         raise CaseFailure(
             f"{verdict}: {row.spec.label} for {self.language} = {format_value(row.asserted)}, "
             f"expected {row.spec.op} {row.spec.value:g}{detail}\n"
-            f"{judged_by}{self._sequential_note()}{render_table(rows, highlight=self.language)}"
+            f"{judged_by}{self._sequential_note()}{render_table(rows, highlight=self.language)}{per_case}"
         )
 
     def _sequential_note(self) -> str:
@@ -738,6 +769,26 @@ class AggregateItem(_SuiteItem):
             self.judge_problem is None
             and sequential_scale(_scoreboard(self.config), self.suite, self.check) is not None
         )
+
+    def _pass_k_cases(self, row: AggregateRow, shown: int = 10) -> str:
+        """The row's cases with the lowest pass@k/pass^k estimates: which cases pulled the mean down."""
+        values = [
+            ScoredValue(case.language, score.value, score.scored, samples=score.samples, case=case.id)
+            for case, score, group in self._shared.scored
+            if self.language in (ALL_LANGUAGES, group)
+        ]
+        try:
+            cases = pass_k_cases(row.spec, values)
+        except ValueError:
+            return ""  # the row's problem already names the case
+        low = sorted((case for case in cases if case.estimate < 1.0), key=lambda case: case.estimate)
+        if not low:
+            return ""
+        lines = [f"\n  lowest cases ({min(shown, len(low))} of {len(low)} below 1; passing samples of n, k):"]
+        for case in low[:shown]:
+            counted = f"{case.passing}/{case.n}, k={case.k}" if case.scored else "unscored"
+            lines.append(f"    {case.case} [{case.language}] {counted}: {case.estimate:.3f}")
+        return "\n".join(lines)
 
     def planned_calls(self) -> list[tuple[Suite, Case, str]]:
         # This row's cases only (every case for ``all``): a row selected alone (-k, -m,

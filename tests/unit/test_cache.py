@@ -13,6 +13,7 @@ import pytest
 
 from pytest_llmjudge.execution.cache import JudgeCache, cache_key
 from pytest_llmjudge.execution.cache_directory import DirectoryStore
+from pytest_llmjudge.execution.stores.namespace import key_id
 from pytest_llmjudge.judges.base import ProviderReply, ProviderRequest, Usage
 from pytest_llmjudge.judges.prompts import JudgedText, JudgeSettings, build_request
 from pytest_llmjudge.judges.rubrics import BUILTIN_RUBRICS
@@ -595,7 +596,7 @@ def test_a_signed_entry_round_trips_and_the_secret_is_stored_nowhere(tmp_path: P
     cache.put(key, BASE.cache_payload(), REPLY)
     hit = cache.get(key)
     assert hit is not None and hit.reply == REPLY
-    record = json.loads(read_entry(tmp_path, key))
+    record = json.loads(read_entry(tmp_path, key_id(SECRET) + key))  # under the secret's key id
     assert len(record["hmac_sha256"]) == 64
     for path in all_files(tmp_path):
         assert SECRET.encode() not in path.read_bytes()
@@ -603,21 +604,34 @@ def test_a_signed_entry_round_trips_and_the_secret_is_stored_nowhere(tmp_path: P
 
 def test_with_a_secret_an_unsigned_entry_is_rejected(tmp_path: Path) -> None:
     key = key_of(BASE)
-    JudgeCache(tmp_path).put(key, BASE.cache_payload(), REPLY)  # written without the secret
+    unsigned = JudgeCache(tmp_path)
+    unsigned.put(key, BASE.cache_payload(), REPLY)  # written without the secret: under the plain key
     signed = JudgeCache(tmp_path, secret=SECRET)
     seen = rejecting(signed)
+    assert signed.get(key) is None and seen == []  # not in the signed namespace: a miss
+
+    # Planted under the secret's key id by someone who can write the store but has no secret.
+    write_record(tmp_path, key_id(SECRET) + key, json.loads(read_entry(tmp_path, key)))
     assert signed.get(key) is None
     assert seen == [(key, "unsigned, and a cache secret is set")]
 
     signed.put(key, BASE.cache_payload(), REPLY)  # the repair is signed
     assert signed.get(key) is not None
+    assert unsigned.get(key) is not None  # and the unsigned job's entry is untouched
 
 
-def test_an_entry_signed_with_another_secret_is_rejected(tmp_path: Path) -> None:
+def test_jobs_with_different_secrets_keep_apart_and_a_foreign_signature_is_rejected(tmp_path: Path) -> None:
     key = key_of(BASE)
-    JudgeCache(tmp_path, secret="some-other-secret-42").put(key, BASE.cache_payload(), REPLY)
+    other = JudgeCache(tmp_path, secret="some-other-secret-42")
+    other.put(key, BASE.cache_payload(), REPLY)
     signed = JudgeCache(tmp_path, secret=SECRET)
     seen = rejecting(signed)
+    assert signed.get(key) is None and seen == []  # another key id's namespace: neither read nor overwritten
+    signed.put(key, BASE.cache_payload(), REPLY)
+    assert other.get(key) is not None and signed.get(key) is not None
+
+    # The other job's signed entry copied into this secret's namespace does not verify.
+    write_record(tmp_path, key_id(SECRET) + key, json.loads(read_entry(tmp_path, key_id("some-other-secret-42") + key)))
     assert signed.get(key) is None
     assert seen == [(key, "its signature does not verify with this cache secret")]
 
@@ -626,10 +640,10 @@ def test_with_a_secret_a_forged_verdict_with_a_recomputed_checksum_is_rejected(t
     cache = JudgeCache(tmp_path, secret=SECRET)
     key = key_of(BASE)
     cache.put(key, BASE.cache_payload(), ProviderReply(text='{"score": 0}', model="m"))
-    record = json.loads(read_entry(tmp_path, key))
+    record = json.loads(read_entry(tmp_path, key_id(SECRET) + key))
     record["reply"]["text"] = '{"score": 2}'
     recompute_checksum(record)
-    write_record(tmp_path, key, record)
+    write_record(tmp_path, key_id(SECRET) + key, record)
     seen = rejecting(cache)
 
     assert cache.get(key) is None
@@ -689,9 +703,9 @@ def test_the_checks_hold_over_another_store(tmp_path: Path) -> None:
         hit = cache.get(key)
         assert hit is not None and hit.reply.text == '{"score": 0}'
 
-        forged = store.get(key)
+        forged = store.get(key_id(SECRET) + key)
         assert forged is not None
-        store.put(key, forged.replace(b'\\"score\\": 0', b'\\"score\\": 2'))
+        store.put(key_id(SECRET) + key, forged.replace(b'\\"score\\": 0', b'\\"score\\": 2'))
         seen = rejecting(cache)
         assert cache.get(key) is None
         assert [reason for _, reason in seen] == ["its reply does not match its checksum (edited or damaged)"]

@@ -17,7 +17,10 @@ sha256 of a few kilobytes per read, and the request is never parsed.
 
 The bytes live in a :class:`~pytest_llmjudge.execution.stores.base.CacheStore` (by
 default :class:`~pytest_llmjudge.execution.cache_directory.DirectoryStore`,
-``<root>/v1/<key[:2]>/<key>.json``); this layer is store-agnostic.
+``<root>/v1/<key[:2]>/<key>.json``); this layer is store-agnostic. With a secret, the store
+is seen through a :class:`~pytest_llmjudge.execution.stores.namespace.NamespacedStore`:
+signed entries are stored under ``<key id><key>`` (the key id names the secret), so jobs
+with different secrets keep apart.
 
 Leases (:meth:`JudgeCache.lease`) let concurrent processes on one store pay once per
 prompt: whoever holds a key's lease is asking the judge for it, the others wait for its
@@ -70,6 +73,7 @@ from typing import Any, Literal
 
 from pytest_llmjudge.execution.cache_directory import DirectoryStore
 from pytest_llmjudge.execution.stores.base import CacheStore
+from pytest_llmjudge.execution.stores.namespace import NamespacedStore, key_id
 from pytest_llmjudge.judges.base import ProviderReply, ProviderRequest, Usage, canonical_json
 from pytest_llmjudge.redaction import secret_forms
 
@@ -162,6 +166,10 @@ class JudgeCache:
         self.root = root / _LAYOUT_VERSION if root is not None else None
         """The directory for run-scoped files beside the entries (xdist sharing, batch records)."""
         self.store: CacheStore | None = store or (DirectoryStore(self.root) if self.root is not None else None)
+        if secret and self.store is not None:
+            # Signed entries live under their secret's key id: jobs with different secrets
+            # neither overwrite nor reject each other's entries (stores/namespace.py).
+            self.store = NamespacedStore(self.store, key_id(secret))
         self._secret = secret.encode("utf-8") if secret else None
         self.secrets: tuple[str, ...] = (secret,) if secret else ()
         self.on_reject: Callable[[str, str], None] | None = None

@@ -344,7 +344,9 @@ async def post_through_sdk(sdk: Any, client: Any, path: str, body: Mapping[str, 
     """
     deadline = request_deadline(client)
     # One message whichever fires first: the SDK's per-phase timeout or the overall deadline.
-    timed_out = "request timed out" + ("" if deadline is None else f" (no complete reply within {deadline:g} s)")
+    timed_out = "request timed out" + (
+        "" if deadline is None else f" (no complete reply within {deadline:g} s: --llmjudge-timeout)"
+    )
     try:
         return await asyncio.wait_for(_post(client, path, body, response_class), deadline)
     except asyncio.TimeoutError:

@@ -85,6 +85,7 @@ from pytest_llmjudge.records import (
     UncalibratedRecord,
 )
 from pytest_llmjudge.redaction import redact_value
+from pytest_llmjudge.regression.verdict import release_verdict
 from pytest_llmjudge.report.document import (
     Accounting,
     AggregateBrief,
@@ -719,6 +720,7 @@ def _build_document(inputs: RunInputs) -> ReportDocument:
         aggregates=aggregates,
         gates=gates,
         regressions=regressions,
+        release=release_verdict(regressions),
         rankings=rankings,
         other=other,
         not_run=not_run,

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import difflib
 import math
+import statistics
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -25,11 +27,13 @@ from pydantic import BaseModel, ValidationError
 
 from pytest_llmjudge.errors import LLMJudgeError, MetricError, MissingDependencyError, SuiteError
 from pytest_llmjudge.judges.rubrics import Rubric
+from pytest_llmjudge.metrics.rag import JUDGED_METRICS
 from pytest_llmjudge.metrics.scales import reference_scale
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.stats.grouping import Group
 from pytest_llmjudge.suite import schema
 from pytest_llmjudge.suite.expressions import (
+    PASS_K_STATS,
     ExpressionError,
     Threshold,
     parse_aggregate,
@@ -38,7 +42,7 @@ from pytest_llmjudge.suite.expressions import (
 )
 from pytest_llmjudge.suite.identity import normalized
 from pytest_llmjudge.suite.loader import LocatedDocument, iter_jsonl, line_for, load_yaml
-from pytest_llmjudge.suite.model import AggregateCheck, Case, MetricKind, RecordedValue, Suite
+from pytest_llmjudge.suite.model import AggregateCheck, Case, Message, MetricKind, RecordedValue, Suite
 from pytest_llmjudge.suite.schema import (
     AggregateConfig,
     CaseConfig,
@@ -271,14 +275,23 @@ def _rubric_from_config(name: str, config: RubricConfig) -> Rubric:
         higher_is_better=config.higher_is_better,
         needs=frozenset(config.needs),
         per_language=dict(config.per_language),
+        target=config.target,
     )
 
 
-def _recorded(raw: Mapping[str, Any]) -> dict[str, RecordedValue]:
+def _recorded(raw: Mapping[str, Any], how: str = "mean") -> dict[str, RecordedValue]:
     values: dict[str, RecordedValue] = {}
     for name, entry in raw.items():
         if isinstance(entry, (int, float)):
             values[name] = RecordedValue(score=float(entry))
+        elif entry.samples is not None:
+            samples = tuple(None if sample is None else float(sample) for sample in entry.samples)
+            values[name] = RecordedValue(
+                score=_combined(samples, how),
+                justification=entry.justification,
+                judge=entry.judge,
+                samples=samples,
+            )
         else:
             values[name] = RecordedValue(
                 score=None if entry.score is None else float(entry.score),
@@ -286,6 +299,20 @@ def _recorded(raw: Mapping[str, Any]) -> dict[str, RecordedValue]:
                 judge=entry.judge,
             )
     return values
+
+
+def _combined(samples: tuple[float | None, ...], how: str) -> float | None:
+    """Recorded samples' score by the scoreboard's rule for repeats (``execution.scoreboard.combine_samples``,
+    which this layer can't import: the scoreboard imports it): the mean, or the most common
+    sample with ties to the lower; None when a sample is null (the case is unscored)."""
+    numbers = [sample for sample in samples if sample is not None]
+    if len(numbers) < len(samples):
+        return None
+    if how == "mean":
+        return statistics.fmean(numbers)
+    counts = Counter(numbers)
+    best = max(counts.values())
+    return min(value for value, count in counts.items() if count == best)
 
 
 def _label_files(
@@ -572,6 +599,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             )
         seen[case_config.id] = (source, line)
         output = case_config.output if case_config.output is not None else outputs.get(case_config.id)
+        messages, output, case_input = _conversation(case_config, output, source, line)
         if output is None and target is None:
             raise SuiteError(
                 f"case {case_config.id!r} has no output",
@@ -589,12 +617,13 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 suite=config.suite,
                 id=case_config.id,
                 language=case_config.language,
-                input=case_config.input,
+                input=case_input,
                 output=output,
                 reference=case_config.reference,
                 context=(context,) if isinstance(context, str) else tuple(context or ()),
+                messages=messages,
                 metadata=dict(case_config.metadata),
-                recorded=_recorded(case_config.recorded),
+                recorded=_recorded(case_config.recorded, config.judge.repeat_aggregate),
                 thresholds=tuple(suite_thresholds + own),
                 human=human_labels.get(case_config.id, {}),
                 path=source,
@@ -668,6 +697,8 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             # An alias (``la``) names its rubric in prompts and results the way the suite does.
             rubrics[name] = rubric if rubric.name == name else replace(rubric, name=name)
             kinds[name] = "rubric"
+        elif name in JUDGED_METRICS:
+            kinds[name] = "judged"
         elif registry.has_metric(name):
             try:
                 registry.metric(name, config.metric_options.get(name))
@@ -679,7 +710,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         elif name in recorded_names:
             kinds[name] = "recorded"
         else:
-            close = difflib.get_close_matches(name, registry.known_names() + list(rubrics), n=1)
+            close = difflib.get_close_matches(name, registry.known_names() + list(rubrics) + list(JUDGED_METRICS), n=1)
             raise SuiteError(
                 f"threshold on undefined metric {name!r}",
                 path=where,
@@ -687,6 +718,9 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 hint=(f"did you mean {close[0]!r}? " if close else "")
                 + "define it under 'rubrics:', use a built-in rubric or metric, or record scores for it",
             )
+
+    for check in aggregates:
+        _check_pass_k(check, cases, kinds.get(check.spec.metric), judge.repeats, path)
 
     declared: dict[str, tuple[float, float]] = {}
     for index, check in enumerate(aggregates):
@@ -699,7 +733,9 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             )
         known = rubrics[check.spec.metric].scale if kinds.get(check.spec.metric) == "rubric" else None
         if check.scale is not None and (
-            known or (kinds.get(check.spec.metric) == "metric" and reference_scale(check.spec.metric))
+            known
+            or (kinds.get(check.spec.metric) == "metric" and reference_scale(check.spec.metric))
+            or kinds.get(check.spec.metric) == "judged"
         ):
             raise SuiteError(
                 f"{check.spec.metric} has a known scale; 'scale' is for metrics without one (scores recorded under a free name)",
@@ -708,7 +744,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 field=_loc_text(("aggregate", index, "scale")),
             )
 
-    if "rubric" in kinds.values():
+    if "rubric" in kinds.values() or "judged" in kinds.values():
         try:
             registry.provider(config.judge.provider)
         except LLMJudgeError as exc:
@@ -730,7 +766,17 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 )
         for name, value in case.recorded.items():
             rubric = rubrics.get(name)
-            if rubric is not None and value.score is not None and value.score not in rubric.scale:
+            scale = rubric.scale if rubric is not None else None
+            off_samples = [s for s in value.samples if scale is not None and s is not None and s not in scale]
+            if off_samples:
+                raise SuiteError(
+                    f"recorded {name} sample {off_samples[0]:g} of case {case.id!r} is not on the scale {list(scale or ())}",
+                    path=case.path,
+                    line=case.line,
+                    field=f"recorded.{name}.samples",
+                )
+            # A mean of samples lies between scale points; the samples themselves were checked above.
+            if rubric is not None and value.score is not None and value.score not in rubric.scale and not value.samples:
                 raise SuiteError(
                     f"recorded {name} score {value.score:g} of case {case.id!r} is not on the scale {list(rubric.scale)}",
                     path=case.path,
@@ -783,6 +829,64 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         sources=tuple(dict.fromkeys(base_dir / entry.path for entry in _cases_files(config)))
         + ((base_dir / config.outputs.file,) if config.outputs is not None and config.outputs.file else ()),
     )
+
+
+def _check_pass_k(
+    check: AggregateCheck, cases: Sequence[Case], kind: MetricKind | None, repeats: int, path: Path
+) -> None:
+    """``pass_at_k(..., k=N)`` with N above what the cases will have is an error when the suite
+    loads, before any judge call: a judged case has ``judge.repeats`` samples, a computed
+    metric one, a recorded score one (its ``samples``, if recorded, as many as listed)."""
+    k = check.spec.k
+    if k is None or check.spec.stat not in PASS_K_STATS:
+        return
+    for case in cases:
+        recorded = case.recorded.get(check.spec.metric)
+        if recorded is not None:
+            n = max(1, len(recorded.samples))
+        else:
+            n = repeats if kind == "rubric" else 1
+        if k > n:
+            where = (
+                "judge.repeats"
+                if recorded is None and kind == "rubric"
+                else ("its recorded samples" if recorded is not None and recorded.samples else "one score")
+            )
+            raise SuiteError(
+                f"{check.spec.label} needs k = {k} samples per case; case {case.id!r} has {n} ({where})",
+                path=path,
+                line=check.line,
+                hint="set judge.repeats (or record samples) to at least k, or lower k",
+            )
+
+
+def _conversation(
+    case: CaseConfig, output: str | None, source: Path, line: int | None
+) -> tuple[tuple[Message, ...], str | None, str | None]:
+    """A case's conversation so far, its output under test and its input.
+
+    Without an output given (inline or in ``outputs.file``), a last assistant turn is the
+    output under test and leaves the conversation; otherwise the output (or the target's)
+    answers every turn. The input, when not given, is the last user turn of what is left,
+    so rubrics written for one-turn cases rate the last reply against the last request.
+    """
+    if case.messages is None:
+        return (), output, case.input
+    if not case.messages:
+        raise SuiteError(
+            f"case {case.id!r} has an empty 'messages' list",
+            path=source,
+            line=line,
+            field="messages",
+            hint="give at least one turn, or drop 'messages'",
+        )
+    turns = [Message(turn.role, turn.content) for turn in case.messages]
+    if output is None and turns[-1].role == "assistant":
+        output = turns.pop().content
+    case_input = case.input
+    if case_input is None:
+        case_input = next((turn.content for turn in reversed(turns) if turn.role == "user"), None)
+    return tuple(turns), output, case_input
 
 
 def _sequential(setting: bool | SequentialConfig | None) -> tuple[bool, int | None, int | None] | None:

@@ -6,6 +6,8 @@ This is what collection works from; it is built from the YAML schema by
 
 * ``rubric``: scored by an LLM judge (or taken from a case's recorded score for it);
 * ``metric``: a reference metric computed from the output (chrF, ROUGE-L, ...);
+* ``judged``: a judge-based metric made of one or more judge calls whose replies a formula
+  combines (``metrics/rag.py``: faithfulness, context precision and recall);
 * ``recorded``: neither, but cases carry recorded scores under that name.
 """
 
@@ -22,7 +24,9 @@ from pytest_llmjudge.stats.grouping import Group, group_of
 from pytest_llmjudge.suite.expressions import AggregateSpec, Op, Threshold
 from pytest_llmjudge.suite.schema import JudgeConfig, RegressionConfig
 
-MetricKind = Literal["rubric", "metric", "recorded"]
+MetricKind = Literal["rubric", "metric", "judged", "recorded"]
+JUDGE_KINDS = frozenset({"rubric", "judged"})
+"""The kinds scored by a live judge call (unless the case records the score)."""
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,17 @@ class RecordedValue:
     score: float | None
     justification: str | None = None
     judge: str | None = None
+    samples: tuple[float | None, ...] = ()
+    """Recorded repeated judgments (``recorded: {metric: {samples: [...]}}``); ``score`` is then their
+    mean or majority (None when a sample is null)."""
+
+
+@dataclass(frozen=True)
+class Message:
+    """One turn of a conversation: who spoke (``user``, ``assistant`` or ``system``) and what."""
+
+    role: str
+    content: str
 
 
 @dataclass(frozen=True)
@@ -43,6 +58,8 @@ class Case:
     output: str | None = None
     reference: str | None = None
     context: tuple[str, ...] = ()
+    messages: tuple[Message, ...] = ()
+    """The conversation so far: every turn before the output under test (empty: a one-turn case)."""
     metadata: Mapping[str, Any] = field(default_factory=dict)
     recorded: Mapping[str, RecordedValue] = field(default_factory=dict)
     thresholds: tuple[Threshold, ...] = ()
@@ -56,6 +73,16 @@ class Case:
     @property
     def key(self) -> str:
         return f"{self.suite}::{self.id}"
+
+    def transcript(self, output: str | None) -> tuple[Message, ...]:
+        """The whole conversation: :attr:`messages`, then ``output`` as the assistant's last turn.
+
+        Empty for a one-turn case (no messages); ``output`` None (a target that failed) leaves
+        the conversation so far.
+        """
+        if not self.messages:
+            return ()
+        return self.messages if output is None else (*self.messages, Message("assistant", output))
 
     def group(self, fields: Sequence[str]) -> Group:
         """The case's group under ``group_by`` fields: a case key (``language``, ``id``, ...) or a metadata key."""
@@ -145,12 +172,14 @@ class Suite:
 
     def scale_of(self, metric: str) -> tuple[float, float] | None:
         """The range a metric's scores lie in: its rubric's scale, a built-in reference
-        metric's range, the ``scale:`` an aggregate of the suite declares for it (one
+        metric's range, [0, 1] for a judged (RAG) metric, the ``scale:`` an aggregate of the suite declares for it (one
         declaration serves every aggregate of the metric), or None when unknown."""
         rubric = self.rubrics.get(metric)
         if rubric is not None and rubric.scale:
             return float(min(rubric.scale)), float(max(rubric.scale))
         known = reference_scale(metric) if self.metric_kinds.get(metric) == "metric" else None
+        if self.metric_kinds.get(metric) == "judged":
+            known = (0.0, 1.0)  # a ratio (metrics/rag.py)
         if known is not None:
             return known
         return next((check.scale for check in self.aggregates if check.spec.metric == metric and check.scale), None)
@@ -159,11 +188,11 @@ class Suite:
     def needs_live_judge(self) -> bool:
         """True when some rubric threshold has a case without a recorded score for it."""
         return any(
-            self.metric_kinds.get(threshold.metric) == "rubric" and threshold.metric not in case.recorded
+            self.metric_kinds.get(threshold.metric) in JUDGE_KINDS and threshold.metric not in case.recorded
             for case in self.cases
             for threshold in case.thresholds
         ) or any(
-            self.metric_kinds.get(check.spec.metric) == "rubric"
+            self.metric_kinds.get(check.spec.metric) in JUDGE_KINDS
             and any(check.spec.metric not in case.recorded for case in self.cases)
             for check in self.aggregates
         )

@@ -29,6 +29,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from pytest_llmjudge.suite.identity import invisible_problem, normalized
 
@@ -191,7 +192,12 @@ class RubricConfig(_Strict):
     scale: list[int] = Field(..., description="Allowed integer scores, e.g. [1, 2, 3, 4, 5].")
     scores: dict[int, str] = Field(default_factory=dict, description="What each score means (detailed form).")
     higher_is_better: bool = True
-    needs: list[Literal["input", "reference", "context"]] = Field(default_factory=list)
+    needs: list[Literal["input", "reference", "context", "messages"]] = Field(default_factory=list)
+    target: Literal["output", "conversation"] = Field(
+        "output",
+        description="What the judge rates: the output (a conversation's last assistant turn) or the whole "
+        "conversation (cases with messages).",
+    )
     per_language: dict[str, str] = Field(
         default_factory=dict, description="Extra rubric text for a language, e.g. {ja: 'Keigo must match ...'}."
     )
@@ -212,11 +218,36 @@ class RubricConfig(_Strict):
 
 
 class RecordedScore(_Strict):
-    """A score produced outside this run (a provider batch job, a released dataset)."""
+    """A score produced outside this run (a provider batch job, a released dataset).
 
-    score: Number | None
+    ``samples``: the repeated judgments of the case instead of one ``score`` (their mean or
+    majority, ``judge.repeat_aggregate``, is the case's score), so ``pass_at_k``/``pass_hat_k``
+    can be asserted on recorded data; a null sample leaves the case unscored.
+    """
+
+    score: Number | None = None
+    samples: list[Number | None] | None = Field(
+        None,
+        min_length=1,
+        description="Repeated judgments of the case, e.g. [2, 1, 2], instead of one score; their mean or majority "
+        "(judge.repeat_aggregate) is the score; pass_at_k/pass_hat_k count them. A null sample leaves the case unscored.",
+    )
     justification: str | None = None
     judge: str | None = Field(None, description="Who produced it, e.g. 'gpt-4 (PARIKSHA release)'.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _score_or_samples(cls, data: Any) -> Any:
+        # `score: null` is a recorded failure and stays valid; a mapping with neither key is a mistake.
+        if isinstance(data, dict):
+            if "score" in data and "samples" in data:
+                raise ValueError("give score or samples, not both (the score of samples is their mean or majority)")
+            if "score" not in data and "samples" not in data:
+                # Worded (and typed) like pydantic's own "missing" error, which it replaces.
+                raise PydanticCustomError(
+                    "missing_score", "missing required field 'score' (a number or null), or 'samples' (a list of them)"
+                )
+        return data
 
 
 def _labels_present(value: Any) -> Any:
@@ -233,6 +264,13 @@ HumanLabels = Annotated[list[Number] | dict[str, Number], BeforeValidator(_label
 """One case's labels on one metric: one per annotator, as a list or by annotator id (finite numbers)."""
 
 
+class MessageConfig(_Strict):
+    """One turn of a conversation case."""
+
+    role: Literal["user", "assistant", "system"]
+    content: str
+
+
 class CaseConfig(_Strict):
     """One evaluation case."""
 
@@ -242,6 +280,11 @@ class CaseConfig(_Strict):
     output: str | None = None
     reference: str | None = None
     context: list[str] | str | None = None
+    messages: list[MessageConfig] | None = Field(
+        None,
+        description="A conversation, [{role: user|assistant|system, content: ...}]: its last assistant turn is "
+        "the output under test unless 'output' is given (then 'output' answers the whole list).",
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
     recorded: dict[str, RecordedScore | Number] = Field(default_factory=dict)
     human: dict[str, HumanLabels] = Field(
@@ -390,9 +433,13 @@ class RegressionConfig(_Strict):
     alpha: float = Field(0.05, gt=0.0, lt=1.0, description="Significance level of the one-sided test for a drop.")
     confidence: float = Field(0.95, gt=0.0, lt=1.0, description="Level of the reported confidence interval.")
     method: Literal["bootstrap", "permutation"] = Field(
-        "bootstrap", description="Paired bootstrap or permutation test."
+        "permutation",
+        description="Paired sign-flip permutation test (exact up to 24 changed pairs, else Monte Carlo), "
+        "or the paired bootstrap (opt-in; accurate only with many cases).",
     )
-    resamples: int | None = Field(None, ge=1, description="Resamples (default 2000 bootstrap, 10000 permutation).")
+    resamples: int | None = Field(
+        None, ge=1, description="Random sign flips / bootstrap resamples (default 10000 permutation, 2000 bootstrap)."
+    )
     seed: int = 0
     max_unscored_rate: float = Field(0.0, ge=0.0, le=1.0, description="Share of unscored candidate cases tolerated.")
     fail_on_missing: bool = Field(False, description="Fail (not only report) when cases are missing on either side.")
@@ -400,6 +447,28 @@ class RegressionConfig(_Strict):
         "fail",
         description="When the baseline this section names lacks the suite: fail (a renamed suite must not switch "
         "its gate off) or skip (a new suite, not in the baseline yet).",
+    )
+    correction: Literal["holm", "bh", "bonferroni", "none"] = Field(
+        "holm",
+        description="Multiple-testing correction of the family's p-values: Holm (family-wise error, default), "
+        "Benjamini-Hochberg (false discovery rate), Bonferroni, or none.",
+    )
+    family: Literal["run", "suite", "metric"] = Field(
+        "run",
+        description="Which comparisons are corrected together: every regression item of the run (default), "
+        "of this suite, or of this suite and metric.",
+    )
+    fail_on: Literal["fail", "warn"] = Field(
+        "fail",
+        description="warn: an inconclusive drop or too few cases to decide fails the item too.",
+    )
+    mode: Literal["regression", "non_inferiority"] = Field(
+        "regression",
+        description="regression: fail on a drop beyond the margin that is shown; non_inferiority: pass only when "
+        "a drop beyond the margin is ruled out.",
+    )
+    per_metric_mode: dict[str, Literal["regression", "non_inferiority"]] = Field(
+        default_factory=dict, description="Mode per metric (wins over mode)."
     )
 
     @field_validator("per_metric", "per_language", "per_group")

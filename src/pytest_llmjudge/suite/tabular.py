@@ -9,15 +9,16 @@ case fields:
 * ``columns: {id: qid, input: question}`` says which column holds which field, for
   headers that name them otherwise (a column can't feed two fields);
 * a column named ``field.key`` fills a mapping field: ``metadata.source``,
-  ``recorded.task_quality`` (a number), ``human.task_quality`` (``2`` or ``2|1|2``, one
+  ``recorded.task_quality`` (a number, or ``2|1|2``: one judgment per repeat, the case's
+  recorded ``samples``), ``human.task_quality`` (``2`` or ``2|1|2``, one
   label per annotator, when the case model has ``human``);
 * every other column goes into ``metadata`` under its header name.
 
 Cells are text. An empty cell is an absent value, except for ``input`` and ``output``,
 where it is the empty string (an empty answer is an answer to judge). A list field
-(``context``, ``tags``, ``assert``) takes a JSON list when the cell starts with ``[``,
+(``context``, ``tags``, ``assert``, ``messages``) takes a JSON list when the cell starts with ``[``,
 else the cell as one entry (``tags`` splits on commas). A ``recorded.*`` or ``human.*``
-cell must be a number (or numbers joined by ``|`` for ``human``).
+cell must be a number (or numbers joined by ``|``).
 
 Locations: a CSV/TSV record is located by the physical line it starts on (a quoted cell
 may hold newlines, so the row number and the line differ) and its column's header name;
@@ -53,7 +54,7 @@ PARQUET_SUFFIXES = frozenset({".parquet", ".pq"})
 MAX_CELL = 16 * 1024 * 1024
 """Largest cell read (the JSONL line limit); the csv module's own default is 128 KiB."""
 
-_LIST_FIELDS = frozenset({"context", "tags", "assert"})
+_LIST_FIELDS = frozenset({"context", "tags", "assert", "messages"})
 _KEEP_EMPTY = frozenset({"input", "output"})
 _NUMBER_MAPS = frozenset({"recorded", "human"})
 
@@ -333,6 +334,11 @@ def table_records(
                 slot = record.setdefault(owner, {})
                 if owner == "human":
                     slot[key] = [_number(part.strip(), where, path, location, field) for part in text.split("|")]
+                elif owner == "recorded" and "|" in text:
+                    # One judgment per repeat: the case's recorded samples (pass_at_k, pass_hat_k).
+                    slot[key] = {
+                        "samples": [_number(part.strip(), where, path, location, field) for part in text.split("|")]
+                    }
                 elif owner in _NUMBER_MAPS:
                     slot[key] = _number(text.strip(), where, path, location, field)
                 else:
