@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter
@@ -164,6 +164,8 @@ class CaseRecord(ItemRecord):
     raw_reply: str | None = None
     """The judge's reply when it could not be read as a score."""
     detail: dict[str, Json] = Field(default_factory=dict)
+    judge_identity: dict[str, str] | None = None
+    """Who served the judge score: ``served_model``, ``system_fingerprint`` (when given), ``rubric_version``."""
     higher_is_better: bool | None = None
     input: str | None = None
     output: str | None = None
@@ -184,10 +186,21 @@ class CaseRecord(ItemRecord):
             ),
             ("source", self.source),
             ("judge", self.judge),
+            ("served", _served(self.judge_identity)),
             ("cached", None if self.cached is None else str(self.cached).lower()),
             ("spread", self.spread),
             ("unscored_reason", self.unscored_reason),
         ]
+
+
+def _served(identity: Mapping[str, str] | None) -> str | None:
+    """``model (fingerprint), rubric <hash>``: a judge score's served identity on one line."""
+    if not identity:
+        return None
+    text = identity.get("served_model") or "?"
+    if identity.get("system_fingerprint"):
+        text += f" ({identity['system_fingerprint']})"
+    return text + f", rubric {identity.get('rubric_version', '?')}"
 
 
 class CaseScore(Record):
@@ -338,6 +351,9 @@ class GateRecord(ItemRecord):
     calibration: str
     calibration_path: str
     judge: str
+    judge_identity: dict[str, str] | None = None
+    """Who served the scores the gate certified (live judges): ``served_model``, ``system_fingerprint``,
+    ``rubric_version``."""
     scores: str | None = None
     """The suite whose scores the calibration set holds, when it names one."""
     xfail: str | bool | None = None
@@ -391,6 +407,7 @@ class GateRecord(ItemRecord):
                 ("group", self.group if self.group != self.language else None),
                 ("metric", self.metric),
                 ("judge", self.judge),
+                ("served", _served(self.judge_identity)),
                 ("f1", self.f1),
                 ("threshold", self.threshold),
                 ("compared", self.compared),
@@ -763,6 +780,55 @@ class RankingCheckRecord(ItemRecord):
         ]
 
 
+class DriftRecord(ItemRecord):
+    """The drift sentinel of one calibrated judge in one language x metric (``calibration/drift/``)."""
+
+    kind: Literal["drift"] = "drift"
+    suite: str
+    calibration: str
+    judge: str
+    language: str
+    metric: str
+    certified: dict[str, str] | None = None
+    """The certified served identity (``served_model``, ``system_fingerprint``, ``rubric_version``)."""
+    served: dict[str, str] | None = None
+    """The identity that served this run's uncached sample."""
+    gate_served: dict[str, str] | None = None
+    """The identity behind the gate's (possibly cached) scores this run."""
+    before: Real = None
+    """Weighted F1 on the sample when the identity was certified."""
+    after: Real = None
+    """Weighted F1 on the same sample now, uncached."""
+    ci_low: Real = None
+    ci_high: Real = None
+    n: int = 0
+    tolerance: Real = None
+    certified_now: bool = False
+    certified_path: str | None = None
+    problem: str | None = None
+    warning: str | None = None
+
+    def junit_properties(self) -> list[tuple[str, Any]]:
+        return _rounded(
+            [
+                ("suite", self.suite),
+                ("calibration", self.calibration),
+                ("language", self.language),
+                ("metric", self.metric),
+                ("judge", self.judge),
+                ("certified", _served(self.certified)),
+                ("served", _served(self.served)),
+                ("before", self.before),
+                ("after", self.after),
+                ("ci_low", self.ci_low),
+                ("ci_high", self.ci_high),
+                ("n", self.n),
+                ("problem", self.problem),
+                ("warning", self.warning),
+            ]
+        )
+
+
 AnyRecord = Annotated[
     CaseRecord
     | AggregateRecord
@@ -773,13 +839,14 @@ AnyRecord = Annotated[
     | RegressionRecord
     | LeaderboardRecord
     | SurrogateRecord
-    | RankingCheckRecord,
+    | RankingCheckRecord
+    | DriftRecord,
     Field(discriminator="kind"),
 ]
 """Any item record, told apart by ``kind``."""
 
 OtherRecord = Annotated[
-    UncalibratedRecord | ConsistencyRecord | SensitivityRecord | SurrogateRecord | RankingCheckRecord,
+    UncalibratedRecord | ConsistencyRecord | SensitivityRecord | SurrogateRecord | RankingCheckRecord | DriftRecord,
     Field(discriminator="kind"),
 ]
 """The records of the report's ``other`` section."""

@@ -122,6 +122,22 @@ def test_put_then_get_round_trips(tmp_path: Path) -> None:
     assert (hit.reply.text, hit.reply.model, hit.reply.usage) == ('{"score": 2}', "gpt-4o-mini-2024", Usage(120, 9))
 
 
+def test_the_served_fingerprint_round_trips_and_entries_without_one_keep_their_checksum(tmp_path: Path) -> None:
+    """The drift sentinel's served identity: OpenAI's system_fingerprint is stored with the reply
+    when it had one, and an entry without one (every entry written before) reads as before."""
+    cache = JudgeCache(tmp_path)
+    key = key_of(BASE)
+    printed = dataclasses.replace(REPLY, fingerprint="fp_44709d6fcb")
+    cache.put(key, BASE.cache_payload(), printed)
+    hit = cache.get(key)
+    assert hit is not None and hit.reply == printed
+    assert json.loads(read_entry(tmp_path, key))["reply"]["system_fingerprint"] == "fp_44709d6fcb"
+    cache.put(key, BASE.cache_payload(), REPLY)
+    assert "system_fingerprint" not in json.loads(read_entry(tmp_path, key))["reply"]
+    hit = cache.get(key)
+    assert hit is not None and hit.reply.fingerprint is None
+
+
 def test_entry_layout_and_content(tmp_path: Path) -> None:
     cache = JudgeCache(tmp_path)
     key = key_of(BASE)

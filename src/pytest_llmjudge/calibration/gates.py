@@ -157,7 +157,9 @@ class GateComputer:
     def gate_judge(self, cal: CalibrationSet, judge: JudgeConfig | None = None) -> JudgeConfig:
         """The judge config used to score the set: a suite's judge or the set's own, one repeat."""
         base = judge if judge is not None else cal.judge
-        return base.model_copy(update={"repeats": 1, "calibration": None, "correction": False, "uncalibrated": "fail"})
+        return base.model_copy(
+            update={"repeats": 1, "calibration": None, "correction": False, "uncalibrated": "fail", "drift": None}
+        )
 
     def _suite(self, cal: CalibrationSet, judge: JudgeConfig, purpose: str) -> Suite:
         key = (cal.path, judge.model_dump_json(), purpose)
@@ -365,6 +367,22 @@ class GateComputer:
             )
             self._gates[key] = result
             return result
+
+    def gate_identity(
+        self, cal: CalibrationSet, group: str, metric: str, judge: JudgeConfig | None = None
+    ) -> dict[str, str] | None:
+        """Who served the scores a live gate certified (``served_model``, ``system_fingerprint``,
+        ``rubric_version``; several values comma-separated), or None for recorded scores."""
+        if cal.scores == "recorded":
+            return None
+        suite = self.scoring_suite(cal, judge)
+        cases = self._by_id(suite)
+        seen: dict[str, set[str]] = {}
+        for item in cal.items(group, metric):
+            identity = self.board.score(suite, cases[item.case.id], metric).identity or {}
+            for name, value in identity.items():
+                seen.setdefault(name, set()).update(part for part in value.split(", ") if part)
+        return {name: ", ".join(sorted(values)) for name, values in sorted(seen.items())} or None
 
     # -- suites relying on a calibration --------------------------------------------------
 

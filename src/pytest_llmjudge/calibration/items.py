@@ -200,6 +200,7 @@ class GateItem(_CalibrationItem):
                 judge=judge,
                 scores=cal.scores,
                 xfail=xfail,
+                judge_identity=store.gate_identity(cal, self.language, self.metric),
                 **result.to_dict(),
             )
         )

@@ -105,6 +105,8 @@ class CallOutcome:
     provider_calls: int = 0
     usage: Usage = field(default_factory=Usage)
     model: str = ""
+    fingerprint: str | None = None
+    """The served backend's ``system_fingerprint`` of the reply used, when the provider gave one."""
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,7 @@ class _Asked:
 
     model: str
     cached: bool = True
+    fingerprint: str | None = None
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -336,7 +339,9 @@ class JudgeRunner:
         if self._merge(results, hit.reply, rubrics) is not None:
             return None
         self._count(request, None)
-        return CallOutcome(results=results, cached=True, model=hit.reply.model or request.model)
+        return CallOutcome(
+            results=results, cached=True, model=hit.reply.model or request.model, fingerprint=hit.reply.fingerprint
+        )
 
     def _endpoint(self, request: ProviderRequest) -> str:
         # Labelled once per endpoint and set of secrets: redacting the URL per call was a
@@ -468,6 +473,7 @@ class JudgeRunner:
                 asked.output_tokens += reply.usage.output_tokens
                 problem = interpret(reply)
             asked.model = reply.model or asked.model
+            asked.fingerprint = reply.fingerprint
             asked.problem = problem
             if asked.problem is None or reask == max_reasks:
                 return
@@ -558,6 +564,7 @@ class JudgeRunner:
                 provider_calls=asked.calls,
                 usage=asked.usage,
                 model=asked.model,
+                fingerprint=asked.fingerprint,
             )
             if not owner_elsewhere:
                 self._count(request, None)

@@ -76,6 +76,9 @@ class Score:
     higher_is_better: bool = True
     raw_reply: str | None = None
     """The judge's reply when it could not be parsed into a score (after the re-asks)."""
+    identity: Mapping[str, str] | None = None
+    """Who served a judge score: ``served_model`` (the replies' ``model``), ``system_fingerprint``
+    (when the provider gave one) and ``rubric_version`` (the rubric's hash); see :func:`served_identity`."""
 
     @property
     def scored(self) -> bool:
@@ -233,7 +236,22 @@ def verdict_score(
         cached=all(outcome.cached for outcome in outcomes),
         samples=samples if len(samples) > 1 else (),
         higher_is_better=rubric.higher_is_better,
+        identity=served_identity(rubric, outcomes),
     )
+
+
+def served_identity(rubric: Rubric, outcomes: Sequence[CallOutcome]) -> dict[str, str]:
+    """The served identity behind a score: the model(s) the replies named, their fingerprint(s), the rubric hash.
+
+    Several samples served by different models (a swap between two cached repeats) list
+    each, comma-separated, so the identity can't look like one model's.
+    """
+    models = sorted({outcome.model for outcome in outcomes if outcome.model})
+    prints = sorted({outcome.fingerprint for outcome in outcomes if outcome.fingerprint})
+    identity = {"served_model": ", ".join(models), "rubric_version": rubric.version}
+    if prints:
+        identity["system_fingerprint"] = ", ".join(prints)
+    return identity
 
 
 def lease_ttl(settings: Settings) -> float:

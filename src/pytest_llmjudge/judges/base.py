@@ -125,7 +125,10 @@ class Usage:
 class ProviderReply:
     text: str
     model: str
+    """The served model the reply names (which may differ from the requested one)."""
     usage: Usage = field(default_factory=Usage)
+    fingerprint: str | None = None
+    """The backend configuration the provider says served the reply (OpenAI's ``system_fingerprint``)."""
 
 
 class ProviderCallError(Exception):

@@ -100,6 +100,7 @@ class OpenAIProvider:
         except (KeyError, IndexError, TypeError):
             raise ProviderCallError("malformed response: no message content", retryable=True) from None
         usage = body.get("usage") or {}
+        fingerprint = body.get("system_fingerprint")
         return ProviderReply(
             text=text,
             model=str(body.get("model") or request.model),
@@ -107,6 +108,7 @@ class OpenAIProvider:
                 input_tokens=int(usage.get("prompt_tokens") or 0),
                 output_tokens=int(usage.get("completion_tokens") or 0),
             ),
+            fingerprint=fingerprint if isinstance(fingerprint, str) and fingerprint else None,
         )
 
     async def aclose(self) -> None:

@@ -76,6 +76,21 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
 
+class DriftConfig(_Strict):
+    """The drift sentinel of a calibrated judge (``calibration/drift/``, docs/judges.md "Drift")."""
+
+    sample: int = Field(
+        20, ge=2, le=10_000, description="Calibration items per language and metric re-asked, uncached, every run."
+    )
+    on_change: Literal["fail", "warn"] = Field(
+        "fail", description="What a served model or fingerprint other than the certified one does: fail or warn."
+    )
+    tolerance: float = Field(
+        0.1, ge=0.0, le=1.0, description="Largest drop of weighted F1 on the sample (certified minus now) that passes."
+    )
+    seed: int = Field(0, description="Seed of the sample (the same items every run, so before and after compare).")
+
+
 class JudgeConfig(_Strict):
     """Which model judges, and how it is asked."""
 
@@ -126,6 +141,11 @@ class JudgeConfig(_Strict):
         "fail", description="What judge-scored items do in a language where the judge failed its calibration."
     )
     correction: bool = Field(False, description="Apply the calibration set's per-language score correction.")
+    drift: DriftConfig | None = Field(
+        None,
+        description="Drift sentinel: re-ask a seeded sample of the calibration items uncached each run, fail when "
+        "agreement dropped beyond tolerance or the served model differs from the certified one.",
+    )
     required: bool | None = Field(
         None,
         description="Whether items fail (true) or are skipped (false) when this judge can't be called; "
@@ -170,6 +190,8 @@ class JudgeConfig(_Strict):
             raise ValueError("correction needs a calibration set: set judge.calibration")
         if self.calibration_metrics is not None and self.calibration is None:
             raise ValueError("calibration_metrics names what a calibration set covers: set judge.calibration")
+        if self.drift is not None and self.calibration is None:
+            raise ValueError("drift watches a calibrated judge: set judge.calibration")
         return self
 
     def calibration_covers(self, metric: str) -> bool:

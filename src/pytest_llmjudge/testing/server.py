@@ -25,7 +25,7 @@ Endpoints
 ---------
 ``POST /v1/chat/completions``
     OpenAI Chat Completions.  Answers a ``chat.completion`` object: ``id``,
-    ``object``, ``created``, ``model`` (the request's model, echoed),
+    ``object``, ``created``, ``model`` (the request's model, echoed, or ``Reply.model``),
     ``choices[{index, message{role: "assistant", content, refusal: null},
     finish_reason: "stop", logprobs: null}]`` (``n`` choices when ``n`` is
     given) and ``usage{prompt_tokens, completion_tokens, total_tokens}``.
@@ -309,6 +309,11 @@ class Reply:
     fault: Fault | None = None
     usage: tuple[int, int] | None = None
     """``(input_tokens, output_tokens)`` to report instead of the estimate."""
+    model: str | None = None
+    """The served model the answer names (``model``); ``None`` echoes the request's (a provider
+    that swaps the model behind a name answers another one)."""
+    system_fingerprint: str | None = None
+    """OpenAI's ``system_fingerprint`` to answer instead of ``fp_loopback`` (Anthropic has none)."""
 
 
 ResponderResult = Reply | str
@@ -494,8 +499,10 @@ def _error_body(provider: Provider, status: int, message: str, request_id: str) 
 
 
 def _success_body(
-    request: ReceivedRequest, text: str, usage: tuple[int, int] | None, request_id: str
+    request: ReceivedRequest, text: str, usage: tuple[int, int] | None, request_id: str, reply: Reply | None = None
 ) -> dict[str, Any]:
+    served = reply.model if reply is not None and reply.model is not None else request.model
+    fingerprint = reply.system_fingerprint if reply is not None and reply.system_fingerprint else "fp_loopback"
     if usage is None:
         prompt = estimate_tokens(request.system) + sum(estimate_tokens(t) + 4 for _, t in request.messages)
         usage = (prompt, estimate_tokens(text))
@@ -505,7 +512,7 @@ def _success_body(
             "id": f"msg_loopback{request.index:08d}",
             "type": "message",
             "role": "assistant",
-            "model": request.model,
+            "model": served,
             "content": tool_uses or [{"type": "text", "text": text}],
             "stop_reason": "tool_use" if tool_uses else "end_turn",
             "stop_sequence": None,
@@ -522,7 +529,7 @@ def _success_body(
         "id": f"chatcmpl-loopback{request.index:08d}",
         "object": "chat.completion",
         "created": int(request.received_at),
-        "model": request.model,
+        "model": served,
         "choices": [
             {
                 "index": i,
@@ -537,7 +544,7 @@ def _success_body(
             "completion_tokens": usage[1] * n,
             "total_tokens": usage[0] + usage[1] * n,
         },
-        "system_fingerprint": "fp_loopback",
+        "system_fingerprint": fingerprint,
     }
 
 
@@ -1316,7 +1323,7 @@ class LoopbackServer:
             response = _http_response(200, payload, headers=extra, keep_alive=keep_alive)
             return _Outcome(status=200, data=response)
         if fault is Fault.TRUNCATED:
-            full = _json_bytes(_success_body(received, reply.text, reply.usage, request_id))
+            full = _json_bytes(_success_body(received, reply.text, reply.usage, request_id, reply))
             response = _http_response(
                 200,
                 full[: max(1, len(full) // 2)],
@@ -1326,12 +1333,12 @@ class LoopbackServer:
             )
             return _Outcome(status=200, data=response, close=True)
         if fault is Fault.EMPTY_CONTENT:
-            payload = _json_bytes(_success_body(received, "", reply.usage, request_id))
+            payload = _json_bytes(_success_body(received, "", reply.usage, request_id, reply))
             response = _http_response(200, payload, headers=extra, keep_alive=keep_alive)
             return _Outcome(status=200, data=response)
         if reply.status >= 400:
             return error(reply.status, reply.text or f"loopback error {reply.status}", extra)
-        payload = _json_bytes(_success_body(received, reply.text, reply.usage, request_id))
+        payload = _json_bytes(_success_body(received, reply.text, reply.usage, request_id, reply))
         response = _http_response(reply.status, payload, headers=extra, keep_alive=keep_alive)
         return _Outcome(status=reply.status, data=response)
 
@@ -1385,7 +1392,7 @@ class LoopbackServer:
             await asyncio.sleep(reply.latency)
         fault = reply.fault
         if fault is Fault.EMPTY_CONTENT:
-            return 200, _success_body(received, "", reply.usage, request_id)
+            return 200, _success_body(received, "", reply.usage, request_id, reply)
         if fault is not None or reply.status >= 400:
             status = (
                 {
@@ -1401,7 +1408,7 @@ class LoopbackServer:
                 else f"batch line failed ({fault.value if fault else status})"
             )
             return status, _error_body(provider, status, message, request_id)
-        return 200, _success_body(received, reply.text, reply.usage, request_id)
+        return 200, _success_body(received, reply.text, reply.usage, request_id, reply)
 
     async def _call_responder(self, request: ReceivedRequest) -> Reply:
         try:
