@@ -48,7 +48,9 @@ def failure_rate(sample: int, tolerance: float, flip: float, drop: float, replic
         chosen = drift_sample(truth.size, config)
         human = truth[chosen].tolist()
         before = sample_agreement(human, certified_labels[chosen].astype(float).tolist(), SCALE)
-        after = sample_agreement(human, reasked(rng, certified_labels, flip, drop)[chosen].astype(float).tolist(), SCALE)
+        after = sample_agreement(
+            human, reasked(rng, certified_labels, flip, drop)[chosen].astype(float).tolist(), SCALE
+        )
         assert before is not None
         certified = Certified("j", "fr", "m", IDENTITY, before, tuple(map(str, chosen)), "")
         verdict = decide(config, "j", certified, IDENTITY, IDENTITY, IDENTITY, after)
