@@ -158,7 +158,14 @@ class GateComputer:
         """The judge config used to score the set: a suite's judge or the set's own, one repeat."""
         base = judge if judge is not None else cal.judge
         return base.model_copy(
-            update={"repeats": 1, "calibration": None, "correction": False, "uncalibrated": "fail", "drift": None}
+            update={
+                "repeats": 1,
+                "calibration": None,
+                "correction": False,
+                "uncalibrated": "fail",
+                "drift": None,
+                "scoring": "sampled",
+            }
         )
 
     def _suite(self, cal: CalibrationSet, judge: JudgeConfig, purpose: str) -> Suite:

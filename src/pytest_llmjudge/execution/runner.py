@@ -83,6 +83,7 @@ from pytest_llmjudge.judges.base import (
     Usage,
 )
 from pytest_llmjudge.judges.diagnosis import PROVIDER_FAILED, EndpointTally, classify, endpoint_label
+from pytest_llmjudge.judges.logprobs import score_distribution
 from pytest_llmjudge.judges.parsing import Verdict, parse_reply
 from pytest_llmjudge.judges.rubrics import Rubric
 
@@ -336,7 +337,7 @@ class JudgeRunner:
         if hit is None:
             return None
         results: dict[str, Verdict | UnscoredError] = {}
-        if self._merge(results, hit.reply, rubrics) is not None:
+        if self._merge(results, hit.reply, rubrics, request.top_logprobs is not None) is not None:
             return None
         self._count(request, None)
         return CallOutcome(
@@ -553,7 +554,7 @@ class JudgeRunner:
             await self._ask(
                 provider,
                 request,
-                lambda reply: self._merge(results, reply, rubrics),
+                lambda reply: self._merge(results, reply, rubrics, request.top_logprobs is not None),
                 max_reasks,
                 owner_elsewhere,
                 asked,
@@ -673,13 +674,32 @@ class JudgeRunner:
 
     @staticmethod
     def _merge(
-        results: dict[str, Verdict | UnscoredError], reply: ProviderReply, rubrics: tuple[Rubric, ...]
+        results: dict[str, Verdict | UnscoredError],
+        reply: ProviderReply,
+        rubrics: tuple[Rubric, ...],
+        logprobs: bool = False,
     ) -> str | None:
-        """Fold one reply's verdicts into ``results``; return what is still wrong, if anything."""
+        """Fold one reply's verdicts into ``results``; return what is still wrong, if anything.
+
+        ``logprobs``: the request asked for token log-probabilities (``scoring: expected``), so
+        each verdict gets the distribution at its score token, or why there is none.
+        """
         try:
             parsed: dict[str, Verdict | UnscoredError] = parse_reply(reply.text, rubrics)
         except UnscoredError as exc:
             parsed = {r.name: exc for r in rubrics}
+        if logprobs:
+            names = tuple(r.name for r in rubrics)
+            scales = {r.name: r.scale for r in rubrics}
+            parsed = {
+                name: replace(
+                    value,
+                    distribution=score_distribution(reply.text, reply.digit_tokens, name, scales[name], names),
+                )
+                if isinstance(value, Verdict)
+                else value
+                for name, value in parsed.items()
+            }
         for name, value in parsed.items():
             if not isinstance(results.get(name), Verdict):
                 results[name] = value

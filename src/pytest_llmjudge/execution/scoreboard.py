@@ -35,7 +35,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pytest_llmjudge.errors import LLMJudgeError, MetricError, TargetTimeoutError, UnscoredError
@@ -46,6 +46,7 @@ from pytest_llmjudge.execution.sharing import WorkerShare
 from pytest_llmjudge.execution.spend import NOT_JUDGED, SpendCap, SpendLimits
 from pytest_llmjudge.execution.stores import open_store
 from pytest_llmjudge.judges.base import JudgeProvider, LazyProvider, ProviderRequest
+from pytest_llmjudge.judges.logprobs import ScoreDistribution
 from pytest_llmjudge.judges.parsing import Verdict
 from pytest_llmjudge.judges.prompts import JudgedText, JudgeSettings, build_request
 from pytest_llmjudge.judges.rubrics import Rubric
@@ -203,8 +204,22 @@ def combine_samples(samples: Sequence[float], how: Literal["mean", "majority"]) 
     return min(value for value, count in counts.items() if count == best)
 
 
+TOP_LOGPROBS = 20
+"""Alternatives asked per token for ``scoring: expected`` (OpenAI's maximum)."""
+
+
+def scoring_of(rubric: Rubric, judge: JudgeConfig) -> Literal["sampled", "expected"]:
+    """A rubric's scoring: its own ``scoring``, else the judge's."""
+    return rubric.score_mode or judge.scoring
+
+
 def verdict_score(
-    rubric: Rubric, label: str, outcomes: Sequence[CallOutcome], how: Literal["mean", "majority"] = "mean"
+    rubric: Rubric,
+    label: str,
+    outcomes: Sequence[CallOutcome],
+    how: Literal["mean", "majority"] = "mean",
+    scoring: Literal["sampled", "expected"] = "sampled",
+    fallback: Literal["unscored", "sampled"] = "unscored",
 ) -> Score:
     """The score the judge gave on ``rubric``: one call's outcome per sample, combined by ``how``.
 
@@ -227,7 +242,7 @@ def verdict_score(
             )
         verdicts.append(result)
     samples = tuple(v.score for v in verdicts)
-    return Score(
+    score = Score(
         metric=rubric.name,
         value=combine_samples(samples, how),
         source="judge",
@@ -237,6 +252,40 @@ def verdict_score(
         samples=samples if len(samples) > 1 else (),
         higher_is_better=rubric.higher_is_better,
         identity=served_identity(rubric, outcomes),
+    )
+    return score if scoring == "sampled" else expected_score(score, verdicts, rubric, fallback)
+
+
+def expected_score(
+    sampled: Score, verdicts: Sequence[Verdict], rubric: Rubric, fallback: Literal["unscored", "sampled"]
+) -> Score:
+    """``scoring: expected``: the mean over samples of each one's probability-weighted score (G-Eval).
+
+    ``detail`` keeps the distribution (probabilities averaged over the samples) and the sampled
+    score. Without a distribution for every sample the score is unscored, or (``fallback:
+    sampled``) the sampled score with ``detail.scoring`` saying why: never silently.
+    """
+    distributions = [v.distribution for v in verdicts]
+    missing = next((d for d in distributions if not isinstance(d, ScoreDistribution)), None)
+    if missing is not None:
+        reason = missing if isinstance(missing, str) else "no token log-probabilities were asked for"
+        if fallback == "unscored":
+            return replace(sampled, value=None, error=f"scoring: expected: {reason}", samples=())
+        return replace(sampled, detail={**sampled.detail, "scoring": f"sampled (fallback: {reason})"})
+    found = [d for d in distributions if isinstance(d, ScoreDistribution)]
+    expected = [d.expected for d in found]
+    averaged = {s: statistics.fmean(d.probabilities[s] for d in found) for s in rubric.scale}
+    detail = {
+        "scoring": "expected",
+        "probabilities": {str(s): round(p, 6) for s, p in averaged.items()},
+        "mass": round(min(d.mass for d in found), 6),
+        "sampled": sampled.value,
+    }
+    return replace(
+        sampled,
+        value=statistics.fmean(expected),
+        samples=tuple(expected) if len(expected) > 1 else (),
+        detail={**sampled.detail, **detail},
     )
 
 
@@ -437,7 +486,10 @@ class ScoreBoard:
             reference=case.reference,
             context=case.context,
         )
-        return build_request(group, text, self.judge_settings(suite.judge), task=suite.task, sample=sample)
+        request = build_request(group, text, self.judge_settings(suite.judge), task=suite.task, sample=sample)
+        if any(scoring_of(rubric, suite.judge) == "expected" for rubric in group):
+            request = replace(request, top_logprobs=TOP_LOGPROBS)
+        return request
 
     def plan(self, needs: Iterable[tuple[Suite, Case, str]]) -> int:
         """Submit every judge call the needs require; returns how many were submitted.
@@ -651,7 +703,14 @@ class ScoreBoard:
                 return _unscored(metric, "judge", str(exc), judge=label, higher_is_better=rubric.higher_is_better)
             except Exception as exc:
                 return _unscored(metric, "judge", target_failure(exc), judge=label)
-        return verdict_score(rubric, label, outcomes, suite.judge.repeat_aggregate)
+        return verdict_score(
+            rubric,
+            label,
+            outcomes,
+            suite.judge.repeat_aggregate,
+            scoring_of(rubric, suite.judge),
+            suite.judge.scoring_fallback,
+        )
 
     def noted(self, score: Score) -> Score:
         """``score``, remembered in :attr:`not_judged` when the spend cap kept its call from being

@@ -127,6 +127,16 @@ class JudgeConfig(_Strict):
     max_reasks: int = Field(
         2, ge=0, le=10, description="Re-asks after an unparseable reply before the case is unscored."
     )
+    scoring: Literal["sampled", "expected"] = Field(
+        "sampled",
+        description="sampled: the score the judge wrote; expected: its probability-weighted expected score over "
+        "the scale (G-Eval), from token log-probabilities (OpenAI and compatible servers).",
+    )
+    scoring_fallback: Literal["unscored", "sampled"] = Field(
+        "unscored",
+        description="With scoring: expected, when the provider gives no log-probabilities (Anthropic): the item "
+        "is unscored, or keeps the sampled score with a note saying so.",
+    )
     calibration: str | None = Field(
         None,
         description="Calibration set (path relative to the suite) this judge must pass per language; "
@@ -211,6 +221,9 @@ class RubricConfig(_Strict):
     needs: list[Literal["input", "reference", "context"]] = Field(default_factory=list)
     per_language: dict[str, str] = Field(
         default_factory=dict, description="Extra rubric text for a language, e.g. {ja: 'Keigo must match ...'}."
+    )
+    scoring: Literal["sampled", "expected"] | None = Field(
+        None, description="This rubric's scoring, over judge.scoring: sampled, or expected (probability-weighted)."
     )
 
     @field_validator("scale")

@@ -33,7 +33,8 @@ Endpoints
     ``logprobs{content: [{token, logprob, bytes, top_logprobs}], refusal: null}``:
     the reply split into GPT-like tokens (words, single digits, punctuation
     runs), each with logprob -0.01 and ``top_logprobs`` copies of itself (what
-    deepeval's G-Eval reads to weight its score).
+    deepeval's G-Eval reads to weight its score); ``Reply.score_logprobs``
+    gives the integer token after ``"score":`` a distribution of alternatives.
 ``POST /v1/messages``
     Anthropic Messages.  Answers a ``message`` object: ``id``,
     ``type: "message"``, ``role: "assistant"``, ``model`` (echoed),
@@ -314,6 +315,9 @@ class Reply:
     that swaps the model behind a name answers another one)."""
     system_fingerprint: str | None = None
     """OpenAI's ``system_fingerprint`` to answer instead of ``fp_loopback`` (Anthropic has none)."""
+    score_logprobs: dict[str, float] | None = None
+    """With ``logprobs: true``: the alternatives (token -> logprob) of every integer token that follows
+    ``"score":`` in the text, as a judge's uncertainty between scores; the written token gets its own entry."""
 
 
 ResponderResult = Reply | str
@@ -521,7 +525,9 @@ def _success_body(
     n = _as_int(request.body.get("n"))
     n = 1 if n is None else min(max(n, 1), 128)
     logprobs = (
-        _logprobs_block(text, _as_int(request.body.get("top_logprobs")) or 0)
+        _logprobs_block(
+            text, _as_int(request.body.get("top_logprobs")) or 0, reply.score_logprobs if reply is not None else None
+        )
         if request.body.get("logprobs") is True
         else None
     )
@@ -612,12 +618,28 @@ def _structured_output_problem(request: ReceivedRequest, *, rejected: bool) -> s
 _GPT_LIKE_TOKEN = re.compile(r"\s?[A-Za-z]+|\d|\s?[^\sA-Za-z\d]+|\s")
 
 
-def _logprobs_block(text: str, top: int) -> dict[str, Any]:
-    """A Chat Completions ``logprobs`` block for ``text``: GPT-like tokens, each sure of itself."""
+_AFTER_SCORE = re.compile(r'"score"\s*:\s*$')
+
+
+def _logprobs_block(text: str, top: int, score_logprobs: dict[str, float] | None = None) -> dict[str, Any]:
+    """A Chat Completions ``logprobs`` block for ``text``: GPT-like tokens, each sure of itself.
+
+    With ``score_logprobs``, an integer token right after ``"score":`` gets those alternatives
+    instead (the ``top`` most likely, most likely first) and the logprob they give it.
+    """
     content = []
+    spelled = ""
+    count = min(max(top, 0), 20)
     for token in _GPT_LIKE_TOKEN.findall(text):
         entry = {"token": token, "logprob": -0.01, "bytes": list(token.encode("utf-8"))}
-        content.append({**entry, "top_logprobs": [dict(entry) for _ in range(min(max(top, 0), 20))]})
+        if score_logprobs and token.strip().isdigit() and _AFTER_SCORE.search(spelled):
+            ranked = sorted(score_logprobs.items(), key=lambda item: -item[1])[:count]
+            alternatives = [{"token": t, "logprob": lp, "bytes": list(t.encode("utf-8"))} for t, lp in ranked]
+            chosen = score_logprobs.get(token, -9999.0)
+            content.append({**entry, "logprob": chosen, "top_logprobs": alternatives})
+        else:
+            content.append({**entry, "top_logprobs": [dict(entry) for _ in range(count)]})
+        spelled += token
     return {"content": content, "refusal": None}
 
 
