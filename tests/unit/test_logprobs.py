@@ -46,3 +46,18 @@ def test_without_probabilities_the_reason_is_given_never_a_distribution() -> Non
         "no probability on the scale's scores at the score token"
     )
     assert digit_tokens("not a list") is None
+
+
+def test_a_refused_setting_is_named_and_not_retried() -> None:
+    from pytest_llmjudge.judges.base import ProviderCallError, ProviderRequest
+    from pytest_llmjudge.judges.openai import rejected_setting
+
+    request = ProviderRequest(provider="openai", model="o3-mini", system="s", user="u", top_logprobs=20)
+    refused = ProviderCallError(
+        "HTTP 400: Unsupported value: 'temperature' does not support 0 with this model.", retryable=False, status=400
+    )
+    said = rejected_setting(refused, request)
+    assert str(said).startswith("model o3-mini does not accept temperature 0: set judge.temperature to 1")
+    assert not said.retryable
+    other = ProviderCallError("HTTP 400: bad schema", retryable=False, status=400)
+    assert rejected_setting(other, request) is other
