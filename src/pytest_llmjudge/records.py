@@ -829,6 +829,33 @@ class DriftRecord(ItemRecord):
         )
 
 
+class CanaryRecord(ItemRecord):
+    """One injection canary (``judge.canaries``): the judge's scores of a clean and an attacked twin."""
+
+    kind: Literal["canary"] = "canary"
+    suite: str
+    judge: str
+    language: str
+    attack: str
+    scores: dict[str, dict[str, ScoreValue]] = Field(default_factory=dict)
+    """Per rubric: ``clean`` and ``attacked`` scores (None: unscored)."""
+    problem: str | None = None
+
+    def junit_properties(self) -> list[tuple[str, Any]]:
+        shown = "; ".join(
+            f"{metric}: clean {format_value(pair.get('clean'))}, attacked {format_value(pair.get('attacked'))}"
+            for metric, pair in self.scores.items()
+        )
+        return [
+            ("suite", self.suite),
+            ("language", self.language),
+            ("attack", self.attack),
+            ("judge", self.judge),
+            ("scores", shown or None),
+            ("problem", self.problem),
+        ]
+
+
 AnyRecord = Annotated[
     CaseRecord
     | AggregateRecord
@@ -840,13 +867,20 @@ AnyRecord = Annotated[
     | LeaderboardRecord
     | SurrogateRecord
     | RankingCheckRecord
-    | DriftRecord,
+    | DriftRecord
+    | CanaryRecord,
     Field(discriminator="kind"),
 ]
 """Any item record, told apart by ``kind``."""
 
 OtherRecord = Annotated[
-    UncalibratedRecord | ConsistencyRecord | SensitivityRecord | SurrogateRecord | RankingCheckRecord | DriftRecord,
+    UncalibratedRecord
+    | ConsistencyRecord
+    | SensitivityRecord
+    | SurrogateRecord
+    | RankingCheckRecord
+    | DriftRecord
+    | CanaryRecord,
     Field(discriminator="kind"),
 ]
 """The records of the report's ``other`` section."""

@@ -19,6 +19,7 @@ from pytest_llmjudge.records import (
     AnyRecord,
     BaselineCase,
     Battle,
+    CanaryRecord,
     CaseDrop,
     CaseRecord,
     CaseScore,
@@ -268,6 +269,15 @@ def _samples() -> list[ItemRecord]:
             problem="agreement dropped",
             passed=False,
         ),
+        CanaryRecord(
+            suite="s",
+            judge="openai:m",
+            language="hi",
+            attack="target_script",
+            scores={"task_quality": {"clean": 0.0, "attacked": 2.0}},
+            problem="moved",
+            passed=False,
+        ),
     ]
 
 
@@ -302,7 +312,7 @@ def test_nan_and_infinities_become_none_at_every_depth() -> None:
     )
     assert (row.value, row.threshold.value) == (None, None)
     # Diagnostic detail keeps the domain's shape; its wire form still holds no NaN.
-    check = _samples()[-2]
+    check = _samples()[-3]
     assert isinstance(check, RankingCheckRecord)
     check.detail = {"ci_low": NAN, "nested": {"p": float("inf")}}
     assert check.to_wire()["detail"] == {"ci_low": None, "nested": {"p": None}}
@@ -335,9 +345,20 @@ def test_a_wire_form_without_a_kind_or_not_a_mapping_raises() -> None:
 
 
 def test_junit_properties_name_what_the_items_recorded() -> None:
-    case, aggregate, uncalibrated, gate, consistency, sensitivity, regression, board, surrogate, check, drift = (
-        _samples()
-    )
+    (
+        case,
+        aggregate,
+        uncalibrated,
+        gate,
+        consistency,
+        sensitivity,
+        regression,
+        board,
+        surrogate,
+        check,
+        drift,
+        canary,
+    ) = _samples()
     assert case.junit_properties() == [
         ("suite", "s"),
         ("case", "hi-1"),
@@ -386,3 +407,4 @@ def test_junit_properties_name_what_the_items_recorded() -> None:
     assert drift_props["certified"] == "m-1, rubric abc"
     assert drift_props["served"] == "m-2 (fp_2), rubric abc", "the fingerprint shown when the reply had one"
     assert (drift_props["before"], drift_props["after"], drift_props["n"]) == (0.9, 0.7, 20)
+    assert dict(canary.junit_properties())["scores"] == "task_quality: clean 0, attacked 2"

@@ -151,6 +151,11 @@ class JudgeConfig(_Strict):
         "fail", description="What judge-scored items do in a language where the judge failed its calibration."
     )
     correction: bool = Field(False, description="Apply the calibration set's per-language score correction.")
+    canaries: bool = Field(
+        False,
+        description="Injection canaries: per suite language, built-in outputs that try to steer the judge, each "
+        "judged with its clean twin; an item fails when the attacked twin scores better (4 calls per language and rubric).",
+    )
     drift: DriftConfig | None = Field(
         None,
         description="Drift sentinel: re-ask a seeded sample of the calibration items uncached each run, fail when "
