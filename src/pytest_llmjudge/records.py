@@ -829,6 +829,47 @@ class DriftRecord(ItemRecord):
         )
 
 
+class JuryRecord(ItemRecord):
+    """Several judges on one calibration group x metric: each one's agreement, theirs among themselves, the choice."""
+
+    kind: Literal["jury"] = "jury"
+    calibration: str
+    calibration_path: str
+    language: str
+    group: str
+    metric: str
+    judges: list[dict[str, Json]] = Field(default_factory=list)
+    """Per judge: ``judge``, ``f1``, ``passed``, ``calls``, ``cached``."""
+    alpha: Real = None
+    level: str
+    error_correlation: dict[str, Real] = Field(default_factory=dict)
+    effective_committee_size: Real = None
+    combined_f1: dict[str, Real] = Field(default_factory=dict)
+    combine: str
+    chosen: str | None = None
+    problem: str | None = None
+
+    def junit_properties(self) -> list[tuple[str, Any]]:
+        shown = "; ".join(
+            f"{j.get('judge')}: F1 {format_value(j.get('f1'))} {'pass' if j.get('passed') else 'fail'}, "
+            f"{j.get('calls')} calls ({j.get('cached')} cached)"
+            for j in self.judges
+        )
+        return _rounded(
+            [
+                ("calibration", self.calibration),
+                ("language", self.language),
+                ("group", self.group if self.group != self.language else None),
+                ("metric", self.metric),
+                ("judges", shown or None),
+                ("alpha", self.alpha),
+                ("effective_committee_size", self.effective_committee_size),
+                ("chosen", self.chosen),
+                ("problem", self.problem),
+            ]
+        )
+
+
 class CanaryRecord(ItemRecord):
     """One injection canary (``judge.canaries``): the judge's scores of a clean and an attacked twin."""
 
@@ -868,7 +909,8 @@ AnyRecord = Annotated[
     | SurrogateRecord
     | RankingCheckRecord
     | DriftRecord
-    | CanaryRecord,
+    | CanaryRecord
+    | JuryRecord,
     Field(discriminator="kind"),
 ]
 """Any item record, told apart by ``kind``."""
@@ -880,7 +922,8 @@ OtherRecord = Annotated[
     | SurrogateRecord
     | RankingCheckRecord
     | DriftRecord
-    | CanaryRecord,
+    | CanaryRecord
+    | JuryRecord,
     Field(discriminator="kind"),
 ]
 """The records of the report's ``other`` section."""

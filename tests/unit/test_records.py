@@ -29,6 +29,7 @@ from pytest_llmjudge.records import (
     GateRecord,
     Interval,
     ItemRecord,
+    JuryRecord,
     LeaderboardRecord,
     PairedCase,
     Perturbation,
@@ -278,6 +279,22 @@ def _samples() -> list[ItemRecord]:
             problem="moved",
             passed=False,
         ),
+        JuryRecord(
+            calibration="cal",
+            calibration_path="/r/cal.yaml",
+            language="hi",
+            group="hi",
+            metric="task_quality",
+            judges=[{"judge": "openai:a", "f1": 0.9, "passed": True, "calls": 40, "cached": 40}],
+            alpha=0.61234567,
+            level="ordinal",
+            error_correlation={"openai:a | openai:b": 0.4},
+            effective_committee_size=1.43,
+            combined_f1={"best": 0.9, "majority": 0.8},
+            combine="best",
+            chosen="openai:a",
+            passed=True,
+        ),
     ]
 
 
@@ -312,7 +329,7 @@ def test_nan_and_infinities_become_none_at_every_depth() -> None:
     )
     assert (row.value, row.threshold.value) == (None, None)
     # Diagnostic detail keeps the domain's shape; its wire form still holds no NaN.
-    check = _samples()[-3]
+    check = _samples()[-4]
     assert isinstance(check, RankingCheckRecord)
     check.detail = {"ci_low": NAN, "nested": {"p": float("inf")}}
     assert check.to_wire()["detail"] == {"ci_low": None, "nested": {"p": None}}
@@ -358,6 +375,7 @@ def test_junit_properties_name_what_the_items_recorded() -> None:
         check,
         drift,
         canary,
+        jury,
     ) = _samples()
     assert case.junit_properties() == [
         ("suite", "s"),
@@ -408,3 +426,6 @@ def test_junit_properties_name_what_the_items_recorded() -> None:
     assert drift_props["served"] == "m-2 (fp_2), rubric abc", "the fingerprint shown when the reply had one"
     assert (drift_props["before"], drift_props["after"], drift_props["n"]) == (0.9, 0.7, 20)
     assert dict(canary.junit_properties())["scores"] == "task_quality: clean 0, attacked 2"
+    jury_props = dict(jury.junit_properties())
+    assert jury_props["judges"] == "openai:a: F1 0.9 pass, 40 calls (40 cached)"
+    assert (jury_props["alpha"], jury_props["chosen"]) == (0.612346, "openai:a")

@@ -375,6 +375,18 @@ class GateComputer:
             self._gates[key] = result
             return result
 
+    def scores_of(
+        self, cal: CalibrationSet, group: str, metric: str, judge: JudgeConfig | None = None
+    ) -> tuple[list[float], int]:
+        """``judge``'s scores of a group's items (NaN: unscored) and how many came from the cache."""
+        values, _ = self._judge_scores(cal, judge, cal.items(group, metric), metric)
+        if cal.scores == "recorded":
+            return values, 0
+        suite = self.scoring_suite(cal, judge)
+        cases = self._by_id(suite)
+        cached = sum(bool(self.board.score(suite, cases[i.case.id], metric).cached) for i in cal.items(group, metric))
+        return values, cached
+
     def gate_identity(
         self, cal: CalibrationSet, group: str, metric: str, judge: JudgeConfig | None = None
     ) -> dict[str, str] | None:

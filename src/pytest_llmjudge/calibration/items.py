@@ -38,6 +38,7 @@ from pytest_llmjudge.records import (
     ConsistencyRecord,
     GateRecord,
     ItemRecord,
+    JuryRecord,
     Perturbation,
     SensitivityRecord,
     UncalibratedRecord,
@@ -95,6 +96,18 @@ class CalibrationFile(pytest.File):
             if reason is not None:
                 item.add_marker(pytest.mark.xfail(reason=reason, strict=True, raises=GateFailure))
             yield item
+        if cal.jury is not None:
+            for group, metric in cal.groups():
+                yield JuryItem.from_parent(
+                    self,
+                    name=f"jury[{group}-{metric}]",
+                    calibration=cal,
+                    language=group,
+                    metric=metric,
+                    judge_problem=next(
+                        (p for p in (store.judge_problem(cal, judge) for judge in cal.jury.judges) if p), None
+                    ),
+                )
         if cal.sanity is None:
             return
         problem = store.judge_problem(cal)
@@ -210,6 +223,70 @@ class GateItem(_CalibrationItem):
         if result.problem is not None:
             raise GateError(message)
         raise GateFailure(message)
+
+
+class JuryItem(_CalibrationItem):
+    """Every judge of the calibration set's jury on one group x metric (``calibration/jury.py``)."""
+
+    def planned_calls(self) -> list[tuple[Suite, Case, str]]:
+        if self.judge_problem is not None or self.calibration.jury is None:
+            return []
+        only = {(self.language, self.metric)}
+        return [
+            need
+            for judge in self.calibration.jury.judges
+            for need in self.store.gate_needs(self.calibration, judge, only)
+        ]
+
+    def runtest(self) -> None:
+        from pytest_llmjudge.calibration.jury import JuryMember, evaluate_jury
+        from pytest_llmjudge.stats.annotators import aggregate_labels
+
+        cal, store = self.calibration, self.store
+        assert cal.jury is not None
+        members = []
+        labels = [store.judge_label(cal, judge) for judge in cal.jury.judges]
+        for index, judge in enumerate(cal.jury.judges):
+            scores, cached = store.scores_of(cal, self.language, self.metric, judge)
+            label = labels[index]
+            if labels.count(label) > 1:  # one model at two endpoints: judges are told apart by position
+                label += f" #{index + 1}"
+            members.append(
+                JuryMember(
+                    label=label,
+                    gate=store.gate(cal, self.language, self.metric, judge),
+                    scores=tuple(scores),
+                    calls=len(scores),
+                    cached=cached,
+                )
+            )
+        items = cal.items(self.language, self.metric)
+        scale = cal.rubrics[self.metric].scale
+        human = aggregate_labels(store.label_matrix(items, cal.ceiling), cal.aggregation, scale).labels
+        threshold = store.options(cal, self.language, self.metric).threshold
+        result = evaluate_jury(cal.jury, self.language, self.metric, members, list(human), scale, threshold)
+        data = result.to_dict()
+        self._keep(
+            JuryRecord(
+                calibration=cal.name,
+                calibration_path=str(cal.path),
+                language=cal.group_language(self.language),
+                group=data.pop("group"),
+                metric=data.pop("metric"),
+                judges=data.pop("judges"),
+                passed=result.problem is None,
+                **data,
+            )
+        )
+        if result.problem is not None:
+            lines = [f"{cal.name}: jury, {self.language} {self.metric}: {result.problem}"]
+            for member in members:
+                f1 = "-" if member.f1 is None else f"{member.f1:.3f}"
+                verdict = "passes" if member.gate.passed else "fails"
+                lines.append(f"  {member.label:<40} weighted F1 {f1}, {verdict} its gate")
+            alpha = "undefined" if result.alpha is None else f"{result.alpha:.3f}"
+            lines.append(f"  Krippendorff's alpha ({result.level}) among the judges: {alpha}")
+            raise GateFailure("\n".join(lines))
 
 
 class ConsistencyItem(_CalibrationItem):
