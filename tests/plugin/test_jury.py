@@ -106,3 +106,43 @@ def test_a_jury_needs_live_scores(pytester: pytest.Pytester) -> None:
     )
     result = pytester.runpytest("--llmjudge")
     result.stdout.fnmatch_lines(["*a jury asks its judges live: set scores: judge*"])
+
+
+def suite_text(base_url: str) -> str:
+    return f"""suite: s
+judge: {{provider: openai, model: unused, base_url: "{base_url}", calibration: cal.yaml, jury: true}}
+cases:
+  - {{id: good, language: fr, output: "a reply of quality 2"}}
+  - {{id: poor, language: fr, output: "a reply of quality 0"}}
+assert:
+  - linguistic_acceptability >= 1
+"""
+
+
+@pytest.mark.parametrize("combine", ["best", "majority"])
+def test_a_suite_scores_each_language_with_its_jury(
+    pytester: pytest.Pytester, jury_server: LoopbackServer, combine: str
+) -> None:
+    with jury_server as server:
+        write_set(pytester.path, server.openai_base_url, f"  combine: {combine}\n")
+        pytester.makefile(".yaml", suite=suite_text(server.openai_base_url))
+        result = pytester.runpytest("--llmjudge", "suite.yaml", "-v", "--llmjudge-report=json:r.json")
+        cases = {c["case"]: c for c in json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))["cases"]}
+        assert "unused" not in {r.model for r in server.requests}, "the suite's own judge is never asked"
+        if combine == "best":
+            result.assert_outcomes(passed=1, failed=1)  # the truthful judge: poor is 0
+            assert cases["poor"]["judge"] == "jury best: openai:truthful" and cases["poor"]["score"] == 0
+            assert {r.model for r in server.requests} == set(BEHAVIOUR)  # the gates asked all three
+        else:
+            # majority of (0, 2, 1) for the poor reply is a tie: the lower, 0; the good one 2. On the
+            # calibration items the majority agrees too little (F1 0.585): the language is not calibrated.
+            result.assert_outcomes(failed=2)
+            result.stdout.fnmatch_lines(
+                [
+                    "jury is not calibrated for fr: the jury's majority verdict has weighted F1 0.585 < threshold 0.700*",
+                    "UNTRUSTED: poor [[]fr[]] linguistic_acceptability = 0, expected >= 1",
+                    "  judge:         jury majority: openai:truthful, openai:generous, openai:shifted [[]judge[]]",
+                    "  jury:          {'openai:truthful': 0.0, 'openai:generous': 2.0, 'openai:shifted': 1.0}",
+                ],
+                consecutive=False,
+            )

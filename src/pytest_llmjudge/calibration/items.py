@@ -239,32 +239,9 @@ class JuryItem(_CalibrationItem):
         ]
 
     def runtest(self) -> None:
-        from pytest_llmjudge.calibration.jury import JuryMember, evaluate_jury
-        from pytest_llmjudge.stats.annotators import aggregate_labels
-
         cal, store = self.calibration, self.store
-        assert cal.jury is not None
-        members = []
-        labels = [store.judge_label(cal, judge) for judge in cal.jury.judges]
-        for index, judge in enumerate(cal.jury.judges):
-            scores, cached = store.scores_of(cal, self.language, self.metric, judge)
-            label = labels[index]
-            if labels.count(label) > 1:  # one model at two endpoints: judges are told apart by position
-                label += f" #{index + 1}"
-            members.append(
-                JuryMember(
-                    label=label,
-                    gate=store.gate(cal, self.language, self.metric, judge),
-                    scores=tuple(scores),
-                    calls=len(scores),
-                    cached=cached,
-                )
-            )
-        items = cal.items(self.language, self.metric)
-        scale = cal.rubrics[self.metric].scale
-        human = aggregate_labels(store.label_matrix(items, cal.ceiling), cal.aggregation, scale).labels
-        threshold = store.options(cal, self.language, self.metric).threshold
-        result = evaluate_jury(cal.jury, self.language, self.metric, members, list(human), scale, threshold)
+        result = store.jury(cal, self.language, self.metric)
+        members = result.members
         data = result.to_dict()
         self._keep(
             JuryRecord(

@@ -15,10 +15,8 @@ The verdict a language uses (``jury.combine``):
 
 * ``best``: the judge with the highest weighted F1 among those whose gate passes (ties: the
   first listed);
-* ``majority``: per item the most common score of the judges (ties: the lower score);
-* ``mean``: the judges' mean, rounded half up to the nearest scale value;
-* ``weighted``: the mean weighted by each judge's weighted F1 (agreement-weighted), rounded
-  the same way.
+* ``majority``, ``mean``, ``weighted``: per item, the judges' majority, rounded mean, or mean
+  weighted by each judge's weighted F1 (agreement-weighted), ``stats/committee.py``.
 
 Every combination's weighted F1 against the humans is reported, so a reader sees what the
 chosen one gains. The jury item fails when no judge passes its gate (for ``best``), when the
@@ -33,7 +31,6 @@ pairable ratings or a single value seen.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +40,7 @@ import numpy as np
 from pytest_llmjudge.calibration.gate import GateResult
 from pytest_llmjudge.calibration.schema import JuryConfig
 from pytest_llmjudge.stats.agreement import weighted_f1
+from pytest_llmjudge.stats.committee import combine_scores
 from pytest_llmjudge.stats.krippendorff import error_correlation, krippendorff_alpha
 
 __all__ = ["JuryMember", "JuryResult", "combine_scores", "evaluate_jury"]
@@ -63,39 +61,6 @@ class JuryMember:
     @property
     def f1(self) -> float | None:
         return self.gate.f1
-
-
-def _round_half_up(value: float, scale: Sequence[int]) -> int:
-    nearest = min(scale, key=lambda s: (abs(s - value), -s))  # half up: the higher of two equally near
-    return int(nearest)
-
-
-def combine_scores(
-    scores: Mapping[str, Sequence[float]], how: str, weights: Mapping[str, float], scale: Sequence[int]
-) -> list[float]:
-    """The jury's score per item by ``how`` (majority, mean, weighted); NaN where no judge scored."""
-    names = list(scores)
-    combined: list[float] = []
-    for index in range(len(next(iter(scores.values()), ()))):
-        given = [(name, scores[name][index]) for name in names if not math.isnan(scores[name][index])]
-        if not given:
-            combined.append(math.nan)
-            continue
-        if how == "majority":
-            counts = Counter(value for _, value in given)
-            best = max(counts.values())
-            combined.append(min(value for value, count in counts.items() if count == best))
-            continue
-        if how == "weighted":
-            total = sum(weights.get(name, 0.0) for name, _ in given)
-            if total <= 0:
-                combined.append(math.nan)
-                continue
-            mean = sum(weights.get(name, 0.0) * value for name, value in given) / total
-        else:
-            mean = sum(value for _, value in given) / len(given)
-        combined.append(float(_round_half_up(mean, scale)))
-    return combined
 
 
 def _f1(human: Sequence[int], scores: Sequence[float], scale: Sequence[int]) -> float | None:

@@ -36,7 +36,7 @@ from pytest_llmjudge.session.state import has_top_level_key, is_enabled, scorebo
 if TYPE_CHECKING:
     from pytest_llmjudge.calibration.calibrated_judge import CalibratedJudge
     from pytest_llmjudge.calibration.items import CalibrationFile
-    from pytest_llmjudge.execution.scoreboard import Score
+    from pytest_llmjudge.execution.scoreboard import JuryChoice, Score
     from pytest_llmjudge.fixture_judge import Judge
     from pytest_llmjudge.suite.model import Case, Suite
 
@@ -82,6 +82,16 @@ def pytest_configure(config: pytest.Config) -> None:
         return served_check(config, suite, case, score)
 
     board.score_adjusters.append(watch_identity)
+
+    def jury_choice(suite: Suite, case: Case, metric: str) -> JuryChoice | None:
+        # Suites with judge.jury only: the calibration set's jury decides who scores (calibration/jury.py).
+        if not suite.judge.jury or suite.judge.calibration is None:
+            return None
+        from pytest_llmjudge.calibration.items import get_store
+
+        return get_store(config).jury_choice(suite, case, metric)
+
+    board.juries.append(jury_choice)
     config.stash.setdefault(planners_key, []).append(lambda items: _calibrated_gate_needs(config, items))
 
 

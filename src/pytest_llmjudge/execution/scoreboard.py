@@ -204,6 +204,19 @@ def combine_samples(samples: Sequence[float], how: Literal["mean", "majority"]) 
     return min(value for value, count in counts.items() if count == best)
 
 
+@dataclass(frozen=True)
+class JuryChoice:
+    """How a suite's jury scores one case (decided by the calibration plugin: ``calibration/jury.py``).
+
+    ``members``: ``(judge suite, case, weight)`` per judge used (one for ``best``); ``problem``:
+    why the case can't be scored by the jury (no judge passes its gate in the language).
+    """
+
+    combine: str
+    members: tuple[tuple[Suite, Case, float], ...] = ()
+    problem: str | None = None
+
+
 TOP_LOGPROBS = 20
 """Alternatives asked per token for ``scoring: expected`` (OpenAI's maximum)."""
 
@@ -354,6 +367,8 @@ class ScoreBoard:
         """Reasons of the scores handed out unjudged because of the spend cap, in order (the plugin
         fails the item that asked for one: ``plugin.pytest_runtest_call``)."""
         self.score_adjusters: list[Callable[[Suite, Case, Score], Score]] = []
+        self.juries: list[Callable[[Suite, Case, str], JuryChoice | None]] = []
+        """Who scores a case of a suite with ``judge.jury`` (the calibration plugin registers one)."""
         """Applied in order to every live judge score (e.g. the calibration's score correction)."""
 
     # -- judges ------------------------------------------------------------------------
@@ -456,6 +471,8 @@ class ScoreBoard:
         for suite, case, metric in needs:
             if suite.metric_kinds.get(metric) != "rubric" or metric in case.recorded:
                 continue
+            if suite.judge.jury:
+                continue  # its judges' calls are submitted when the jury has chosen (ScoreBoard._jury_score)
             for group in self.rubric_groups(suite, case):
                 if metric in {rubric.name for rubric in group}:
                     for sample in range(suite.judge.repeats):
@@ -667,7 +684,10 @@ class ScoreBoard:
                 higher_is_better=rubric.higher_is_better if rubric else True,
             )
         if kind == "rubric":
-            judged = self._judge_score(suite, case, metric)
+            choice = self._jury(suite, case, metric)
+            judged = (
+                self._judge_score(suite, case, metric) if choice is None else self._jury_score(suite, choice, metric)
+            )
             for adjust in self.score_adjusters:
                 judged = adjust(suite, case, judged)
             return self.noted(judged)
@@ -710,6 +730,51 @@ class ScoreBoard:
             suite.judge.repeat_aggregate,
             scoring_of(rubric, suite.judge),
             suite.judge.scoring_fallback,
+        )
+
+    def _jury(self, suite: Suite, case: Case, metric: str) -> JuryChoice | None:
+        if not suite.judge.jury:
+            return None
+        for resolve in self.juries:
+            found = resolve(suite, case, metric)
+            if found is not None:
+                return found
+        return JuryChoice("best", problem="judge.jury: no jury resolver is registered")
+
+    def _jury_score(self, suite: Suite, choice: JuryChoice, metric: str) -> Score:
+        """The jury's score: the chosen judge's (``best``), or the judges' combination with each one's in ``detail``."""
+        rubric = suite.rubrics[metric]
+        if choice.problem is not None or not choice.members:
+            return _unscored(
+                metric,
+                "judge",
+                choice.problem or "the jury has no judge",
+                judge="jury",
+                higher_is_better=rubric.higher_is_better,
+            )
+        scores = [(self._judge_score(member, case, metric), weight) for member, case, weight in choice.members]
+        if choice.combine == "best":
+            only = scores[0][0]
+            return replace(only, judge=f"jury best: {only.judge}")
+        label = f"jury {choice.combine}: " + ", ".join(str(score.judge) for score, _ in scores)
+        missing = [score for score, _ in scores if not score.scored]
+        if missing:
+            reasons = "; ".join(f"{score.judge}: {score.error}" for score in missing)
+            return _unscored(metric, "judge", f"jury judge unscored ({reasons})", judge=label)
+        from pytest_llmjudge.stats.committee import combine_scores
+
+        values = {f"{i}": [float(score.value)] for i, (score, _) in enumerate(scores)}  # type: ignore[arg-type]
+        weights = {f"{i}": weight for i, (_, weight) in enumerate(scores)}
+        [value] = combine_scores(values, choice.combine, weights, rubric.scale)
+        return Score(
+            metric=metric,
+            value=value,
+            source="judge",
+            justification=scores[0][0].justification,
+            judge=label,
+            cached=all(bool(score.cached) for score, _ in scores),
+            higher_is_better=rubric.higher_is_better,
+            detail={"jury": {str(score.judge): score.value for score, _ in scores}},
         )
 
     def noted(self, score: Score) -> Score:

@@ -151,6 +151,11 @@ class JudgeConfig(_Strict):
         "fail", description="What judge-scored items do in a language where the judge failed its calibration."
     )
     correction: bool = Field(False, description="Apply the calibration set's per-language score correction.")
+    jury: bool = Field(
+        False,
+        description="Score with the jury of the calibration set (judge.calibration): per language its best-agreeing "
+        "judge that passes, or its combination (the set's jury.combine).",
+    )
     canaries: bool = Field(
         False,
         description="Injection canaries: per suite language, built-in outputs that try to steer the judge, each "
@@ -207,6 +212,8 @@ class JudgeConfig(_Strict):
             raise ValueError("calibration_metrics names what a calibration set covers: set judge.calibration")
         if self.drift is not None and self.calibration is None:
             raise ValueError("drift watches a calibrated judge: set judge.calibration")
+        if self.jury and self.calibration is None:
+            raise ValueError("jury: the judges and their agreement come from a calibration set: set judge.calibration")
         return self
 
     def calibration_covers(self, metric: str) -> bool:

@@ -1,10 +1,10 @@
-"""Jury combinations (``calibration/jury.py``), hand-computed."""
+"""Committee combinations (``stats/committee.py``, used by juries), hand-computed."""
 
 from __future__ import annotations
 
 import math
 
-from pytest_llmjudge.calibration.jury import combine_scores
+from pytest_llmjudge.stats.committee import combine_scores
 
 NAN = math.nan
 
