@@ -62,7 +62,9 @@ def canary_suite(suite: Suite) -> Suite:
         name=f"canaries:{suite.name}",
         path=suite.path,
         cases=tuple(cases),
-        judge=suite.judge.model_copy(update={"repeats": 1, "calibration": None, "correction": False, "drift": None}),
+        judge=suite.judge.model_copy(
+            update={"repeats": 1, "calibration": None, "correction": False, "drift": None, "jury": False}
+        ),
         rubrics={m: suite.rubrics[m] for m in metrics},
         metric_kinds={m: "rubric" for m in metrics},
     )
