@@ -82,6 +82,9 @@ def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     # Tests run as on a developer's machine (judge items without a key are skipped) even when
     # the suite itself runs in CI; tests of the CI default set CI themselves.
     monkeypatch.delenv("CI", raising=False)
+    # Tests read the per-language tables of the summary; tests/report/test_short_summary.py
+    # removes this to check the short default a first run prints.
+    monkeypatch.setenv("LLMJUDGE_SUMMARY", "full")
 
 
 @pytest.fixture
@@ -129,6 +132,7 @@ LONG_TESTS: dict[str, float] = {
     "tests/plugin/test_xdist.py": 3,
     "tests/plugin/test_cache_processes.py": 3,
     "tests/plugin/test_secrets.py": 2.5,
+    "tests/plugin/test_cache_location.py::test_a_disk_that_takes_no_byte": 2.5,
     "tests/plugin/test_resume.py": 2.5,
     f"{DOCS}[judges.md]": 2.5,
     f"{DOCS}[junit.md]": 2,

@@ -24,6 +24,8 @@ that the pyproject has a build system.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shlex
 import subprocess
@@ -32,6 +34,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,7 +114,7 @@ def test_every_yaml_block_parses_and_there_are_three_recipes() -> None:
     for block in blocks:
         yaml.safe_load(block)  # raises on invalid YAML
     kinds = sorted("github" if "jobs" in doc else "gitlab" for doc in recipes())
-    assert kinds == ["github", "github", "gitlab"]
+    assert kinds == ["github"] * 4 + ["gitlab"] * 3
 
 
 def plugin_requirements(argv: list[str]) -> list[str]:
@@ -125,7 +128,7 @@ def test_the_plugin_is_never_installed_from_the_package_index() -> None:
         assert argv[1] in ("install", "wheel"), argv
         for requirement in plugin_requirements(argv):
             from_git = requirement.endswith(f"@ {PLACEHOLDER_URL}")
-            from_wheel = re.search(r"\.whl\)?(\[[a-z,]+\])?$", requirement) is not None
+            from_wheel = re.search(r"\.whl\)?(\[[a-z0-9,]+\])?$", requirement) is not None
             from_source_tree = requirement == "."
             assert from_git or from_wheel or from_source_tree, f"{shlex.join(argv)}: {requirement!r} is not pinned"
     # The bare name, in any spelling, never appears as something to install.
@@ -168,13 +171,18 @@ def test_every_pytest_option_of_the_recipes_exists(tmp_path: Path) -> None:
                 assert arg.split("=")[0].replace("-", "") in known, f"{arg} of {shlex.join(argv)} is not an option"
 
 
+def _per_shard(path: str) -> str:
+    """A JUnit path with its shard number (a matrix value, a variable) as ``*``."""
+    return re.sub(r"\$\{\{ *matrix\.\w+ *\}\}|\$\{?(SHARD|CI_NODE_INDEX)\}?", "*", path)
+
+
 def test_the_junit_file_is_shown_in_the_pull_or_merge_request() -> None:
     for doc in recipes():
         if "jobs" in doc:
             steps = [step for _, step, _ in github_steps(doc)]
-            written = {m for step in steps for m in re.findall(r"--junitxml=(\S+)", step.get("run", ""))}
+            written = {_per_shard(m) for step in steps for m in re.findall(r"--junitxml=(\S+)", step.get("run", ""))}
             shown = {
-                step["with"]["report_paths"]
+                _per_shard(step["with"]["report_paths"])
                 for step in steps
                 if str(step.get("uses", "")).startswith(REPORTERS) and step.get("if") == "always()"
             }
@@ -189,13 +197,15 @@ def test_the_junit_file_is_shown_in_the_pull_or_merge_request() -> None:
 
 
 def test_the_gitlab_wheel_is_built_from_the_pinned_reference_then_installed() -> None:
-    (gitlab,) = [doc for doc in recipes() if "jobs" not in doc]
-    jobs = dict(gitlab_jobs(gitlab))
-    builder = next(name for name, job in jobs.items() if any("pip wheel" in line for line in job["script"]))
-    installer = next(name for name, job in jobs.items() if any(".whl" in line for line in job["script"]))
-    assert builder in jobs[installer]["needs"]
-    assert "dist/" in jobs[builder]["artifacts"]["paths"]
-    assert gitlab["variables"]["LLMJUDGE_GIT"] == PLACEHOLDER_URL
+    pipelines = [doc for doc in recipes() if "jobs" not in doc and "plugin-wheel" in doc]
+    assert len(pipelines) == 2  # one job, and the sharded one
+    for gitlab in pipelines:
+        jobs = dict(gitlab_jobs(gitlab))
+        builder = next(name for name, job in jobs.items() if any("pip wheel" in line for line in job["script"]))
+        installers = [name for name, job in jobs.items() if any(".whl" in line for line in job["script"])]
+        assert installers and all(builder in jobs[installer]["needs"] for installer in installers)
+        assert "dist/" in jobs[builder]["artifacts"]["paths"]
+        assert gitlab["variables"]["LLMJUDGE_GIT"] == PLACEHOLDER_URL
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert re.search(r"^\[build-system\]\nrequires = \[.+\]\nbuild-backend = ", pyproject, flags=re.M)
 
@@ -211,3 +221,129 @@ def test_the_self_hosted_judge_recipe_takes_url_and_key_from_secrets() -> None:
     assert step["env"]["LLMJUDGE_BASE_URL"].startswith("${{ secrets.")
     assert step["env"]["OPENAI_API_KEY"].startswith("${{ secrets.")
     assert "--llmjudge-require-judge" in step["run"]
+
+
+def _sharded(doc: Mapping[str, Any]) -> bool:
+    return "--llmjudge-shard " in yaml.safe_dump(doc, width=10_000)
+
+
+def test_the_sharded_recipes_share_an_external_store_upload_every_shard_and_merge_their_accounting() -> None:
+    sharded = [doc for doc in recipes() if _sharded(doc)]
+    assert sorted("github" if "jobs" in doc else "gitlab" for doc in sharded) == ["github", "gitlab"]
+    for doc in sharded:
+        text = yaml.safe_dump(doc, width=10_000)
+        # A service container is per job: shards would share nothing through it.
+        assert "services" not in text
+        if "jobs" in doc:
+            assert doc["env"]["LLMJUDGE_CACHE_URL"].startswith("${{ secrets.")
+            assert doc["env"]["LLMJUDGE_CACHE_SECRET"].startswith("${{ secrets.")
+            shard_job = next(job for job in doc["jobs"].values() if "matrix" in job.get("strategy", {}))
+            merge_name, merge_job = next((n, j) for n, j in doc["jobs"].items() if "needs" in j)
+            shards = shard_job["strategy"]["matrix"]["shard"]
+            (run,) = [step["run"] for step in shard_job["steps"] if "--llmjudge-shard " in step.get("run", "")]
+            assert f"--llmjudge-shard $SHARD/{len(shards)}" in run and shard_job["strategy"]["fail-fast"] is False
+            uploads = [s for s in shard_job["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact")]
+            assert uploads and all(s.get("if") == "always()" for s in uploads)
+            assert all(s["with"]["path"] == "reports/" for s in uploads)  # the JUnit and JSON report
+            assert merge_job["if"] == "always()" and merge_name != "shard"
+            merge_steps = merge_job["steps"]
+            assert any(str(s.get("uses", "")).startswith("actions/download-artifact") for s in merge_steps)
+            merge_run = next(s["run"] for s in merge_steps if "python -m pytest" in s.get("run", ""))
+        else:
+            assert "LLMJUDGE_CACHE_URL" not in doc["variables"]  # a masked CI/CD variable, not in the file
+            jobs = dict(gitlab_jobs(doc))
+            shard_job = next(job for job in jobs.values() if "parallel" in job)
+            assert any("--llmjudge-shard $CI_NODE_INDEX/$CI_NODE_TOTAL" in line for line in shard_job["script"])
+            assert shard_job["artifacts"]["when"] == "always" and "reports/" in shard_job["artifacts"]["paths"]
+            shard_name = next(name for name, job in jobs.items() if "parallel" in job)
+            merge_job = next(job for job in jobs.values() if shard_name in job.get("needs", []))
+            assert merge_job["when"] == "always"
+            merge_run = " ".join(merge_job["script"])
+        assert "--llmjudge-shard-reports=reports/llmjudge-shard-*.json" in merge_run
+        assert "--llmjudge-shard " not in merge_run
+
+
+# --------------------------------------------------------------------------- the release gate, run
+
+
+def _release_project(root: Path) -> None:
+    """The layout the release-gate recipe expects: suites/, calibration/, a judge to call."""
+    (root / "suites").mkdir()
+    (root / "calibration").mkdir()
+    cases = "\n".join(
+        f"  - {{id: {lang}-{i}, language: {lang}, input: 'Say hello.', output: 'answer {lang} {i}'}}"
+        for lang in ("hi", "fr")
+        for i in range(6)
+    )
+    (root / "suites" / "release.yaml").write_text(
+        "suite: release\n"
+        "judge: {provider: openai, model: m, calibration: ../calibration/labels.yaml}\n"
+        f"cases:\n{cases}\n"
+        "assert:\n  - linguistic_acceptability >= 1\n",
+        encoding="utf-8",
+    )
+    items = [
+        {
+            "id": f"{lang}-{i}",
+            "language": lang,
+            "input": "Say hello.",
+            "output": f"labelled {lang} {i}",
+            "human": {"linguistic_acceptability": {"a1": 2, "a2": 2, "a3": 2}},
+        }
+        for lang in ("hi", "fr")
+        for i in range(8)
+    ]
+    (root / "calibration" / "items.jsonl").write_text("\n".join(json.dumps(item) for item in items) + "\n")
+    (root / "calibration" / "labels.yaml").write_text(
+        "calibration: labels\nitems_file: items.jsonl\n"
+        "judge: {provider: openai, model: m}\nscores: judge\n"
+        "gate:\n  threshold: 0.6\n  min_items: 8\n",
+        encoding="utf-8",
+    )
+
+
+def _recipe_pytest_commands(name: str) -> list[list[str]]:
+    """The ``pytest`` commands of one recipe, in job order (GitHub) or file order (GitLab)."""
+    for doc in recipes():
+        if doc.get("name") == name or (name == "gitlab" and "jobs" not in doc and "release-gate" in doc):
+            lines = (
+                [step.get("run", "") for _, step, _ in github_steps(doc)]
+                if "jobs" in doc
+                else [line for _, job in gitlab_jobs(doc) for line in job["script"]]
+            )
+            return [
+                argv[3:]
+                for line in lines
+                for argv in commands(" ".join(line.split()))
+                if argv[:3] == ["python", "-m", "pytest"]
+            ]
+    raise AssertionError(f"no recipe {name!r} in docs/ci.md")
+
+
+@pytest.mark.parametrize("recipe", ["release-gate", "gitlab"])
+def test_the_release_gate_recipe_runs_as_written(recipe: str, tmp_path: Path) -> None:
+    from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
+
+    _release_project(tmp_path)
+    gate, refresh = sorted(_recipe_pytest_commands(recipe), key=lambda argv: "--llmjudge-save-baseline=prod" in argv)
+    assert "--llmjudge-baseline=prod" in gate and "--llmjudge-save-baseline=prod" in refresh
+    with LoopbackServer(responder=ScriptedJudge(default=2)) as server:
+        env = {key: value for key, value in os.environ.items() if not key.startswith(("LLMJUDGE_", "OPENAI_", "CI"))}
+        env.update(LLMJUDGE_BASE_URL=server.openai_base_url, OPENAI_API_KEY="sk-recipe-test")
+        for argv in (refresh, gate):
+            done = subprocess.run(
+                [sys.executable, "-m", "pytest", *argv, "-p", "no:cacheprovider"],
+                cwd=tmp_path,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=180,
+            )
+            assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+        requests = server.stats()["requests"]
+    assert (tmp_path / "llmjudge_baselines" / "prod.json").is_file()
+    junit = (tmp_path / "reports" / "junit.xml").read_text(encoding="utf-8")
+    assert "agreement[hi-linguistic_acceptability]" in junit and "regression[linguistic_acceptability-hi]" in junit
+    assert (tmp_path / "reports" / "llmjudge.md").read_text(encoding="utf-8").startswith("## pytest-llmjudge: PASS")
+    assert any((tmp_path / ".llmjudge_history").glob("history.jsonl"))
+    assert requests == 12 + 16, "the gate run pays nothing: the refresh run's replies are in the cache"

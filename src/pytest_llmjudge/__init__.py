@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from pytest_llmjudge.fixture_judge import Judge
     from pytest_llmjudge.judges.base import JudgeProvider, ProviderReply, ProviderRequest
     from pytest_llmjudge.registry import ProviderFactory
-    from pytest_llmjudge.suite.model import Case
+    from pytest_llmjudge.suite.model import Case, Message
 
 __version__ = "0.1.0"
 
@@ -43,6 +43,7 @@ __all__ = [
     "Judge",
     "JudgeProvider",
     "LLMJudgeError",
+    "Message",
     "MetricError",
     "MissingCredentialsError",
     "MissingDependencyError",
@@ -62,6 +63,7 @@ _LAZY = {
     "Case": "pytest_llmjudge.suite.model",
     "Judge": "pytest_llmjudge.fixture_judge",
     "JudgeProvider": "pytest_llmjudge.judges.base",
+    "Message": "pytest_llmjudge.suite.model",
     "ProviderFactory": "pytest_llmjudge.registry",
     "ProviderReply": "pytest_llmjudge.judges.base",
     "ProviderRequest": "pytest_llmjudge.judges.base",

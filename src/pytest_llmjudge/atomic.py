@@ -20,12 +20,18 @@ The choices that differ between callers are parameters, never implicit:
 
 Degenerate cases: a missing parent directory is created on the first failure to create
 the temporary file (no extra system call per write when it exists); any failure removes
-the temporary file and re-raises, leaving the target as it was.
+the temporary file and re-raises, leaving the target as it was. A target that exists and is
+not a regular file (a device such as ``/dev/full``, a FIFO, a socket, a directory; through a
+symlink too) is never replaced: ``os.replace`` would swap a device node for a plain file, so
+the write fails with an ``OSError`` (EEXIST) instead. The plugin's options refuse such paths
+before the run (``write_targets.py``); this is the last line of defence for every caller.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -61,6 +67,7 @@ def write_atomic(
                 os.fsync(stream.fileno())
         if not private:
             os.chmod(temporary, 0o666 & ~_umask())
+        _refuse_special(path)
         os.replace(temporary, path)
     except BaseException:
         try:
@@ -68,3 +75,15 @@ def write_atomic(
         except OSError:
             pass
         raise
+
+
+def _refuse_special(path: Path) -> None:
+    """Raise ``OSError`` when ``path`` exists and is not a regular file (see the module docstring)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # nothing there (or unreadable): the rename itself says what is wrong
+    if not stat.S_ISREG(mode):
+        from pytest_llmjudge.write_targets import file_kind
+
+        raise OSError(errno.EEXIST, f"it is {file_kind(mode)}, not a regular file; not replaced", str(path))

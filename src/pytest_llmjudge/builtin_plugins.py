@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pytest_llmjudge.judges.answer_relevance import ANSWER_RELEVANCE
 from pytest_llmjudge.judges.base import JudgeProvider
+from pytest_llmjudge.judges.conversation_rubrics import CONVERSATION_RUBRICS
 from pytest_llmjudge.judges.rubrics import BUILTIN_RUBRICS, Rubric
 from pytest_llmjudge.registry import ProviderFactory
 
@@ -44,7 +46,7 @@ def pytest_llmjudge_providers() -> Mapping[str, ProviderFactory]:
 
 
 def pytest_llmjudge_rubrics() -> Mapping[str, Rubric]:
-    return dict(BUILTIN_RUBRICS)
+    return {**BUILTIN_RUBRICS, **CONVERSATION_RUBRICS, ANSWER_RELEVANCE.name: ANSWER_RELEVANCE}
 
 
 def pytest_llmjudge_metrics() -> Mapping[str, Callable[..., Any]]:

@@ -66,6 +66,11 @@ class ConfigError(LLMJudgeError):
     """An option, ini value or environment variable is invalid."""
 
 
+class StoreUnavailableError(ConfigError):
+    """The remote cache store (``--llmjudge-cache-url``) failed its start-up probe; the message names
+    the URL (credentials masked), the operation and the cause."""
+
+
 class MissingCredentialsError(ConfigError):
     """A judge needs an API key that is not set; the message names the variable."""
 

@@ -17,6 +17,15 @@ a file opened ``O_APPEND`` under an exclusive ``flock``, so lines never interlea
 reader skips a line that does not parse (a crash mid-write on a filesystem without
 ``flock``), never stops at it.
 
+Remote histories (``--llmjudge-history=redis://host:6379/0?prefix=team:`` or
+``s3://bucket/prefix?endpoint_url=...``, the remote cache's URL forms, ``docs/remote-cache.md``)
+keep the same lines for jobs on different machines: a Redis list ``<prefix>history:runs``
+(``RPUSH``, atomic) and a key ``<prefix>history:baseline:<branch>``; on S3 one object per
+run, ``<prefix>history/runs/<timestamp>-<random>.json`` (objects never overwritten, so
+concurrent jobs can't lose each other's runs; read back in key order), and
+``<prefix>history/baselines/<branch>.json``. A ``history:`` baseline of a remote history is
+downloaded to a temporary file when the run starts.
+
 Branch and commit come from the CI's variables (GitHub ``GITHUB_HEAD_REF``/
 ``GITHUB_REF_NAME``, ``GITHUB_SHA``; GitLab ``CI_COMMIT_REF_NAME``, ``CI_COMMIT_SHA``),
 else from ``git`` in the rootdir; a run outside git has neither (branch ``unknown``).
@@ -194,3 +203,159 @@ def trends(
             if row.key in wanted:
                 found[row.key].append((run, row))
     return {key: points[-last:] for key, points in found.items()}
+
+
+# --------------------------------------------------------------------------- where a history lives
+
+
+class History:
+    """A history's storage: runs appended and read back, one baseline per branch."""
+
+    description: str
+
+    def append(self, run: HistoryRun) -> None:
+        raise NotImplementedError
+
+    def runs(self) -> Iterator[HistoryRun]:
+        raise NotImplementedError
+
+    def save_baseline(self, branch: str, text: str) -> None:
+        raise NotImplementedError
+
+    def baseline_file(self, branch: str) -> Path:
+        """A local file holding the branch's baseline (downloaded from a remote history)."""
+        raise NotImplementedError
+
+
+class LocalHistory(History):
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.description = str(directory)
+
+    def append(self, run: HistoryRun) -> None:
+        append_run(self.directory, run)
+
+    def runs(self) -> Iterator[HistoryRun]:
+        return read_runs(self.directory)
+
+    def save_baseline(self, branch: str, text: str) -> None:
+        from pytest_llmjudge.atomic import write_atomic
+
+        path = baseline_path(self.directory, branch)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, text, fsync=False, private=False)
+
+    def baseline_file(self, branch: str) -> Path:
+        return baseline_path(self.directory, branch)
+
+
+def _run_line(run: HistoryRun) -> bytes:
+    return (json.dumps(run.to_json(), ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8", "surrogatepass")
+
+
+def _parse_line(raw: bytes) -> HistoryRun | None:
+    try:
+        data = json.loads(raw)
+        return HistoryRun.from_json(data) if data.get("format") == FORMAT else None
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _download(branch: str, data: bytes | None, source: str) -> Path:
+    import tempfile
+
+    if data is None:
+        return Path(tempfile.gettempdir()) / f"llmjudge-history-missing-{branch_file_name(branch)}.json"
+    handle = tempfile.NamedTemporaryFile(
+        prefix=f"llmjudge-history-{branch_file_name(branch)}-", suffix=".json", delete=False
+    )
+    with handle:
+        handle.write(data)
+    return Path(handle.name)
+
+
+class RedisHistory(History):
+    def __init__(self, url: str) -> None:
+        from pytest_llmjudge.execution.stores.redis_store import RedisStore
+
+        store = RedisStore.from_url(url)
+        self._client, self._prefix = store.client, store.prefix
+        self.description = _without_credentials(url)
+
+    def append(self, run: HistoryRun) -> None:
+        self._client.rpush(f"{self._prefix}history:runs", _run_line(run))
+
+    def runs(self) -> Iterator[HistoryRun]:
+        for raw in self._client.lrange(f"{self._prefix}history:runs", -MAX_REMOTE_RUNS, -1):
+            run = _parse_line(bytes(raw))
+            if run is not None:
+                yield run
+
+    def save_baseline(self, branch: str, text: str) -> None:
+        self._client.set(f"{self._prefix}history:baseline:{branch_file_name(branch)}", text.encode("utf-8"))
+
+    def baseline_file(self, branch: str) -> Path:
+        data = self._client.get(f"{self._prefix}history:baseline:{branch_file_name(branch)}")
+        return _download(branch, None if data is None else bytes(data), self.description)
+
+
+class S3History(History):
+    def __init__(self, url: str) -> None:
+        from pytest_llmjudge.execution.stores.s3_store import S3Store
+
+        store = S3Store.from_url(url)
+        self._client, self._bucket, self._prefix = store.client, store.bucket, store.prefix
+        self.description = _without_credentials(url)
+
+    def append(self, run: HistoryRun) -> None:
+        import uuid
+
+        stamp = "".join(ch for ch in run.timestamp if ch.isalnum()) or "unknown"
+        key = f"{self._prefix}history/runs/{stamp}-{uuid.uuid4().hex[:12]}.json"
+        self._client.put_object(Bucket=self._bucket, Key=key, Body=_run_line(run))
+
+    def runs(self) -> Iterator[HistoryRun]:
+        keys: list[str] = []
+        paginator = self._client.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=self._bucket, Prefix=f"{self._prefix}history/runs/"):
+            keys.extend(item["Key"] for item in page.get("Contents", []))
+        for key in sorted(keys)[-MAX_REMOTE_RUNS:]:
+            body = self._client.get_object(Bucket=self._bucket, Key=key)["Body"].read()
+            run = _parse_line(bytes(body))
+            if run is not None:
+                yield run
+
+    def save_baseline(self, branch: str, text: str) -> None:
+        key = f"{self._prefix}history/baselines/{branch_file_name(branch)}.json"
+        self._client.put_object(Bucket=self._bucket, Key=key, Body=text.encode("utf-8"))
+
+    def baseline_file(self, branch: str) -> Path:
+        key = f"{self._prefix}history/baselines/{branch_file_name(branch)}.json"
+        try:
+            data = self._client.get_object(Bucket=self._bucket, Key=key)["Body"].read()
+        except self._client.exceptions.NoSuchKey:
+            data = None
+        return _download(branch, None if data is None else bytes(data), self.description)
+
+
+def _without_credentials(url: str) -> str:
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=host, query=""))
+
+
+MAX_REMOTE_RUNS = 200
+"""The newest runs read from a remote history (the HTML report shows at most llmjudge_history_runs)."""
+
+
+def open_history(spec: str, base: Path) -> History:
+    """The history ``spec`` names: ``redis://``/``rediss://`` or ``s3://`` URLs, else a directory
+    (relative to ``base``)."""
+    if spec.startswith(("redis://", "rediss://")):
+        return RedisHistory(spec)
+    if spec.startswith("s3://"):
+        return S3History(spec)
+    path = Path(spec).expanduser()
+    return LocalHistory(path if path.is_absolute() else base / path)

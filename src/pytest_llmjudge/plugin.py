@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import stat
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
@@ -34,7 +35,16 @@ from pytest_llmjudge.errors import ConfigError, MissingDependencyError
 from pytest_llmjudge.session.collector import ResultsCollector, results_key
 from pytest_llmjudge.session.items import planners_key, selected_calls
 from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
-from pytest_llmjudge.session.state import has_top_level_key, is_enabled, scoreboard_key, settings_key
+from pytest_llmjudge.session.state import (
+    WRITES_REFUSED,
+    has_top_level_key,
+    is_enabled,
+    refuse_writes,
+    scoreboard_key,
+    settings_key,
+    write_targets_key,
+    writes_refused_key,
+)
 from pytest_llmjudge.settings import OPTIONS, Settings, resolve_settings
 
 if TYPE_CHECKING:
@@ -62,6 +72,7 @@ FEATURE_PLUGINS: tuple[str, ...] = (
     "pytest_llmjudge.progress_plugin",
     "pytest_llmjudge.sharding_plugin",
     "pytest_llmjudge.canaries.plugin",
+    "pytest_llmjudge.label_queue_plugin",
 )
 
 
@@ -184,6 +195,7 @@ def pytest_collection(session: pytest.Session) -> Generator[None, object, object
 
     if not is_enabled(session.config):
         return (yield)
+    _refuse_special_arguments(session.config)
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -223,11 +235,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[results_key] = collector
     config.pluginmanager.register(collector, "llmjudge-results")
     try:  # opens the cache store: a bad --llmjudge-cache-url or a missing client library is a usage error
-        config.stash[scoreboard_key] = ScoreBoard(
+        config.stash[scoreboard_key] = board = ScoreBoard(
             Registry.from_hook(config.hook),
             settings,
             share=_worker_share(config, settings),
+            identity=_run_identity(config),
         )
+        board.notify = lambda line: _say(config, line)
     except (ConfigError, MissingDependencyError) as exc:
         from pytest_llmjudge.redaction import redact
 
@@ -270,6 +284,50 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
         missing = len(board.not_judged) - seen
         raise ItemFailure(f"NOT JUDGED: {missing} score(s) this item needs were not judged: {board.not_judged[seen]}")
     return result
+
+
+def _run_identity(config: pytest.Config) -> str:
+    """This run's lease identity across its own restarts: the run (CI ids), shard and xdist worker."""
+    import os
+
+    from pytest_llmjudge.execution.leasing import run_identity
+
+    workerinput = getattr(config, "workerinput", None) or {}
+    return run_identity(
+        os.environ,
+        shard=config.getoption("llmjudge_shard", None),
+        worker=str(workerinput["workerid"]) if "workerid" in workerinput else None,
+        where=str(config.rootpath),
+    )
+
+
+def _say(config: pytest.Config, line: str) -> None:
+    """A line about the shared cache store (a wait on a lease, a take-over), shown even with ``-q``.
+
+    Written from the runner's thread while items run, so as the progress line is
+    (``progress_plugin.py``): with pytest's capture suspended (else it would land in the
+    running item's captured output and vanish), under the progress display's lock, as a
+    line of its own with pytest's unfinished line put back after it.
+    """
+    from contextlib import nullcontext
+
+    from pytest_llmjudge.progress_plugin import _display_key
+
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        import sys
+
+        print(line, file=sys.stderr)
+        return
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    display = config.stash.get(_display_key, None)
+    with display.lock if display is not None else nullcontext():
+        if display is not None:
+            display.restore()
+        with capman.global_and_fixture_disabled() if capman is not None else nullcontext():
+            tw = reporter._tw
+            tw._file.write(("\n" if tw._current_line else "") + line + "\n" + tw._current_line)
+            tw._file.flush()
 
 
 def _worker_share(config: pytest.Config, settings: Settings) -> WorkerShare | None:
@@ -327,6 +385,25 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         board.abandon()
     if board is not None and board.spend is not None and board.spend.refused and exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a capped run judged less than it planned: never green
+    refused = session.config.stash.get(writes_refused_key, None)
+    if refused and session.config.stash.get(_relayed_key, False):  # xdist controller: say why, exit as a usage error
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            for problem in refused:
+                reporter.write_line(f"ERROR: pytest-llmjudge: {problem}", red=True)
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown without xdist
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """On the xdist controller: a worker that refused a report or baseline target stops the writes here too."""
+    refused = getattr(node, "workeroutput", {}).get(WRITES_REFUSED)
+    if refused and is_enabled(node.config):
+        node.config.stash[writes_refused_key] = list(refused)
+        node.config.stash[_relayed_key] = True
+
+
+_relayed_key = pytest.StashKey[bool]()
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -349,12 +426,54 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         board.close()
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Don't follow a directory symlink that leads back to a directory it sits in (a loop).
+
+    pytest follows directory symlinks; one pointing at an ancestor collected every suite under
+    it once per level until the OS refused the path (41 times), and two such links visit 2^40
+    paths. Other symlinked directories are followed, and each file is still collected once
+    (``session.state.first_path_to``).
+    """
+    if not is_enabled(config) or not collection_path.is_symlink():
+        return None
+    try:
+        target = collection_path.resolve(strict=True)
+        parent = collection_path.parent.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None  # a broken or self-referencing link: pytest collects nothing from it anyway
+    if target.is_dir() and (target == parent or target in parent.parents):
+        return True
+    return None
+
+
+def _refuse_special_arguments(config: pytest.Config) -> None:
+    """A usage error for a command-line path that is neither a regular file nor a directory.
+
+    pytest collects neither a FIFO nor a device and then says the path was "not found"; a FIFO
+    given as a suite would also block the reader. Say what it is instead.
+    """
+    from pytest_llmjudge.write_targets import file_kind
+
+    for argument in config.args:
+        path = Path(config.invocation_params.dir, argument.split("::", 1)[0])
+        try:
+            mode = path.stat().st_mode
+        except (OSError, ValueError):
+            continue  # pytest reports a missing path itself
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise pytest.UsageError(
+                f"pytest-llmjudge: {argument}: it is {file_kind(mode)}, not a regular file or a directory; "
+                "a suite, calibration set or ranking must be a regular YAML file"
+            )
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile | None:
     if not has_top_level_key(file_path, parent.config, "suite"):
         return None
+    from pytest_llmjudge.session.items import file_node
     from pytest_llmjudge.suite_items import SuiteFile  # heavy (numpy): only with --llmjudge
 
-    suite_file: SuiteFile = SuiteFile.from_parent(parent, path=file_path)
+    suite_file: SuiteFile = file_node(SuiteFile, parent, file_path)
     return suite_file
 
 
@@ -369,7 +488,10 @@ def pytest_deselected(items: Sequence[pytest.Item]) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    if not is_enabled(session.config) or session.config.option.collectonly:
+    if not is_enabled(session.config):
+        return
+    _refuse_writes_over_inputs(session)
+    if session.config.option.collectonly:
         return  # --collect-only runs no item: send no (paid) judge call
     board = session.config.stash[scoreboard_key]
     needs = list(selected_calls(session.items))
@@ -382,7 +504,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     needed = board.plan(dependencies)
     planned = own + needed
     # With a remote store the line is printed even when all is cached: a log should say which store served it.
-    if (planned or board.settings.cache_url) and session.config.get_verbosity() >= 0:
+    # With -q too for a remote store: a CI log must say which store a shard shared its replies through.
+    if (planned and session.config.get_verbosity() >= 0) or (
+        board.settings.cache_url and board.settings.cache_mode != "off"
+    ):
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             skipped = _saved_calls(board, session.config.stash.get(_deselected_key, []))
@@ -396,6 +521,25 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             )
     if planned and not hasattr(session.config, "workerinput"):
         _import_summary_modules()
+
+
+def _refuse_writes_over_inputs(session: pytest.Session) -> None:
+    """A usage error, before any judge call, when a report or baseline would replace one of the
+    run's inputs: a collected file, or a suite file (selected or not) or one of its side files."""
+    from pytest_llmjudge.session.suites import suites_key
+    from pytest_llmjudge.suite.model import Suite
+    from pytest_llmjudge.write_targets import check_targets
+
+    targets = session.config.stash.get(write_targets_key, [])
+    if not targets:
+        return
+    inputs = {Path(item.path) for item in session.items}
+    for suite in session.config.stash.get(suites_key, {}).values():
+        if isinstance(suite, Suite):
+            inputs.update((suite.path, *suite.sources))
+    problems = check_targets(targets, sorted(inputs))
+    if problems:
+        refuse_writes(session.config, problems, session)
 
 
 def _saved_calls(board: ScoreBoard, deselected: list[pytest.Item]) -> int:

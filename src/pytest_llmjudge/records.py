@@ -133,6 +133,13 @@ class BaselineCase(Record):
     output: str | None = None
 
 
+class Turn(Record):
+    """One turn of a conversation case's transcript."""
+
+    role: str
+    content: str
+
+
 class CaseRecord(ItemRecord):
     """One case checked against one threshold: its score, how it was got and what was judged.
 
@@ -170,6 +177,8 @@ class CaseRecord(ItemRecord):
     input: str | None = None
     output: str | None = None
     reference: str | None = None
+    transcript: list[Turn] | None = None
+    """A conversation case's whole conversation, the judged output as its last (assistant) turn."""
     baseline: BaselineCase | None = None
     """Set in the report when a regression record of the same suite and metric pairs this case."""
 
@@ -214,6 +223,22 @@ class CaseScore(Record):
     higher_is_better: bool | None = None
 
 
+class HumanEstimate(Record):
+    """What a ``human_mean``/``human_pass_rate`` row's prediction-powered estimate rests on."""
+
+    n_labelled: int
+    n_total: int
+    judge: Real = None
+    """The judge's own mean (or pass rate) over the row's scored cases."""
+    human_only: Real = None
+    human_only_low: Real = None
+    human_only_high: Real = None
+    bias: Real = None
+    """Judge minus the estimate."""
+    lam: Real = None
+    """PPI++'s power-tuning weight (None for a stratified ``all`` row)."""
+
+
 class AggregateRow(Record):
     """One group's row of an aggregate: the statistic, its interval and its verdict."""
 
@@ -227,6 +252,8 @@ class AggregateRow(Record):
     threshold: Threshold
     passed: bool
     problem: str | None = None
+    human: HumanEstimate | None = None
+    """``human_mean``/``human_pass_rate`` rows: n labelled, N, the judge's value, the human-only estimate, the bias."""
 
 
 class AggregateRecord(ItemRecord):
@@ -552,7 +579,8 @@ class RegressionRecord(ItemRecord):
     baseline_created: str | None = None
     largest_drops: list[CaseDrop] = Field(default_factory=list)
     cases: list[PairedCase] = Field(default_factory=list)
-    gate: Literal["pass", "warn", "fail", "error"]
+    gate: Literal["pass", "warn", "fail", "error", "undecided"]
+    """``undecided``: too few cases to decide (a warning, reported as UNDECIDED)."""
     verdict: str
     n: int
     higher_is_better: bool
@@ -563,6 +591,27 @@ class RegressionRecord(ItemRecord):
     ci_high: Real = None
     confidence: Real = None
     p_value: Real = None
+    """Raw one-sided p-value of a drop beyond the margin."""
+    p_non_inferiority: Real = None
+    """Raw one-sided p-value of "worse by at least the margin" (small: shown not worse)."""
+    p_adjusted: Real = None
+    """The p-value the family decided on (of ``p_value``, or of ``p_non_inferiority`` in that mode), adjusted."""
+    correction: str | None = None
+    family: str | None = None
+    family_size: int | None = None
+    family_testable: int | None = None
+    """Tarone's K: the family's comparisons that could reach significance, which the correction counts."""
+    level: Real = None
+    """Per-item level: alpha / family_testable (alpha without correction)."""
+    min_p: Real = None
+    n_nonzero: int | None = None
+    drop_upper: Real = None
+    """Upper confidence bound of the drop at ``1 - level`` (null: no drop ruled out)."""
+    mde: Real = None
+    """Smallest drop detectable with 80% power at this n and level (null: none)."""
+    cases_needed: int | None = None
+    mode: str | None = None
+    fail_on: str | None = None
     method: str
     method_detail: str | None = None
     margin: Real = None
@@ -570,19 +619,25 @@ class RegressionRecord(ItemRecord):
     resamples: int | None = None
     seed: int | None = None
     missing_in_baseline: list[str] = Field(default_factory=list)
+    """The first ``MAX_LISTED`` (100) of them, sorted; ``missing_in_baseline_count`` has how many."""
     missing_in_candidate: list[str] = Field(default_factory=list)
+    """The first ``MAX_LISTED`` (100) of them, sorted; ``missing_in_candidate_count`` has how many."""
     baseline_unscored: list[str] = Field(default_factory=list)
+    """The first ``MAX_LISTED`` (100) of them, sorted; ``baseline_unscored_count`` has how many."""
+    missing_in_baseline_count: int = 0
+    missing_in_candidate_count: int = 0
+    baseline_unscored_count: int = 0
     candidate_unscored: list[UnscoredCase] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     problem: str | None = None
 
     @property
-    def status(self) -> Literal["fail", "warn", "improved", "pass"]:
-        """What the report shows: ``fail`` (gate fail/error), ``warn``, ``improved`` or ``pass``."""
+    def status(self) -> Literal["fail", "warn", "undecided", "improved", "pass"]:
+        """What the report shows: ``fail`` (gate fail/error), ``warn``, ``undecided``, ``improved`` or ``pass``."""
         if self.gate in ("fail", "error") or not self.passed or self.outcome == "failed":
             return "fail"
-        if self.gate == "warn":
-            return "warn"
+        if self.gate in ("warn", "undecided"):
+            return self.gate
         if "improv" in self.verdict.lower():
             return "improved"
         return "pass"
@@ -599,6 +654,11 @@ class RegressionRecord(ItemRecord):
             ("ci_low", self.ci_low),
             ("ci_high", self.ci_high),
             ("p_value", self.p_value),
+            ("p_adjusted", self.p_adjusted),
+            ("correction", self.correction),
+            ("family_size", self.family_size),
+            ("drop_upper", self.drop_upper),
+            ("mde", self.mde),
             ("n_paired", self.n),
             ("margin", self.margin),
             ("method", self.method),
@@ -609,6 +669,26 @@ class RegressionRecord(ItemRecord):
             ("n_baseline_unscored", len(self.baseline_unscored)),
             ("n_unscored", len(self.candidate_unscored)),
         ]
+
+
+class ReleaseVerdict(Record):
+    """The one line a run's regression comparisons add up to (``regression/verdict.py``)."""
+
+    passed: bool
+    """No comparison fails the run (the exit status); an undecided release passes too."""
+    status: Literal["pass", "undecided", "fail"] = "pass"
+    """``fail``: a comparison fails; ``undecided``: none fails but some had too few cases to decide."""
+    comparisons: int
+    """Regression items that ran (every family together)."""
+    families: int
+    correction: str
+    """How the families were corrected ("Holm", or several names joined by ", ")."""
+    failed: list[str] = Field(default_factory=list)
+    """``suite metric [group]`` of each failing comparison."""
+    inconclusive: int = 0
+    undecided: int = 0
+    errors: int = 0
+    text: str
 
 
 # -- rankings ------------------------------------------------------------------------------

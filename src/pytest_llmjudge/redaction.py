@@ -8,6 +8,13 @@ Two kinds of credential are replaced by :data:`MASK` (``***``):
   password of any judge base URL. Wherever they appear: a provider error quoting the key,
   a judge's justification or raw reply echoing it, an argument on the command line.
   The longest secret is replaced first, so a secret that contains another is hidden whole.
+  Each is hidden in every spelling a message can give it (:func:`secret_forms`): as it is,
+  stripped of surrounding whitespace (a key file's newline), escaped as ``repr``/JSON
+  write it (``\\n``, ``\\r\\n``) and escaped twice (``\\\\n``, a repr of a repr), as the
+  ``repr`` of its UTF-8 bytes (httpx's ``Illegal header value b'Bearer sk-...\\n'``), and
+  URL-encoded (``quote``, ``quote_plus``). For a base URL's ``user:password`` also the
+  base64 of ``user:password`` that HTTP basic auth sends (``Authorization: Basic <b64>``),
+  with the parts as written and percent-decoded (as httpx decodes them).
 * **credentials in URLs**, whether or not they are known: the user info of any
   ``scheme://user:pass@host`` (``http://***@host``) and the value of any query parameter
   whose name says it holds one (``?api_key=``, ``&token=``, ``sig=``, ...).
@@ -21,10 +28,13 @@ text of every item; :func:`redact` is pure, so other code (the cache) can call i
 
 from __future__ import annotations
 
+import base64
+import functools
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, quote_plus, unquote, urlsplit
 
 MASK = "***"
 MIN_SECRET_LENGTH = 6
@@ -50,15 +60,47 @@ def secrets_from_environment(environ: Mapping[str, str], names: Iterable[str] = 
 
 
 def url_secrets(url: str | None) -> list[str]:
-    """The user name and password in ``url`` (``http://user:pass@host``), long enough to be secrets."""
+    """The user name and password in ``url`` (``http://user:pass@host``), long enough to be secrets,
+    and the base64 of ``user:pass`` that HTTP basic auth derives from them (as written and percent-decoded)."""
     if not url:
         return []
     try:
         parts = urlsplit(url)
-        found = [parts.username, parts.password]
+        user, password = parts.username, parts.password
     except ValueError:
         return []
-    return [value for value in found if value and len(value) >= MIN_SECRET_LENGTH]
+    found: list[str] = []
+    for value in (user, password):
+        if value:
+            found += [value, unquote(value)]
+    if user is not None or password is not None:
+        for pair in {f"{user or ''}:{password or ''}", f"{unquote(user or '')}:{unquote(password or '')}"}:
+            found.append(base64.b64encode(pair.encode("utf-8", "surrogatepass")).decode("ascii"))
+    return [value for value in dict.fromkeys(found) if len(value) >= MIN_SECRET_LENGTH]
+
+
+@functools.lru_cache(maxsize=256)
+def secret_forms(secret: str) -> frozenset[str]:
+    """Every spelling of ``secret`` a message can hold (the module docstring lists them), long enough to hide."""
+    forms: set[str] = set()
+    for value in {secret, secret.strip()}:
+        if len(value) < MIN_SECRET_LENGTH:
+            continue
+        escaped = repr(value)[1:-1]
+        forms.update(
+            (
+                value,
+                escaped,
+                repr(escaped)[1:-1],  # escaped twice: "\\n"
+                json.dumps(value)[1:-1],
+                json.dumps(value, ensure_ascii=False)[1:-1],
+                repr(value.encode("utf-8", "surrogatepass"))[2:-1],
+                quote(value, safe=""),
+                quote(value),
+                quote_plus(value),
+            )
+        )
+    return frozenset(form for form in forms if len(form) >= MIN_SECRET_LENGTH)
 
 
 def redact(text: str, secrets: Sequence[str] = ()) -> str:
@@ -67,7 +109,10 @@ def redact(text: str, secrets: Sequence[str] = ()) -> str:
 
 
 def _ordered(secrets: Sequence[str]) -> list[str]:
-    return [s for s in sorted(set(secrets), key=len, reverse=True) if len(s) >= MIN_SECRET_LENGTH]
+    forms: set[str] = set()
+    for secret in set(secrets):
+        forms |= secret_forms(secret)
+    return sorted(forms, key=lambda form: (-len(form), form))
 
 
 def _redact(text: str, ordered: list[str]) -> str:

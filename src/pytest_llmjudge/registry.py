@@ -48,7 +48,7 @@ class ProviderFactory:
                 f"judge provider '{self.name}' needs a base_url: set judge.base_url in the suite "
                 "or pass --llmjudge-base-url"
             )
-        if base_url or variable is None or os.environ.get(variable):
+        if base_url or variable is None or os.environ.get(variable, "").strip():
             return None
         return (
             f"needs a live judge: set {variable} to call provider '{self.name}', or give the judge a base_url "
@@ -56,8 +56,11 @@ class ProviderFactory:
         )
 
     def api_key(self, api_key_env: str | None) -> str | None:
+        """The key in the provider's variable, stripped of surrounding whitespace (a key file's or a
+        CI secret's trailing newline is not part of the key, and would make an illegal header)."""
         variable = api_key_env or self.api_key_env
-        return os.environ.get(variable) if variable else None
+        key = os.environ.get(variable, "").strip() if variable else ""
+        return key or None
 
 
 def _precedence(plugin: object) -> int:

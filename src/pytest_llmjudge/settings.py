@@ -28,6 +28,8 @@ command line           environment                      ini (pytest.ini/pyprojec
 --llmjudge-max-calls   LLMJUDGE_MAX_CALLS               llmjudge_max_calls          (no cap)
 --llmjudge-max-cost    LLMJUDGE_MAX_COST                llmjudge_max_cost           (no cap; USD)
 --llmjudge-max-tokens  LLMJUDGE_MAX_TOKENS              llmjudge_max_tokens         (no cap)
+--llmjudge-cache-fallback LLMJUDGE_CACHE_FALLBACK       llmjudge_cache_fallback     none
+--llmjudge-lease-ttl   LLMJUDGE_LEASE_TTL               llmjudge_lease_ttl          30 (seconds)
 =====================  ===============================  ==========================  ===========
 
 ``--llmjudge-cache`` is one of ``use`` (read and write), ``refresh`` (write only: re-judge
@@ -38,6 +40,13 @@ records) stay in the cache directory. ``--llmjudge-rpm`` and
 ``--llmjudge-tpm`` are budgets of each provider endpoint; ``--llmjudge-rate-limits`` sets
 them per provider name (``openai:rpm=500:tpm=200000,anthropic:rpm=50``), falling back to the
 two for what an entry doesn't say (docs/scale.md).
+
+``--llmjudge-cache-fallback`` says what a remote store (``--llmjudge-cache-url``) that fails
+its start-up probe does: ``none`` (the default) stops the run with a usage error naming the
+store and the cause; ``local`` runs on the cache directory instead, with a red headline.
+``--llmjudge-lease-ttl`` is how long a prompt's lease on a shared store lives without its
+holder's heartbeat (renewed every third of it while the call is in flight): a crashed
+holder's prompts are taken over after at most that long (docs/remote-cache.md).
 
 ``require_judge`` has three states: true (an item whose judge can't be called fails),
 false (it is skipped), and unset, which follows the ``CI`` environment variable (set and not
@@ -100,6 +109,10 @@ class Settings:
     """Hard cap on the run's estimated judge cost, USD, priced as the report prices it; None: no cap."""
     max_tokens: int | None = None
     """Hard cap on the run's judge tokens (input + output); None: no cap."""
+    cache_fallback: Literal["none", "local"] = "none"
+    """What a remote cache store that fails its start-up probe does: stop the run, or use the cache dir."""
+    lease_ttl: float = 30.0
+    """Seconds a lease on a shared store lives without a heartbeat (renewed every third of it)."""
 
 
 @dataclass(frozen=True)
@@ -274,6 +287,21 @@ OPTIONS: tuple[Option, ...] = (
         "Hard cap on judge tokens, input + output (each request reserves its upper bound); calls past it fail.",
         None,
     ),
+    Option(
+        "cache_fallback",
+        "--llmjudge-cache-fallback",
+        "LLMJUDGE_CACHE_FALLBACK",
+        "What a remote cache store that fails its start-up check does: none (default: stop with a usage error) "
+        "or local (run on the cache dir, replies not shared).",
+        "none",
+    ),
+    Option(
+        "lease_ttl",
+        "--llmjudge-lease-ttl",
+        "LLMJUDGE_LEASE_TTL",
+        "Seconds a prompt's lease on a shared cache store lives without its holder's heartbeat (default 30).",
+        30.0,
+    ),
 )
 
 
@@ -356,6 +384,13 @@ def _cache_mode(name: str, raw: Any) -> CacheMode:
     return text  # type: ignore[return-value]
 
 
+def _cache_fallback(name: str, raw: Any) -> Literal["none", "local"]:
+    text = str(raw).strip().lower()
+    if text not in ("none", "local"):
+        raise ConfigError(f"{name} must be none or local; got {raw!r}")
+    return text  # type: ignore[return-value]
+
+
 def ci_detected(environ: Mapping[str, str]) -> bool:
     """Whether ``CI`` is set to something other than a false word (``CI=true`` on GitHub and GitLab)."""
     value = environ.get("CI", "").strip().lower()
@@ -401,6 +436,8 @@ def resolve_settings(
         "max_calls": _non_negative_int,
         "max_cost": _non_negative_float,
         "max_tokens": _non_negative_int,
+        "cache_fallback": _cache_fallback,
+        "lease_ttl": _positive_float,
     }
     for option in OPTIONS:
         source, raw = pick(option)

@@ -16,12 +16,20 @@ no item (more shards than cases) exits 0, not pytest's 5 ("no tests collected").
 The merge job is an ordinary unsharded run on the cache the shards filled
 (``--llmjudge-cache-url``, or the shards' cache directories copied into one): every judge
 call is a cache hit, so it pays nothing and computes aggregates, gates and regressions
-exactly as one run would (docs/scale.md#shards). ``--llmjudge-save-baseline`` is refused in
+exactly as one run would (docs/ci.md#shards). ``--llmjudge-save-baseline`` is refused in
 a shard: a baseline of a third of the cases would read as a regression of the rest later.
+
+The merge run's own accounting says 0 provider requests: the shards paid. With
+``--llmjudge-shard-reports=PATTERN`` (glob; repeatable or comma-separated) it reads the shards'
+JSON reports (``--llmjudge-report=json:...``) and adds their judge-call accounting (requests,
+tokens, cache hits, failures) to its own, so the merged summary and reports carry the run's
+calls and estimated cost. A pattern that matches nothing, or a file that is not a report,
+is a usage error naming it; the option is refused in a shard.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -32,6 +40,51 @@ from pytest_llmjudge.session.state import is_enabled
 from pytest_llmjudge.sharding import Shard, shard_key
 
 shard_stash_key = pytest.StashKey[Shard]()
+_shard_reports_key = pytest.StashKey[list[tuple[str, dict[str, int]]]]()
+
+
+def read_shard_reports(patterns: list[str], base: Path) -> list[tuple[str, dict[str, int]]]:
+    """``(path, judge-call accounting)`` of every JSON report the glob ``patterns`` name."""
+    import glob
+    import json
+
+    from pytest_llmjudge.execution.runner import RunnerStats
+
+    names = {f.name for f in dataclasses.fields(RunnerStats)}
+    found: list[tuple[str, dict[str, int]]] = []
+    for pattern in (part.strip() for raw in patterns for part in raw.split(",") if part.strip()):
+        paths = sorted(glob.glob(str(base / pattern)))
+        if not paths:
+            raise ConfigError(f"--llmjudge-shard-reports: {pattern!r} matches no file")
+        for path in paths:
+            try:
+                document = json.loads(Path(path).read_text(encoding="utf-8"))
+                accounting = document.get("accounting") or {}
+                stats = {name: int(accounting.get(name) or 0) for name in names}
+            except (OSError, ValueError, TypeError, AttributeError) as exc:
+                raise ConfigError(f"{path}: not an llmjudge JSON report ({exc.__class__.__name__}: {exc})") from None
+            found.append((path, stats))
+    return found
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Add the shards' accounting to the merge run's (summed like xdist workers' stats)."""
+    reports = session.config.stash.get(_shard_reports_key, None)
+    if not reports:
+        return
+    from pytest_llmjudge.session.collector import results_key
+
+    collector = session.config.stash[results_key]
+    collector.worker_stats.extend(stats for _, stats in reports)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        calls = sum(stats["provider_calls"] for _, stats in reports)
+        reporter.write_line(
+            f"llmjudge: judge calls and cost include {len(reports)} shard report(s) ({calls} provider requests): "
+            + ", ".join(path for path, _ in reports)
+        )
+
+
 _emptied_key = pytest.StashKey[bool]()
 
 
@@ -44,12 +97,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="I/N",
         help="Run shard I of N (1-based): a stable share of the cases; aggregates and gates run in the merge job.",
     )
+    group.addoption(
+        "--llmjudge-shard-reports",
+        action="append",
+        default=None,
+        dest="llmjudge_shard_reports",
+        metavar="PATTERN",
+        help="In the merge run: the shards' JSON reports (glob), whose judge calls and cost are added to this run's.",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    spec = config.getoption("llmjudge_shard", None)
-    if spec is None or not is_enabled(config):
+    if not is_enabled(config):
         return
+    patterns = config.getoption("llmjudge_shard_reports", None)
+    spec = config.getoption("llmjudge_shard", None)
+    if patterns and spec is None:
+        try:
+            config.stash[_shard_reports_key] = read_shard_reports(patterns, Path(config.invocation_params.dir))
+        except ConfigError as exc:
+            raise pytest.UsageError(f"pytest-llmjudge: {exc}") from None
+    if spec is None:
+        return
+    if patterns:
+        raise pytest.UsageError("pytest-llmjudge: --llmjudge-shard-reports is for the merge run, not a shard")
     try:
         shard = Shard.parse(spec)
     except ConfigError as exc:

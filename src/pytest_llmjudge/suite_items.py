@@ -30,19 +30,28 @@ from typing import Any
 
 import pytest
 
-from pytest_llmjudge.aggregate import ALL_LANGUAGES, AggregateRow, ScoredValue, compute_rows, render_table
+from pytest_llmjudge.aggregate import (
+    ALL_LANGUAGES,
+    AggregateRow,
+    ScoredValue,
+    compute_rows,
+    pass_k_cases,
+    render_human_table,
+    render_table,
+)
 from pytest_llmjudge.errors import ItemFailure, LLMJudgeError
 from pytest_llmjudge.escaping import ONE_LINE, escape_controls
 from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
 from pytest_llmjudge.execution.spend import NOT_JUDGED
-from pytest_llmjudge.formatting import format_value
-from pytest_llmjudge.records import AggregateRecord, CaseRecord, CaseScore
+from pytest_llmjudge.formatting import format_fixed, format_value
+from pytest_llmjudge.label_queue_plugin import queue_key
+from pytest_llmjudge.records import AggregateRecord, CaseRecord, CaseScore, HumanEstimate, Turn
 from pytest_llmjudge.records import AggregateRow as RecordRow
 from pytest_llmjudge.records import Threshold as RecordThreshold
 from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem, record
 from pytest_llmjudge.session.suites import built_suite
-from pytest_llmjudge.suite.expressions import Threshold
-from pytest_llmjudge.suite.model import AggregateCheck, Case, Suite
+from pytest_llmjudge.suite.expressions import HUMAN_STATS, PASS_K_STATS, Threshold
+from pytest_llmjudge.suite.model import JUDGE_KINDS, AggregateCheck, Case, Suite
 
 EXCERPT_CHARS = 300
 
@@ -64,6 +73,7 @@ def _case_record(
     """A case's record on ``metric``: its score, how it was got, and what was judged, in full, so a
     reviewer can read it and two reports diff per case. ``verdict``: ``threshold`` and ``passed``
     (and ``aggregates`` for a case only aggregates assert)."""
+    output = _judged_output(config, suite, case)
     return CaseRecord(
         suite=suite.name,
         suite_path=str(suite.path),
@@ -83,10 +93,20 @@ def _case_record(
         judge_identity=dict(score.identity) if score.identity else None,
         higher_is_better=score.higher_is_better,
         input=case.input,
-        output=_judged_output(config, suite, case),
+        output=output,
         reference=case.reference,
+        transcript=[Turn(role=turn.role, content=turn.content) for turn in case.transcript(output)] or None,
         **verdict,
     )
+
+
+def _judged_item(entry: dict[str, Any]) -> str:
+    """``[supported] claim (reason)`` for one entry of a RAG metric's detail list."""
+    flag = next((key for key in ("supported", "useful", "attributed") if key in entry), None)
+    text = next((entry[key] for key in ("claim", "passage", "statement") if key in entry), "")
+    mark = "" if flag is None else f"[{flag if entry[flag] else 'not ' + flag}] "
+    reason = entry.get("reason")
+    return mark + _excerpt(str(text)) + (f" ({_excerpt(str(reason))})" if reason else "")
 
 
 def _judged_output(config: pytest.Config, suite: Suite, case: Case) -> str | None:
@@ -131,8 +151,9 @@ class SuiteFile(pytest.File):
                     self, name=name, suite=suite, case=case, threshold=threshold, judge_problem=problem
                 )
         for check in suite.aggregates:
-            for language in (*(group.name for group in check.groups(suite.cases)), ALL_LANGUAGES):
-                yield AggregateItem.from_parent(
+            rows = [(group.name, group.value("language")) for group in check.groups(suite.cases)]
+            for language, group_language in (*rows, (ALL_LANGUAGES, None)):
+                item = AggregateItem.from_parent(
                     self,
                     # A group name carries metadata values: control characters show as text, as in case ids.
                     name=escape_controls(f"{check.spec.label}[{language}]", ONE_LINE),
@@ -141,6 +162,11 @@ class SuiteFile(pytest.File):
                     language=language,
                     judge_problem=problem,
                 )
+                reason = check.xfail_reason(language, group_language) if check.xfail else None
+                if reason is not None:
+                    # Strict: a known failure that starts passing fails, so the xfail entry is removed.
+                    item.add_marker(pytest.mark.xfail(reason=reason, strict=True, raises=CaseFailure))
+                yield item
 
 
 @dataclass
@@ -199,6 +225,43 @@ def _selected_groups(rows: list[AggregateItem]) -> set[str] | None:
     return None if ALL_LANGUAGES in names else names
 
 
+def human_message(suite: str, row: AggregateRow, rows: list[AggregateRow], language: str, judges: str | None) -> str:
+    """The failure text of a ``human_mean``/``human_pass_rate`` item, in the agreement gate's shape:
+    what was estimated, from what, how sure, then every group's row."""
+    statistic = (
+        f"mean {row.spec.metric}"
+        if row.spec.stat == "human_mean"
+        else f"pass rate of {row.spec.inner.render() if row.spec.inner else row.spec.metric}"
+    )
+    target = f"{suite}: the native speakers' {statistic} in {language}"
+    if row.problem is not None:
+        head = f"ERROR: {target}: {row.problem}"
+    else:
+        head = f"FAILED: {target}: {row.spec.label} = {format_value(row.asserted)}, expected {row.spec.op} {row.spec.value:g}"
+    lines = [head]
+    detail = row.human
+    if detail is not None and detail.judge is not None:
+        lines.append(
+            f"  {'estimate':<15} {format_fixed(row.value)} (95% CI {format_fixed(row.ci_low)} - {format_fixed(row.ci_high)}; "
+            "prediction-powered, PPI++: the judge's scores on all cases rectified by the labelled ones"
+            + ("" if detail.lam is None else f", lambda {detail.lam:.2f}")
+            + ")"
+        )
+        lines.append(f"  {'from':<15} {detail.n_labelled} human-labelled of {detail.n_total} judged cases")
+        lines.append(
+            f"  {'human only':<15} {format_fixed(detail.human_only)} (95% CI {format_fixed(detail.human_only_low)} - "
+            f"{format_fixed(detail.human_only_high)}; the labels alone)"
+        )
+        lines.append(
+            f"  {'judge':<15} {format_fixed(detail.judge)} (the judge's own value; estimated bias "
+            f"{'-' if detail.bias is None else f'{detail.bias:+.3f}'}, judge minus human)"
+        )
+    if judges:
+        lines.append(f"  {'judged by':<15} {judges}")
+    lines.append(render_human_table(rows, highlight=language))
+    return "\n".join(lines)
+
+
 class InvalidSuiteItem(InvalidFileItem):
     """Stands in for a suite that failed to load, so its error is reported with the run."""
 
@@ -210,7 +273,7 @@ class _SuiteItem(LLMJudgeItem):
     judge_problem: str | None
 
     def _skip_or_fail_without_judge(self, metric: str, recorded: bool) -> None:
-        if self.judge_problem is None or recorded or self.suite.metric_kinds.get(metric) != "rubric":
+        if self.judge_problem is None or recorded or self.suite.metric_kinds.get(metric) not in JUDGE_KINDS:
             return
         from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
 
@@ -292,7 +355,15 @@ class CaseItem(_SuiteItem):
         if score.justification:
             lines.append(f"  justification: {_excerpt(score.justification)}")
         for key, value in score.detail.items():
+            if isinstance(value, list) and value and all(isinstance(entry, dict) for entry in value):
+                # A RAG metric's judged items (metrics/rag.py): one line each, verdict first.
+                lines.append(f"  {key}:")
+                lines.extend(f"    {_judged_item(entry)}" for entry in value)
+                continue
             lines.append(f"  {key + ':':<14} {value}")
+        if self.case.messages:
+            roles = ", ".join(turn.role for turn in self.case.messages)
+            lines.append(f"  conversation:  {len(self.case.messages)} turn(s) before the output ({roles})")
         if self.case.input:
             lines.append(f"  input:         {_excerpt(self.case.input)}")
         lines.append(f"  output:        {_excerpt(_judged_output(self.config, self.suite, self.case))}")
@@ -396,7 +467,17 @@ class AggregateItem(_SuiteItem):
                 score = board.score(self.suite, case, metric)
                 group = case.group(self.check.group_by).name
                 scored.append((case, score, group))
-                values.append(ScoredValue(case.language, score.value, score.scored, group=group))
+                values.append(
+                    ScoredValue(
+                        case.language,
+                        score.value,
+                        score.scored,
+                        group=group,
+                        human=case.human.get(metric),
+                        samples=score.samples,
+                        case=case.id,
+                    )
+                )
             overrides = {group.name: self.check.for_group(group) for group in self.check.groups(self.suite.cases)}
             rows = compute_rows(
                 overrides,
@@ -404,10 +485,15 @@ class AggregateItem(_SuiteItem):
                 values,
                 min_cases=self.check.min_cases,
                 max_unscored_rate=self.check.max_unscored_rate,
+                min_labels=self.check.min_labels,
+                scale=self.suite.scale_of(metric),
             )
             if wanted is not None:
                 # The ``all`` row of a subset of the groups is no row of the suite: not shown.
                 rows = [row for row in rows if row.language != ALL_LANGUAGES]
+            queue = self.config.stash.get(queue_key, None)
+            if queue is not None and self.check.spec.stat in HUMAN_STATS:
+                queue.append((self.suite, self.check, scored, self.suite.scale_of(metric)))
             takers = len(siblings)
             shared = memo[key] = _CheckScores(self.check, scored, rows, takers)
         shared.takers -= 1
@@ -458,6 +544,7 @@ class AggregateItem(_SuiteItem):
                     threshold=RecordThreshold(op=r.spec.op, value=r.spec.value),
                     passed=r.passed,
                     problem=r.problem,
+                    human=None if r.human is None else HumanEstimate(**vars(r.human)),
                 )
                 for r in rows
             ],
@@ -478,13 +565,36 @@ class AggregateItem(_SuiteItem):
         if row.passed:
             return
         verdict = "ERROR" if row.problem else "FAILED"
+        if row.spec.stat in HUMAN_STATS:
+            raise CaseFailure(human_message(self.suite.name, row, rows, self.language, judges))
         detail = f" ({row.problem})" if row.problem else ""
         judged_by = f"  judge: {judges}\n" if judges else ""  # where CI shows only the failure message
+        per_case = self._pass_k_cases(row) if row.spec.stat in PASS_K_STATS else ""
         raise CaseFailure(
             f"{verdict}: {row.spec.label} for {self.language} = {format_value(row.asserted)}, "
             f"expected {row.spec.op} {row.spec.value:g}{detail}\n"
-            f"{judged_by}{render_table(rows, highlight=self.language)}"
+            f"{judged_by}{render_table(rows, highlight=self.language)}{per_case}"
         )
+
+    def _pass_k_cases(self, row: AggregateRow, shown: int = 10) -> str:
+        """The row's cases with the lowest pass@k/pass^k estimates: which cases pulled the mean down."""
+        values = [
+            ScoredValue(case.language, score.value, score.scored, samples=score.samples, case=case.id)
+            for case, score, group in self._shared.scored
+            if self.language in (ALL_LANGUAGES, group)
+        ]
+        try:
+            cases = pass_k_cases(row.spec, values)
+        except ValueError:
+            return ""  # the row's problem already names the case
+        low = sorted((case for case in cases if case.estimate < 1.0), key=lambda case: case.estimate)
+        if not low:
+            return ""
+        lines = [f"\n  lowest cases ({min(shown, len(low))} of {len(low)} below 1; passing samples of n, k):"]
+        for case in low[:shown]:
+            counted = f"{case.passing}/{case.n}, k={case.k}" if case.scored else "unscored"
+            lines.append(f"    {case.case} [{case.language}] {counted}: {case.estimate:.3f}")
+        return "\n".join(lines)
 
     def planned_calls(self) -> list[tuple[Suite, Case, str]]:
         # This row's cases only (every case for ``all``): a row selected alone (-k, -m,

@@ -58,6 +58,10 @@ class Entry:
     symlinks: tuple[tuple[str, str], ...] = ()
     """``(link, target)`` symlinks to create (a symlink loop)."""
     notes: str = ""
+    absent: tuple[str, ...] = ()
+    """Strings (a credential) that no output of the run may hold: terminal, JUnit, JSON, HTML report."""
+    fifos: tuple[str, ...] = ()
+    """Named pipes to create (a cases file that is a FIFO must not block the reader)."""
 
     @property
     def main(self) -> str:
@@ -620,6 +624,12 @@ def baseline_entries() -> list[Entry]:
         ("baseline_latin1", b'{"name": "caf\xe9"}', "not valid UTF-8"),
         ("baseline_wrong_format", b'{"format": "something-else"}', "not a pytest-llmjudge baseline"),
         ("baseline_infinity", None, "is not a finite number"),
+        # Over the 32 MiB a baseline may have: refused before it is read (60 MB cost 1.7 GB of RSS).
+        (
+            "baseline_too_large",
+            b'{"format": "pytest-llmjudge-baseline", "version": 1, "suites": {}' + b" " * (32 * 2**20) + b"}",
+            "baseline file too large: 33,554,498 bytes, more than the 33,554,432",
+        ),
     ]:
         if content is None:
             content = (
@@ -640,12 +650,195 @@ def baseline_entries() -> list[Entry]:
     return entries
 
 
+PASSWORD = "hunter2-corpus-secret"
+"""A base URL password in the secrets entries: no output may hold it, in any spelling."""
+
+
+def limits_entries() -> list[Entry]:
+    """Secrets in a suite that is refused, and strings no report can encode (a lone surrogate)."""
+    url = f"http://judge-user:{PASSWORD}@127.0.0.1:9/v1?api_key=sk-corpus-query-secret"
+    basic = "anVkZ2UtdXNlcjpodW50ZXIyLWNvcnB1cy1zZWNyZXQ="  # base64 of judge-user:PASSWORD
+    secret_judge = f'judge: {{provider: openai, model: m, base_url: "{url}", temperature: hot}}\n'
+    lone = "reports_lone_surrogate"
+    return [
+        _yaml(
+            "secrets_in_a_refused_judge",
+            suite("secret-judge", extra=secret_judge),
+            "judge.temperature",
+            "temperature:",
+            absent=(PASSWORD, "sk-corpus-query-secret", basic),
+        ),
+        Entry(
+            lone,
+            {
+                f"{lone}.yaml": (
+                    f"suite: lone-surrogate\ncases_file: {lone}.jsonl\nassert:\n  - linguistic_acceptability >= 3\n"
+                ).encode(),
+                # JSON escapes that decode to lone surrogates and controls: no UTF-8 form, must not stop a report.
+                f"{lone}.jsonl": b'{"id": "c1", "language": "hi", "output": "a \\ud800 b \\udcff \\u001b[31m c",'
+                b' "recorded": {"linguistic_acceptability": 2}}\n',
+            },
+            FAILING_CAUSE,
+            None,
+            item="c1[linguistic_acceptability]",
+            error_file="",
+            notes="the reports are written and read back (test_hostile_corpus)",
+        ),
+    ]
+
+
 @dataclass(frozen=True)
 class Corpus:
     entries: list[Entry] = field(default_factory=list)
 
     def by_name(self, name: str) -> Entry:
         return next(entry for entry in self.entries if entry.name == name)
+
+
+def identity_entries() -> list[Entry]:
+    """Suite identity: names and ids that print alike, names from merge keys, loops, FIFOs, odd file names.
+
+    Two files of one suite name: the ``-first`` file sorts before the entry's own (pytest collects
+    a directory in name order), keeps the name and runs; the entry's file is the invalid one.
+    """
+    entries = []
+    for name, first, second in [
+        ("ident_dup_suite", "ident-dup", "ident-dup"),
+        ("ident_dup_suite_nfc", "ident-caf\u00e9", "ident-cafe\u0301"),  # NFC vs NFD: one name
+    ]:
+        entries.append(
+            Entry(
+                name,
+                {f"{name}-first.yaml": suite(first).encode(), f"{name}.yaml": suite(second).encode()},
+                "is also declared by",
+                1,
+            )
+        )
+    two = '    output: x\n    recorded: {linguistic_acceptability: 2}\n  - id: "cafe\u0301"\n    language: hi\n'
+    nfc = suite("ident-case-nfc", case=two + "    output: x\n    recorded: {linguistic_acceptability: 2}\n")
+    nfc = nfc.replace("id: c1", 'id: "caf\u00e9"')  # NFC, then the same id in NFD
+    entries.append(_yaml("ident_case_nfc", nfc, "duplicate case id 'café'", 'id: "cafe\u0301"'))
+    for name, char, cause in [
+        ("ident_case_zwsp", "\u200b", "U+200B ZERO WIDTH SPACE"),
+        ("ident_case_rlo", "\u202e", "U+202E RIGHT-TO-LEFT OVERRIDE"),
+        ("ident_case_isolate", "\u2067", "U+2067 RIGHT-TO-LEFT ISOLATE"),
+        ("ident_case_bom", "\ufeff", "U+FEFF ZERO WIDTH NO-BREAK SPACE"),
+    ]:
+        text = suite(name.replace("_", "-")).replace("id: c1", f'id: "c{char}1"')
+        entries.append(_yaml(name, text, cause, "id: "))
+    name_bidi = suite("ident-name\u2066x")
+    entries.append(_yaml("ident_suite_name_bidi", name_bidi, "U+2066 LEFT-TO-RIGHT ISOLATE", "suite:"))
+    jsonl = '{"id": "ok", "language": "hi", "output": "x"}\n{"id": "o\u200bk", "language": "hi", "output": "x"}\n'
+    yaml_text = "suite: ident-jsonl-zwsp\ncases_file: ident_jsonl_zwsp.jsonl\nassert:\n  - chrf >= 0\n"
+    entries.append(
+        Entry(
+            "ident_jsonl_zwsp",
+            {"ident_jsonl_zwsp.yaml": yaml_text.encode(), "ident_jsonl_zwsp.jsonl": jsonl.encode()},
+            "U+200B ZERO WIDTH SPACE",
+            2,
+            error_file="ident_jsonl_zwsp.jsonl",
+        )
+    )
+    merged = (
+        "<<: {suite: ident-merged, description: the name comes from a merge key}\n"
+        + _failing_suite("x").split("\n", 1)[1]
+    )
+    entries.append(
+        Entry(
+            "ident_merge_key",
+            {"ident_merge_key.yaml": merged.encode()},
+            FAILING_CAUSE,
+            None,
+            item="c1[linguistic_acceptability]",
+            error_file="",
+            notes="a suite: supplied by a merge key was not collected at all",
+        )
+    )
+    # A directory holding a suite and a symlink back to itself: the suite is collected once
+    # (the corpus test checks that no file is collected under two paths).
+    entries.append(
+        Entry(
+            "ident_loop.d/inner",
+            {"ident_loop.d/inner.yaml": _failing_suite("ident-loop-inner").encode()},
+            FAILING_CAUSE,
+            None,
+            item="c1[linguistic_acceptability]",
+            error_file="",
+            directories=("ident_loop.d",),
+            symlinks=(("ident_loop.d/again", "."),),
+        )
+    )
+    fifo_text = "suite: ident-fifo\ncases_file: ident_fifo.jsonl\nassert:\n  - chrf >= 0\n"
+    entries.append(
+        Entry(
+            "ident_fifo",
+            {"ident_fifo.yaml": fifo_text.encode()},
+            "cases file is not a regular file (a FIFO",
+            2,
+            fifos=("ident_fifo.jsonl",),
+        )
+    )
+    # FIFOs named as side files: each is refused by kind, never opened (a read would wait forever).
+    fifo_baseline = suite("ident-baseline-fifo", extra="regression: {baseline: ident_baseline_fifo.json}\n")
+    entries.append(
+        Entry(
+            "ident_baseline_fifo",
+            {"ident_baseline_fifo.yaml": fifo_baseline.encode()},
+            "is a FIFO, not a regular file",
+            None,
+            item="regression[baseline]",
+            error_file="ident_baseline_fifo.json",
+            fifos=("ident_baseline_fifo.json",),
+        )
+    )
+    entries.append(
+        Entry(
+            "ident_rank_fifo",
+            {"ident_rank_fifo.yaml": b"ranking: ident-rank-fifo\ncases_file: ident_rank_fifo.jsonl\n"},
+            "is a FIFO, not a regular file",
+            None,
+            item="ranking-error",
+            error_file="ident_rank_fifo.jsonl",
+            fifos=("ident_rank_fifo.jsonl",),
+        )
+    )
+    baseline = (
+        b'{"format": "pytest-llmjudge-baseline", "version": 1, "name": "ident", "suites": {"ident-old-name": '
+        b'{"metrics": {"linguistic_acceptability": {"scores": {"hi": {"c1": 2.0}}}}}}}'
+    )
+    renamed = suite("ident-new-name", extra="regression: {baseline: ident_baseline_lacks_suite.json}\n")
+    entries.append(
+        Entry(
+            "ident_baseline_lacks_suite",
+            {"ident_baseline_lacks_suite.yaml": renamed.encode(), "ident_baseline_lacks_suite.json": baseline},
+            "suite 'ident-new-name' is not in baseline 'ident'",
+            None,
+            item="regression[not-in-baseline]",
+            error_file="ident_baseline_lacks_suite.json",
+            notes="was a skip: renaming a suite switched its release gate off",
+        )
+    )
+    # Control characters in file names: escaped in node ids and messages like ids are.
+    entries.append(
+        Entry(
+            "ident_esc\x1b[31m_name",
+            {"ident_esc\x1b[31m_name.yaml": suite("ident-esc-name").replace("suite:", "suite: x\nsuit:", 1).encode()},
+            "unknown field 'suit'",
+            2,
+            error_file="ident_esc\\x1b[31m_name.yaml",
+        )
+    )
+    entries.append(
+        Entry(
+            "ident_bel\x07_name",
+            {"ident_bel\x07_name.yaml": _failing_suite("ident-bel-name").encode()},
+            FAILING_CAUSE,
+            None,
+            item="c1[linguistic_acceptability]",
+            error_file="",
+        )
+    )
+    return entries
 
 
 def build() -> Corpus:
@@ -660,6 +853,8 @@ def build() -> Corpus:
         + calibration_and_ranking_entries()
         + judge_calibration_entries()
         + baseline_entries()
+        + limits_entries()
+        + identity_entries()
     )
     names = [entry.name for entry in entries]
     assert len(names) == len(set(names)), "corpus entry names must be unique"

@@ -212,6 +212,8 @@ def test_regression_items_alone_are_batched(pytester: pytest.Pytester, loopback:
         "--llmjudge", "--llmjudge-batch", FAST_POLL, "--llmjudge-cache-dir=fresh", "--llmjudge-baseline=prod",
         "-k", "regression",
     )  # fmt: skip
-    result.assert_outcomes(passed=4, deselected=9)
+    # One or two cases per language can decide nothing: the four items are undecided, after judging.
+    result.assert_outcomes(passed=0, deselected=9)
+    assert result.parseoutcomes()["undecided"] == 4
     assert len(loopback.requests) == online, "no regression call went online"
     assert loopback.stats()["batch"]["batch_requests"] == 6

@@ -11,14 +11,18 @@ loaded again in subprocesses whose address space and CPU time the OS bounds.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
 import textwrap
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from pytest_llmjudge.escaping import ONE_LINE, escape_controls
 
 CORPUS_PATH = Path(__file__).resolve().parents[1] / "hostile" / "corpus.py"
 
@@ -41,6 +45,8 @@ def _write(directory: Path, entry: object) -> None:
         (directory / name).mkdir()
     for link, target in entry.symlinks:  # type: ignore[attr-defined]
         os.symlink(target, directory / link)
+    for name in entry.fifos:  # type: ignore[attr-defined]
+        os.mkfifo(directory / name)
     for name, content in entry.files.items():  # type: ignore[attr-defined]
         (directory / name).write_bytes(content)
 
@@ -54,7 +60,17 @@ def test_every_hostile_file_fails_its_own_item_and_the_valid_suite_still_passes(
     pytester.makefile(".yaml", valid=corpus.VALID_SUITE)
     for entry in ENTRIES:
         _write(pytester.path, entry)
-    result = pytester.runpytest_inprocess("--llmjudge", "-p", "no:cacheprovider", "-p", "no:randomly")
+    result = pytester.runpytest_inprocess(
+        "--llmjudge",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "-rA",
+        "--junitxml=junit.xml",
+        "--llmjudge-report=json:report.json",
+        "--llmjudge-report=html:report.html",
+    )
 
     reports = {
         report.nodeid: report
@@ -72,9 +88,17 @@ def test_every_hostile_file_fails_its_own_item_and_the_valid_suite_still_passes(
     assert len(valid) == corpus.VALID_ITEMS
     assert set(valid.values()) == {"passed"}
 
+    # Each file is collected under one path: a symlinked directory (or a loop) adds none.
+    spellings: dict[Path, set[str]] = {}
+    for node in reports:
+        file_part = node.split("::", 1)[0]
+        spellings.setdefault((pytester.path / file_part).resolve(), set()).add(file_part)
+    assert [names for names in spellings.values() if len(names) > 1] == []
+
     problems = []
     for entry in ENTRIES:
-        nodeid = f"{entry.main}::{entry.item}"
+        # Node ids show control characters as text (escaping.py), file names included.
+        nodeid = escape_controls(f"{entry.main}::{entry.item}", ONE_LINE)
         report = reports.get(nodeid)
         if report is None:
             collected = sorted(node for node in reports if node.startswith(f"{entry.main}::"))
@@ -85,6 +109,8 @@ def test_every_hostile_file_fails_its_own_item_and_the_valid_suite_still_passes(
         if entry.line is not None:
             expected.append(f"{entry.named_file}:{entry.line}:")
         missing = [part for part in expected if part not in text]
+        if escape_controls(text) != text:
+            problems.append(f"{entry.name}: raw control characters in the message: {text[:300]!r}")
         if report.outcome != "failed" or missing:
             problems.append(f"{entry.name}: {report.outcome}, message lacks {missing}:\n{text[:600]}")
         if entry.item == "suite-error":
@@ -95,6 +121,23 @@ def test_every_hostile_file_fails_its_own_item_and_the_valid_suite_still_passes(
 
     assert not (pytester.path / corpus.MARKER).exists()
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+    # Whatever the inputs hold (lone surrogates, control characters), every report is written and
+    # reads back as strict UTF-8; no output holds an entry's secret.
+    outputs = {"terminal": result.stdout.str() + result.stderr.str()}
+    for name in ("junit.xml", "report.json", "report.html"):
+        outputs[name] = (pytester.path / name).read_bytes().decode("utf-8")
+    json.loads(outputs["report.json"])
+    ET.fromstring(outputs["junit.xml"])
+    assert "could not render" not in outputs["terminal"] and "could not write" not in outputs["terminal"]
+    leaks = [
+        f"{entry.name}: {secret} in {where}"
+        for entry in ENTRIES
+        for secret in entry.absent
+        for where, text in outputs.items()
+        if secret in text
+    ]
+    assert leaks == []
 
 
 _BOUNDED_LOAD = textwrap.dedent(

@@ -101,20 +101,23 @@ def test_in_one_process_the_item_its_report_and_the_collector_share_one_record(p
 
 def test_the_collectors_records_are_the_items_typed_records_under_xdist(pytester: pytest.Pytester) -> None:
     pytest.importorskip("xdist")
+    # Eight cases: six of them changed, enough for the exact regression test to reach 5% (2^-6).
     cases = "".join(
-        f"  - {{id: hi-{i}, language: hi, output: x, recorded: {{task_quality: {i % 3}}}}}\n" for i in range(6)
+        f"  - {{id: hi-{i}, language: hi, output: x, recorded: {{task_quality: {i % 3}}}}}\n" for i in range(8)
     )
     pytester.makefile(
         ".yaml",
         suite="suite: release\nregression: {baseline: prod.json}\n"
         f"cases:\n{cases}assert:\n  - task_quality >= 1\naggregate:\n  - mean(task_quality) >= 1.5\n",
     )
-    pytester.makefile(".json", prod=json.dumps(BASELINE))
+    baseline = json.loads(json.dumps(BASELINE))
+    baseline["suites"]["release"]["metrics"]["task_quality"]["scores"]["hi"] = {f"hi-{i}": 2.0 for i in range(8)}
+    pytester.makefile(".json", prod=json.dumps(baseline))
     pytester.makeconftest(WORKER_CONFTEST)
     keep = Keep()
     result = pytester.inline_run("--llmjudge", "-p", "xdist", "-n", "2", "-p", "no:randomly", plugins=[keep])
-    # Cases scored 1 or 2 pass, those scored 0 fail; the mean (1.0) fails for hi and all; it dropped from 2.0.
-    result.assertoutcome(passed=4, failed=2 + 2 + 1)
+    # Cases scored 1 or 2 pass, those scored 0 fail; the mean (0.875) fails for hi and all; it dropped from 2.0.
+    result.assertoutcome(passed=5, failed=3 + 2 + 1)
     items: dict[str, tuple[str, dict[str, Any]]] = {}
     for path in pytester.path.glob("items-gw*.jsonl"):
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -122,7 +125,7 @@ def test_the_collectors_records_are_the_items_typed_records_under_xdist(pytester
             items[entry["nodeid"]] = (entry["type"], entry["wire"])
     assert len(list(pytester.path.glob("items-gw*.jsonl"))) == 2, "both workers ran items"
     collected = {str(record.nodeid): record for record in keep.records}
-    assert set(collected) == set(items) and len(collected) == 6 + 2 + 1
+    assert set(collected) == set(items) and len(collected) == 8 + 2 + 1
     kinds = {type(record) for record in keep.records}
     assert kinds == {CaseRecord, AggregateRecord, RegressionRecord}
     for nodeid, record in collected.items():

@@ -10,15 +10,18 @@ batch records) and anything else under the run directory -- is scanned for the k
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote, quote_plus
 
 import pytest
 
 from pytest_llmjudge.execution.cache_directory import DirectoryStore
-from pytest_llmjudge.testing import LoopbackServer, ReceivedRequest, Reply, ScriptedJudge
+from pytest_llmjudge.testing import Fault, LoopbackServer, ReceivedRequest, Reply, ScriptedJudge
 
 OPENAI_KEY = "sk-sentinel-openai-4c2f9e1b7d"
 ANTHROPIC_KEY = "sk-ant-sentinel-8e3a6d0c51"
@@ -156,3 +159,94 @@ assert: [linguistic_acceptability >= 1]
         outputs[name] = (pytester.path / name).read_text(encoding="utf-8")
     assert [f"{name}: {s}" for name, text in outputs.items() for s in secrets if s in text] == []
     assert "http://***@127.0.0.1" in outputs["report.json"], "the URL is kept, its credentials are not"
+
+
+NL_KEY_CORE = "nl-sentinel-5d1e8a93c2"
+"""Unique to the key below: no output may hold it, however the key is spelled there."""
+NL_PASSWORD = "pw-sentinel-0b7c4e"
+
+
+def _spellings(raw: str, user: str, password: str) -> list[str]:
+    """Every form a message can give the key and the base URL's credentials (redaction.py's list)."""
+    stripped = raw.strip()
+    basic = base64.b64encode(f"{user}:{password}".encode()).decode()
+    return [
+        stripped,
+        repr(raw),
+        repr(repr(raw)),
+        repr(f"Bearer {raw}".encode()),
+        json.dumps({"key": raw}),
+        quote(raw, safe=""),
+        quote_plus(raw),
+        f"Authorization: Basic {basic}",
+    ]
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r\n"], ids=["LF", "CRLF"])
+def test_a_key_with_its_file_newline_is_stripped_and_no_spelling_of_a_secret_reaches_an_output(
+    pytester: pytest.Pytester,
+    loopback: LoopbackServer,
+    scripted_judge: ScriptedJudge,
+    monkeypatch: pytest.MonkeyPatch,
+    ending: str,
+) -> None:
+    """``OPENAI_API_KEY`` as a key file gives it (a trailing newline or CRLF): the request goes out
+    with the stripped key (no ``Illegal header value``). A judge quoting the key in every
+    spelling, and a gateway echoing the request's headers (``Bearer <key>``, and the
+    ``Authorization: Basic`` httpx derives from a base URL's ``user:password``), reach none of
+    the terminal, JUnit, JSON and HTML outputs."""
+    raw = f"sk-{NL_KEY_CORE}{ending}"
+    user = "judge-user-9c1d"
+    monkeypatch.setenv("OPENAI_API_KEY", raw)
+    scripted_judge.justification = " | ".join(_spellings(raw, user, NL_PASSWORD))
+    scripted_judge.scores = {"linguistic_acceptability": 0}
+
+    def respond(request: ReceivedRequest) -> Reply | str:
+        if "echo-me" in request.last_user_text:
+            return Reply(fault=Fault.ECHO_HEADERS)
+        return scripted_judge(request)
+
+    loopback.responder = respond
+    credentialed = loopback.openai_base_url.replace("http://", f"http://{user}:{NL_PASSWORD}@")
+    for name, url in (("bearer", loopback.openai_base_url), ("basic", credentialed)):
+        pytester.makefile(
+            ".yaml",
+            **{
+                f"suite_{name}": f"""\
+suite: spellings-{name}
+judge: {{provider: openai, model: loopback-judge, base_url: "{url}"}}
+cases:
+  - {{id: echo, language: de, input: frage, output: echo-me-{name}}}
+  - {{id: quoted, language: de, input: frage, output: antwort-{name}}}
+assert: [linguistic_acceptability >= 1]
+"""
+            },
+        )
+    result = pytester.runpytest(
+        "--llmjudge",
+        "-v",
+        "-rA",
+        "--llmjudge-max-retries=0",
+        "--junitxml=junit.xml",
+        "--llmjudge-junit-properties",
+        "--llmjudge-report=json:report.json",
+        "--llmjudge-report=html:report.html",
+    )
+    result.assert_outcomes(failed=4)
+    assert len(loopback.requests) == 4 and all(r.api_key_present for r in loopback.requests)
+    outputs = {"terminal": result.stdout.str() + result.stderr.str()}
+    for name in ("junit.xml", "report.json", "report.html"):
+        outputs[name] = (pytester.path / name).read_text(encoding="utf-8")
+    # The key went out stripped (a Bearer header, not an illegal one); the gateway echoed both headers.
+    terminal = outputs["terminal"]
+    assert "Illegal header value" not in terminal
+    assert "'authorization': 'Bearer ***'" in terminal and "'authorization': 'Basic ***'" in terminal
+    assert "linguistic_acceptability = 0" in terminal, "the quoting judge was heard"
+    basic = base64.b64encode(f"{user}:{NL_PASSWORD}".encode()).decode()
+    leaks = [
+        f"{name}: {secret}"
+        for name, text in outputs.items()
+        for secret in (NL_KEY_CORE, NL_PASSWORD, user, basic, basic[:-2])
+        if secret in text
+    ]
+    assert leaks == []

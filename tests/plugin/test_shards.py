@@ -10,6 +10,7 @@ every item the outcome a single unsharded run on a fresh local cache gives.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -114,7 +115,14 @@ def test_three_shards_pay_once_per_prompt_and_merge_to_the_single_run(
 
         shards = [
             _run(
-                _args(tmp_path, f"shard{i}.xml", "-q", f"--llmjudge-cache-url={url}", f"--llmjudge-shard={i}/3"),
+                _args(
+                    tmp_path,
+                    f"shard{i}.xml",
+                    "-q",
+                    f"--llmjudge-cache-url={url}",
+                    f"--llmjudge-shard={i}/3",
+                    f"--llmjudge-report=json:{tmp_path / f'shard{i}.json'}",
+                ),
                 tmp_path,
             )
             for i in (1, 2, 3)
@@ -123,7 +131,15 @@ def test_three_shards_pay_once_per_prompt_and_merge_to_the_single_run(
         shard_requests = server.stats()["requests"] - single_requests
 
         # The shards must be processes of their own (they run at the same time); the merge run needn't.
-        merge = pytester.runpytest_inprocess(*_args(tmp_path, "merge.xml", f"--llmjudge-cache-url={url}"))
+        merge = pytester.runpytest_inprocess(
+            *_args(
+                tmp_path,
+                "merge.xml",
+                f"--llmjudge-cache-url={url}",
+                "--llmjudge-shard-reports=shard*.json",
+                f"--llmjudge-report=json:{tmp_path / 'merge.json'}",
+            )
+        )
         merge_output = merge.stdout.str()
         merge_requests = server.stats()["requests"] - single_requests - shard_requests
 
@@ -149,3 +165,12 @@ def test_three_shards_pay_once_per_prompt_and_merge_to_the_single_run(
     case_items = {nodeid: outcome for nodeid, outcome in single_outcomes.items() if "mean(" not in nodeid}
     assert sharded == case_items
     assert f"cache use ({url.split('?')[0]}" in merge_output
+    # The merged report carries the shards' calls (the merge itself paid none) and their cost's tokens.
+    merged = json.loads((tmp_path / "merge.json").read_text(encoding="utf-8"))["accounting"]
+    shard_calls = [
+        json.loads((tmp_path / f"shard{i}.json").read_text(encoding="utf-8"))["accounting"]["provider_calls"]
+        for i in (1, 2, 3)
+    ]
+    assert merged["provider_calls"] == sum(shard_calls) == DISTINCT
+    assert merged["input_tokens"] > 0
+    assert "judge calls and cost include 3 shard report(s) (24 provider requests)" in merge_output

@@ -99,3 +99,40 @@ def test_no_raw_control_character_reaches_terminal_html_or_junit(
     junit = (pytester.path / "r.xml").read_text(encoding="utf-8")
     assert [c for c in RAW if c in junit] == []
     assert list(xmlschema.XMLSchema(SCHEMA).iter_errors(str(pytester.path / "r.xml"))) == []
+
+
+def test_a_lone_surrogate_in_an_output_and_a_justification_leaves_every_report_written_and_readable(
+    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
+) -> None:
+    """A lone surrogate (``"\\ud800"`` in a JSONL cases file, a judge's reply) can't be encoded as
+    UTF-8: it stopped the JSON and HTML reports from being written. It is escaped everywhere:
+    ``\\ud800`` as visible text in the terminal, HTML and JUnit, a ``\\u`` escape in JSON (which
+    reads back as the same string)."""
+    # A reply whose JSON escapes a lone surrogate (valid JSON; the judge's half of an emoji pair).
+    scripted_judge.scores = lambda query: (
+        '{"linguistic_acceptability": {"justification": "lone \\ud83d half, \\u001b[31m", "score": 0}}'
+    )
+    pytester.makefile(
+        ".yaml",
+        suite=f'suite: lone\njudge: {{provider: openai, model: loopback-judge, base_url: "{loopback.openai_base_url}"}}\n'
+        "cases_file: cases.jsonl\nassert: [linguistic_acceptability >= 1]\n",
+    )
+    lines = ['{"id": "c1", "language": "hi", "output": "bad \\ud800 lone \\udcff \\u001b[31m"}']
+    (pytester.path / "cases.jsonl").write_text("\n".join(lines) + "\n", encoding="ascii")
+    result = pytester.runpytest(
+        "--llmjudge",
+        "-rA",
+        "--junitxml=junit.xml",
+        "--llmjudge-report=json:report.json",
+        "--llmjudge-report=html:report.html",
+    )
+    result.assert_outcomes(failed=1)
+    terminal = result.stdout.str()
+    assert "could not render" not in terminal and "could not write" not in terminal
+    assert "bad \\ud800 lone \\udcff \\x1b[31m" in terminal and "lone \\ud83d half" in terminal
+    document = json.loads((pytester.path / "report.json").read_bytes().decode("utf-8"))  # strict UTF-8
+    (case,) = document["cases"]
+    assert case["output"] == "bad \ud800 lone \udcff \x1b[31m"  # the same string, read back
+    page = (pytester.path / "report.html").read_bytes().decode("utf-8")
+    assert "\\ud800" in page and "\\ud83d" in page
+    xmlschema.XMLSchema(str(SCHEMA)).validate(str(pytester.path / "junit.xml"))

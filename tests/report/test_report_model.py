@@ -148,6 +148,18 @@ def summary_row(document: ReportDocument, metric: str, language: str, suite: str
     return found
 
 
+def test_summary_rows_use_the_aggregates_betting_interval_on_a_known_scale() -> None:
+    from pytest_llmjudge.report.assemble import build_summary
+
+    records = [case(f"hi-{i}", "hi", 2) for i in range(10)]
+    (known,) = build_summary(records, [], [], scale_of=lambda suite, metric: (0.0, 2.0))
+    # The interval an aggregate over the same scores shows and decides on: never the point.
+    assert (known.ci_low, known.ci_high) == mean_ci([2.0] * 10, scale=(0.0, 2.0))
+    assert known.ci_low == pytest.approx(1.254, abs=1e-3) and known.ci_high == 2.0
+    (unknown,) = build_summary(records, [], [], scale_of=lambda suite, metric: None)
+    assert (unknown.ci_low, unknown.ci_high) == (2.0, 2.0)  # the bootstrap, without a scale
+
+
 def test_summary_counts_cases_once_and_gives_mean_ci_per_language_and_all() -> None:
     records: list[ItemRecord] = [
         case("hi-1", "hi", 2),

@@ -245,7 +245,13 @@ cases:
 assert: [linguistic_acceptability >= 1]
 """,
     )
-    (pytester.path / "taken.json").mkdir()
+    # The directory appears after the start-of-run check (which refuses one already there:
+    # test_suite_identity.py), so the write itself fails.
+    pytester.makeconftest(
+        "from pathlib import Path\n\n"
+        "def pytest_runtestloop(session):\n"
+        "    (Path(session.config.invocation_params.dir) / 'taken.json').mkdir()\n"
+    )
     result = pytester.runpytest("--llmjudge", "--llmjudge-report=json:taken.json", "--llmjudge-report=html:ok.html")
     result.assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.INTERNAL_ERROR

@@ -64,8 +64,11 @@ def test_terminal_fits_100_columns_for_every_language_and_section(real_document:
     assert fails and set(fails) == {"red"}, "failing rows are marked for colour (the writer drops it off a TTY)"
 
 
-def test_quiet_prints_only_the_accounting(synthetic: Callable[[int], RunInputs]) -> None:
+def test_quiet_prints_only_the_accounting_and_the_release_verdict(synthetic: Callable[[int], RunInputs]) -> None:
     lines = render_summary(build_document(synthetic(300)), quiet=True)
+    verdict = [line for line in lines if line.startswith("release verdict: ")]
+    assert len(verdict) == 1 and lines[-1 - (len(lines) - lines.index(verdict[0]) - 1)] == verdict[0]
+    lines = lines[: lines.index(verdict[0])]
     assert lines[0].startswith("judge calls: ") and len(lines) <= 2
     assert all(len(line) <= WIDTH for line in lines)
     assert "est. $" in " ".join(lines), "gpt-4o-mini has a built-in price"

@@ -99,3 +99,36 @@ def test_local_and_sqlite_urls_are_not_wrapped(tmp_path: Path) -> None:
     sqlite = open_store(f"sqlite:///{tmp_path / 'c.db'}", fallback_dir=tmp_path)
     assert not isinstance(sqlite, FallbackStore)
     sqlite.close()
+
+
+def test_replies_paid_during_an_outage_are_written_back_when_the_store_returns(tmp_path: Path) -> None:
+    # A store that goes away and comes back at the same URL: a switch in front of a real Redis.
+    pytest.importorskip("redis")
+    from pytest_llmjudge.execution.stores.redis_store import RedisStore
+
+    class Switch:
+        def __init__(self, store: RedisStore) -> None:
+            self.store, self.up = store, True
+
+        def __getattr__(self, name: str) -> object:
+            if not self.up:
+                raise ConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+            return getattr(self.store, name)
+
+    journal = tmp_path / "v1" / "writeback" / "store.keys"
+    with running_redis() as (url, _process):
+        remote = RedisStore.from_url(f"{url}?prefix=wb:")
+        switch = Switch(remote)
+        during = FallbackStore(switch, DirectoryStore(tmp_path / DIRECTORY_LAYOUT), journal=journal)  # type: ignore[arg-type]
+        during.put("before", b"reached the store")
+        switch.up = False
+        during.put_many([("paid-1", b"one"), ("paid-2", b"two")])
+        assert during.degraded and journal.read_text().split() == ["paid-1", "paid-2"]
+        during.close()
+
+        switch.up = True  # the next run reaches the store again
+        after = FallbackStore(switch, DirectoryStore(tmp_path / DIRECTORY_LAYOUT), journal=journal)  # type: ignore[arg-type]
+        assert after.write_back() == 2 and after.written_back == 2
+        assert remote.get("paid-1") == b"one" and remote.get("paid-2") == b"two"
+        assert not journal.exists() and after.write_back() == 0  # copied once
+        after.close()

@@ -14,6 +14,7 @@ import pytest
 from pytest_llmjudge.execution.cache import JudgeCache, cache_key
 from pytest_llmjudge.execution.cache_directory import DirectoryStore
 from pytest_llmjudge.execution.stores import SQLiteStore, migrate_directory
+from pytest_llmjudge.execution.stores.namespace import key_id
 from pytest_llmjudge.judges.base import ProviderReply, Usage
 
 WRITER = """
@@ -158,5 +159,8 @@ def test_signed_entries_still_verify_after_migration_through_judge_cache(tmp_pat
     assert hit is not None and hit.reply.text == "score: 2" and rejected == []
     other_secret = JudgeCache(None, secret="another-secret", store=store)
     other_secret.on_reject = lambda key, reason: rejected.append((key, reason))
-    assert other_secret.get(cache_key(payload)) is None and len(rejected) == 1  # the check is live
+    assert other_secret.get(cache_key(payload)) is None and rejected == []  # another key id's namespace
+    key = cache_key(payload)
+    store.put(key_id("another-secret") + key, store.get(key_id("signing-secret") + key) or b"")
+    assert other_secret.get(key) is None and len(rejected) == 1  # the check is live
     store.close()

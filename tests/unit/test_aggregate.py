@@ -157,24 +157,43 @@ def test_ten_thousand_continuous_scores_match_scipy_with_resamples_drawn_in_bloc
 # --------------------------------------------------------------------------- pass_rate's interval
 
 
-# Wilson score interval, z = 1.959964, z^2 = 3.841459, by hand:
-#   2 of 5: centre (0.4 + 0.384146) / 1.768292 = 0.443448,
-#           half 1.959964 * sqrt(0.048 + 0.038415) / 1.768292 = 0.325827  -> [0.117621, 0.769275]
-#   5 of 5: centre 0.782759, half 0.217241 -> [0.565518, 1]
-#   0 of 5: [0, 1 - 0.565518] = [0, 0.434482]
-#   1 of 1: centre 1.920729 / 4.841459 ... -> [0.206549, 1]
+# Clopper-Pearson exact interval, by hand where the beta quantile has a closed form:
+#   5 of 5: lower = 0.025^(1/5) = 0.478176 (P(5 of 5) = p^5 = 0.025), upper 1
+#   0 of 5: [0, 1 - 0.025^(1/5)] = [0, 0.521824]
+#   1 of 1: [0.025, 1]
+#   2 of 5: statsmodels' proportion_confint(method="beta"): [0.052745, 0.853367]
 @pytest.mark.parametrize(
     ("passing", "n", "expected"),
-    [(2, 5, (0.117621, 0.769275)), (5, 5, (0.565518, 1.0)), (0, 5, (0.0, 0.434482)), (1, 1, (0.206549, 1.0))],
+    [(2, 5, (0.052745, 0.853367)), (5, 5, (0.478176, 1.0)), (0, 5, (0.0, 0.521824)), (1, 1, (0.025, 1.0))],
 )
-def test_pass_rate_has_a_wilson_interval(passing: int, n: int, expected: tuple[float, float]) -> None:
+def test_pass_rate_has_a_clopper_pearson_interval(passing: int, n: int, expected: tuple[float, float]) -> None:
     values = scored("hi", *([50.0] * passing + [40.0] * (n - passing)))
     row = compute_row("hi", parse_aggregate("pass_rate(chrf >= 45) >= 0"), values)
 
     assert row.value == pytest.approx(passing / n)
     assert (row.ci_low, row.ci_high) == pytest.approx(expected, abs=1e-6)
-    reference = proportion_confint(passing, n, alpha=0.05, method="wilson")
+    reference = proportion_confint(passing, n, alpha=0.05, method="beta")
     assert (row.ci_low, row.ci_high) == pytest.approx(reference, abs=1e-12)
+    exact = stats.binomtest(passing, n).proportion_ci(confidence_level=0.95, method="exact")
+    assert (row.ci_low, row.ci_high) == pytest.approx((exact.low, exact.high), abs=1e-12)
+
+
+def test_pass_rates_bounds_hold_their_one_sided_level_at_every_rate_where_wilsons_do_not() -> None:
+    # Exact error rates from the binomial pmf, over a grid of true rates: P(lower end > p)
+    # and P(upper end < p) must not exceed 2.5% for the interval lower()/upper() act on.
+    from pytest_llmjudge.stats.proportion import clopper_pearson_interval, wilson_interval
+
+    for n in (5, 10, 30):
+        k = np.arange(n + 1)
+        exact = np.array([clopper_pearson_interval(int(i), n) for i in k])
+        wilson = np.array([wilson_interval(int(i), n) for i in k])
+        worst_exact = worst_wilson = 0.0
+        for p in np.linspace(0.005, 0.995, 199):
+            pmf = stats.binom.pmf(k, n, p)
+            worst_exact = max(worst_exact, pmf[exact[:, 0] > p].sum(), pmf[exact[:, 1] < p].sum())
+            worst_wilson = max(worst_wilson, pmf[wilson[:, 0] > p].sum())
+        assert worst_exact <= 0.025 + 1e-12
+        assert worst_wilson > 0.09
 
 
 def test_pass_rate_of_no_cases_has_no_value_and_no_interval() -> None:
@@ -199,17 +218,19 @@ def test_lower_asserts_on_the_lower_bound_not_the_mean() -> None:
 
 
 def test_upper_asserts_on_the_upper_bound() -> None:
-    values = scored("hi", 50, 40, 46, 40, 40)  # 2 of 5 pass: Wilson [0.1176, 0.7693]
-    assert compute_row("hi", parse_aggregate("upper(pass_rate(chrf >= 45)) >= 0.75"), values).passed
-    row = compute_row("hi", parse_aggregate("upper(pass_rate(chrf >= 45)) >= 0.8"), values)
+    values = scored("hi", 50, 40, 46, 40, 40)  # 2 of 5 pass: Clopper-Pearson [0.0527, 0.8534]
+    assert compute_row("hi", parse_aggregate("upper(pass_rate(chrf >= 45)) >= 0.85"), values).passed
+    row = compute_row("hi", parse_aggregate("upper(pass_rate(chrf >= 45)) >= 0.86"), values)
     assert not row.passed
-    assert row.asserted == pytest.approx(0.769275, abs=1e-6)
+    assert row.asserted == pytest.approx(0.853367, abs=1e-6)
 
 
 def test_a_bound_without_an_interval_is_an_error_not_a_pass() -> None:
     row = compute_row("hi", parse_aggregate("lower(mean(la)) >= 0"), scored("hi", 2))
     assert not row.passed
-    assert row.problem == "lower(mean(la)) needs an interval, hence at least 2 scored cases; hi has 1"
+    assert (
+        row.problem == "lower(mean(la)) needs an interval, hence at least 2 scored cases (or a known scale); hi has 1"
+    )
 
 
 def test_the_table_names_the_bound_it_tested() -> None:
@@ -298,7 +319,7 @@ def test_pass_rate_counts_unscored_cases_as_not_passing() -> None:
 
     assert row.value == pytest.approx(2 / 5)
     assert row.passed
-    assert (row.ci_low, row.ci_high) == pytest.approx((0.117621, 0.769275), abs=1e-6)
+    assert (row.ci_low, row.ci_high) == pytest.approx((0.052745, 0.853367), abs=1e-6)
 
 
 def test_pass_rate_over_categorical_values() -> None:
@@ -434,3 +455,39 @@ def test_a_non_finite_score_is_a_row_error_not_a_crash_or_a_pass(stat: str, bad:
 def test_mean_ci_of_a_non_finite_value_gives_no_finite_interval() -> None:
     interval = mean_ci([1.0, math.inf, 2.0])
     assert interval is None or all(math.isnan(bound) for bound in interval)
+
+
+# --------------------------------------------------------------------------- betting interval on a known scale
+
+
+def test_a_known_scale_gives_the_betting_interval_that_keeps_a_width() -> None:
+    from pytest_llmjudge.stats.betting import betting_interval
+
+    spec = parse_aggregate("lower(mean(la)) >= 1.5")
+    row = compute_row("hi", spec, scored("hi", *[2] * 10), scale=(0.0, 2.0))
+    # Ten 2s: the bootstrap's interval was the point [2, 2], so lower() >= 1.5 passed on ten cases.
+    assert (row.ci_low, row.ci_high) == tuple(betting_interval([2] * 10, 0, 2))
+    assert row.ci_low == pytest.approx(1.2540, abs=1e-4) and row.ci_high == 2.0
+    assert not row.passed and row.problem is None
+    # The report's summary rows use the same function, hence the same interval.
+    assert mean_ci([2.0] * 10, scale=(0.0, 2.0)) == (row.ci_low, row.ci_high)
+
+
+def test_one_case_on_a_known_scale_has_the_whole_scale_as_its_interval() -> None:
+    row = compute_row("hi", parse_aggregate("lower(mean(la)) >= 0.5"), scored("hi", 2), scale=(0.0, 2.0))
+    assert (row.ci_low, row.ci_high) == (0.0, 2.0)
+    assert not row.passed and row.problem is None
+
+
+def test_a_score_off_the_known_scale_is_a_row_error() -> None:
+    row = compute_row("hi", parse_aggregate("mean(la) >= 0"), scored("hi", 1, 3), scale=(0.0, 2.0))
+    assert not row.passed
+    assert row.problem == "1 score(s) of la in hi lie off its scale [0, 2]"
+    assert mean_ci([1.0, 3.0], scale=(0.0, 2.0)) is None
+
+
+def test_compute_rows_passes_the_scale_to_every_row() -> None:
+    values = scored("hi", 2, 2, 1) + scored("ta", 0, 1, 2, 2)
+    rows = compute_rows({}, parse_aggregate("mean(la) >= 1"), values, scale=(0.0, 2.0))
+    for row, scores in zip(rows, ([2.0, 2.0, 1.0], [0.0, 1.0, 2.0, 2.0], [2.0, 2.0, 1.0, 0.0, 1.0, 2.0, 2.0])):
+        assert (row.ci_low, row.ci_high) == mean_ci(scores, scale=(0.0, 2.0))

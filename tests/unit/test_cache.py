@@ -13,6 +13,7 @@ import pytest
 
 from pytest_llmjudge.execution.cache import JudgeCache, cache_key
 from pytest_llmjudge.execution.cache_directory import DirectoryStore
+from pytest_llmjudge.execution.stores.namespace import key_id
 from pytest_llmjudge.judges.base import ProviderReply, ProviderRequest, Usage
 from pytest_llmjudge.judges.prompts import JudgedText, JudgeSettings, build_request
 from pytest_llmjudge.judges.rubrics import BUILTIN_RUBRICS
@@ -400,13 +401,73 @@ def test_a_failed_write_leaves_no_temp_file(tmp_path: Path) -> None:
     assert all_files(tmp_path) == []
     assert cache.get("aa" * 32) is None
 
-    # A failure in the store's write (after the record is built) raises, and stores nothing.
+    # A failure in the store's write (after the record is built) stores nothing: the cache says
+    # why, stops writing, and keeps the reply (paid for) in memory for the rest of the run.
     (tmp_path / "v1").mkdir()
     (tmp_path / "v1" / "packs").write_bytes(b"")  # a file where the packs' directory belongs
-    with pytest.raises(OSError):
-        cache.put(EMPTY, {}, REPLY)
+    assert cache.put(EMPTY, {}, REPLY) == REPLY
     assert all_files(tmp_path) == [tmp_path / "v1" / "packs"]
-    assert cache.get(EMPTY) is None
+    assert cache.failure == f"not a directory: {tmp_path / 'v1' / 'packs'}, found on write"
+    hit = cache.get(EMPTY)
+    assert hit is not None and hit.reply == REPLY and cache.kept == 1 and not cache.writable
+
+
+class _FailingStore(DirectoryStore):
+    """A directory store whose writes fail with ``errno``: a full or read-only disk, injected."""
+
+    def __init__(self, root: Path, errno_: int) -> None:
+        super().__init__(root)
+        self.errno = errno_
+
+    def put_many(self, entries: Any) -> None:
+        raise OSError(self.errno, os.strerror(self.errno))
+
+
+@pytest.mark.parametrize(
+    ("errno_", "cause"),
+    [(28, "no space left on device"), (30, "read-only file system"), (122, "disk quota exceeded")],
+)
+def test_a_full_or_read_only_store_still_serves_its_entries_and_keeps_new_replies_in_memory(
+    tmp_path: Path, errno_: int, cause: str
+) -> None:
+    import errno
+
+    assert (errno.ENOSPC, errno.EROFS, errno.EDQUOT) == (28, 30, 122)
+    JudgeCache(tmp_path).put(key_of(BASE), BASE, REPLY)  # an earlier run's entry
+    cache = JudgeCache(tmp_path, store=_FailingStore(tmp_path / "v1", errno_))
+    other = dataclasses.replace(BASE, user="Rate that.")
+    assert cache.put(key_of(other), other, REPLY) == REPLY
+    assert cache.failure == f"{cause}, found on write"
+    served, kept = cache.get(key_of(BASE)), cache.get(key_of(other))
+    assert served is not None and kept is not None and kept.reply == REPLY  # the old entry, and the new reply
+    assert cache.lease(key_of(other), 60) is not None  # nothing to coordinate through: granted
+    assert DirectoryStore(tmp_path / "v1").get(key_of(other)) is None  # never on disk
+
+
+def test_a_file_where_the_cache_directory_belongs_fails_at_the_lease_before_anything_is_paid(tmp_path: Path) -> None:
+    (tmp_path / "cache").write_text("not a directory")
+    cache = JudgeCache(tmp_path / "cache")
+    assert cache.get(EMPTY) is None  # reads find nothing, quietly
+    lease = cache.lease(EMPTY, 60)
+    assert lease is not None and cache.failure == f"not a directory: {tmp_path / 'cache' / 'v1'}, found on lease"
+    assert cache.put(EMPTY, {}, REPLY) == REPLY and cache.get(EMPTY) is not None
+    assert (tmp_path / "cache").read_text() == "not a directory"
+
+
+@pytest.mark.parametrize("where", ["cache", "cache/below", "ok/v1/packs"])
+def test_check_location_finds_a_file_on_the_path_without_writing(tmp_path: Path, where: str) -> None:
+    (tmp_path / "cache").write_text("not a directory")
+    (tmp_path / "ok" / "v1").mkdir(parents=True)
+    (tmp_path / "ok" / "v1" / "packs").write_text("not a directory either")
+    root = tmp_path / where.removesuffix("/v1/packs")
+    cache = JudgeCache(root)
+    cache.check_location()
+    assert cache.failure is not None and cache.failure.startswith("not a directory: ")
+    assert cache.failure.endswith(", found at start") and not cache.writable
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["cache", "ok", "packs", "v1"]  # nothing written
+    fine = JudgeCache(tmp_path / "fresh" / "deeper")
+    fine.check_location()
+    assert fine.failure is None and fine.writable and not (tmp_path / "fresh").exists()
 
 
 def test_writes_do_not_depend_on_the_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -564,7 +625,7 @@ def test_a_signed_entry_round_trips_and_the_secret_is_stored_nowhere(tmp_path: P
     cache.put(key, BASE.cache_payload(), REPLY)
     hit = cache.get(key)
     assert hit is not None and hit.reply == REPLY
-    record = json.loads(read_entry(tmp_path, key))
+    record = json.loads(read_entry(tmp_path, key_id(SECRET) + key))  # under the secret's key id
     assert len(record["hmac_sha256"]) == 64
     for path in all_files(tmp_path):
         assert SECRET.encode() not in path.read_bytes()
@@ -572,21 +633,34 @@ def test_a_signed_entry_round_trips_and_the_secret_is_stored_nowhere(tmp_path: P
 
 def test_with_a_secret_an_unsigned_entry_is_rejected(tmp_path: Path) -> None:
     key = key_of(BASE)
-    JudgeCache(tmp_path).put(key, BASE.cache_payload(), REPLY)  # written without the secret
+    unsigned = JudgeCache(tmp_path)
+    unsigned.put(key, BASE.cache_payload(), REPLY)  # written without the secret: under the plain key
     signed = JudgeCache(tmp_path, secret=SECRET)
     seen = rejecting(signed)
+    assert signed.get(key) is None and seen == []  # not in the signed namespace: a miss
+
+    # Planted under the secret's key id by someone who can write the store but has no secret.
+    write_record(tmp_path, key_id(SECRET) + key, json.loads(read_entry(tmp_path, key)))
     assert signed.get(key) is None
     assert seen == [(key, "unsigned, and a cache secret is set")]
 
     signed.put(key, BASE.cache_payload(), REPLY)  # the repair is signed
     assert signed.get(key) is not None
+    assert unsigned.get(key) is not None  # and the unsigned job's entry is untouched
 
 
-def test_an_entry_signed_with_another_secret_is_rejected(tmp_path: Path) -> None:
+def test_jobs_with_different_secrets_keep_apart_and_a_foreign_signature_is_rejected(tmp_path: Path) -> None:
     key = key_of(BASE)
-    JudgeCache(tmp_path, secret="some-other-secret-42").put(key, BASE.cache_payload(), REPLY)
+    other = JudgeCache(tmp_path, secret="some-other-secret-42")
+    other.put(key, BASE.cache_payload(), REPLY)
     signed = JudgeCache(tmp_path, secret=SECRET)
     seen = rejecting(signed)
+    assert signed.get(key) is None and seen == []  # another key id's namespace: neither read nor overwritten
+    signed.put(key, BASE.cache_payload(), REPLY)
+    assert other.get(key) is not None and signed.get(key) is not None
+
+    # The other job's signed entry copied into this secret's namespace does not verify.
+    write_record(tmp_path, key_id(SECRET) + key, json.loads(read_entry(tmp_path, key_id("some-other-secret-42") + key)))
     assert signed.get(key) is None
     assert seen == [(key, "its signature does not verify with this cache secret")]
 
@@ -595,10 +669,10 @@ def test_with_a_secret_a_forged_verdict_with_a_recomputed_checksum_is_rejected(t
     cache = JudgeCache(tmp_path, secret=SECRET)
     key = key_of(BASE)
     cache.put(key, BASE.cache_payload(), ProviderReply(text='{"score": 0}', model="m"))
-    record = json.loads(read_entry(tmp_path, key))
+    record = json.loads(read_entry(tmp_path, key_id(SECRET) + key))
     record["reply"]["text"] = '{"score": 2}'
     recompute_checksum(record)
-    write_record(tmp_path, key, record)
+    write_record(tmp_path, key_id(SECRET) + key, record)
     seen = rejecting(cache)
 
     assert cache.get(key) is None
@@ -658,9 +732,9 @@ def test_the_checks_hold_over_another_store(tmp_path: Path) -> None:
         hit = cache.get(key)
         assert hit is not None and hit.reply.text == '{"score": 0}'
 
-        forged = store.get(key)
+        forged = store.get(key_id(SECRET) + key)
         assert forged is not None
-        store.put(key, forged.replace(b'\\"score\\": 0', b'\\"score\\": 2'))
+        store.put(key_id(SECRET) + key, forged.replace(b'\\"score\\": 0', b'\\"score\\": 2'))
         seen = rejecting(cache)
         assert cache.get(key) is None
         assert [reason for _, reason in seen] == ["its reply does not match its checksum (edited or damaged)"]
@@ -671,3 +745,18 @@ def test_the_checks_hold_over_another_store(tmp_path: Path) -> None:
         assert cache.lease(key, 60) is not None
     finally:
         cache.close()
+
+
+def test_a_lone_surrogate_in_a_prompt_is_sent_escaped_and_keys_of_other_text_are_unchanged(tmp_path: Path) -> None:
+    """``"\\ud800"`` from a JSONL file has no UTF-8 form: the request carries it as visible
+    ``\\ud800`` (so the SDK can send it), the key and the entry are plain UTF-8, and it round-trips."""
+    request = dataclasses.replace(BASE, user="Rate \ud800 this.")
+    assert request.user == "Rate \\ud800 this."
+    assert BASE.canonical_payload == json.dumps(
+        BASE.cache_payload(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    ).encode("utf-8")
+    cache = JudgeCache(tmp_path)
+    reply = ProviderReply(text='{"justification": "half \ud83d"}', model="m")  # a judge's lone half
+    cache.put(request.cache_key, request, reply)
+    hit = cache.get(request.cache_key)
+    assert hit is not None and hit.reply.text == reply.text

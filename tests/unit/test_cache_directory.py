@@ -280,3 +280,24 @@ def test_a_cache_of_many_finished_packs_holds_no_descriptor_per_pack(tmp_path: P
     assert [store.get(f"{n:064x}") for n in range(40)] == [b"reply %d" % n for n in range(40)]
     assert len(os.listdir("/proc/self/fd")) - before <= 2  # not one per pack
     store.close()
+
+
+def test_foreign_entries_in_the_pack_folder_are_ignored_with_one_warning_each(tmp_path: Path) -> None:
+    """A directory or FIFO named ``*.pack``, a file without ``.pack``, a ``.pack`` of junk: the
+    real packs are still read, each foreign entry is named once, none is opened for writing."""
+    DirectoryStore(tmp_path).put(KEY, b"entry")
+    packs = tmp_path / "packs"
+    (packs / "dir.pack").mkdir()
+    os.mkfifo(packs / "fifo.pack")  # opening it for reading would wait for a writer forever
+    (packs / "notes.txt").write_text("hello")
+    (packs / "junk.pack").write_bytes(b"garbage, not a pack record at all" * 2)
+    store = DirectoryStore(tmp_path)
+    assert store.get(KEY) == b"entry" and store.get(OTHER) is None
+    assert sorted(store.warnings) == [
+        f"ignored 'dir.pack' in {packs}: not a regular file",
+        f"ignored 'fifo.pack' in {packs}: not a regular file",
+        f"ignored 'junk.pack' in {packs}: not a pack file (no record at its start)",
+        f"ignored 'notes.txt' in {packs}: not a pack file",
+    ]
+    store.put(OTHER, b"other")
+    assert store.get(OTHER) == b"other" and store.keys() == sorted([KEY, OTHER]) and len(store.warnings) == 4

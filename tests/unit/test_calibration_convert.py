@@ -217,3 +217,21 @@ def test_full_pariksha_release(store: GateComputer, tmp_path: Path) -> None:
     assert worst == ("or", "task_quality") and round(fleiss_shift[worst], 3) == 0.155
     odia = store.gate(ours, "or", "task_quality").fleiss_kappa, store.gate(metal, "or", "task_quality").fleiss_kappa
     assert odia[0] is not None and odia[1] is not None and odia[0] < 0 < odia[1]
+
+
+def test_the_converter_never_writes_into_a_fifo_or_over_its_own_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+    import shutil
+
+    scores = tmp_path / "js.jsonl"
+    shutil.copy(DATA / "judge_scores.jsonl", scores)
+    before = scores.read_bytes()
+    toy = [str(scores) if arg == str(DATA / "judge_scores.jsonl") else arg for arg in TOY]
+    assert main([*toy, "-o", str(tmp_path / "js.yaml")]) == 2  # its items file would be js.jsonl
+    assert "items file" in capsys.readouterr().err and scores.read_bytes() == before
+    os.mkfifo(tmp_path / "pipe.yaml")
+    assert main([*TOY, "-o", str(tmp_path / "pipe.yaml")]) == 2
+    assert "it is a FIFO, not a regular file" in capsys.readouterr().err
+    assert not (tmp_path / "pipe.jsonl").exists()

@@ -46,6 +46,46 @@ def test_connection_cause_digs_out_the_operating_systems_reason_from_the_real_sd
     assert connection_cause(asyncio.run(call())) == "connection refused"
 
 
+def test_tls_spoken_to_a_plain_http_port_says_so_not_an_errno_of_openssls_code() -> None:
+    """``https://`` to a port that answers plain HTTP: OpenSSL's ``WRONG_VERSION_NUMBER``, whose
+    ``errno`` is OpenSSL's code (``strerror`` gave "exec format error" or "operation not permitted")."""
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+
+    def answer_in_plain_http() -> None:
+        connection, _ = server.accept()
+        with connection:
+            connection.recv(4096)  # the TLS ClientHello
+            connection.sendall(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+
+    thread = threading.Thread(target=answer_in_plain_http, daemon=True)
+    thread.start()
+
+    async def call() -> BaseException:
+        client = openai.AsyncOpenAI(base_url=f"https://127.0.0.1:{port}/v1", api_key="x", max_retries=0, timeout=10)
+        try:
+            await client.models.list()
+        except openai.APIConnectionError as exc:
+            return exc
+        finally:
+            await client.close()
+        raise AssertionError("TLS to a plain port succeeded")
+
+    try:
+        cause = connection_cause(asyncio.run(call()))
+    finally:
+        thread.join(timeout=10)
+        server.close()
+    assert cause == (
+        "TLS handshake failed: the server does not speak TLS on this port [WRONG_VERSION_NUMBER], is it http:// not https://?"
+    )
+    assert classify(None, f"connection failed ({cause})") == ("unreachable", cause)
+
+
 def test_connection_cause_without_an_errno_is_the_innermost_message() -> None:
     try:
         try:

@@ -17,6 +17,7 @@ import pytest
 from pytest_llmjudge.execution.cache import JudgeCache
 from pytest_llmjudge.execution.ratelimit import (
     DEFAULT_PAUSE,
+    MAX_PAUSE,
     Budget,
     Budgets,
     ProviderBudget,
@@ -340,6 +341,22 @@ def test_a_429_without_retry_after_pauses_for_the_default() -> None:
 
     run(go)
     assert clock.sleeps == pytest.approx([DEFAULT_PAUSE])
+
+
+@pytest.mark.parametrize("retry_after", [999999.0, float("inf")])
+def test_a_huge_retry_after_pauses_the_endpoint_for_the_cap_only(retry_after: float) -> None:
+    """``Retry-After: 999999`` (11 days) pauses the endpoint for :data:`MAX_PAUSE` (30 s), as documented."""
+    clock = FakeClock()
+
+    async def go(budget: ProviderBudget) -> None:
+        budget.release(await budget.acquire(request()), status=429, retry_after=retry_after)
+        budget.release(await budget.acquire(request()), succeeded=True)
+
+    run(lambda: go(budget_on(clock)))
+    assert MAX_PAUSE == 30.0 and clock.sleeps == pytest.approx([MAX_PAUSE])
+    clock.sleeps.clear()
+    run(lambda: go(budget_on(clock, max_pause=0.25)))  # the runner passes its back-off cap
+    assert clock.sleeps == pytest.approx([0.25])
 
 
 def test_a_cancelled_wait_gives_its_place_back() -> None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from pytest_llmjudge.records import (
@@ -27,7 +29,7 @@ from pytest_llmjudge.regression.baseline import (
     resolve_path,
     save_baseline,
 )
-from pytest_llmjudge.regression.compare import RegressionSettings, compare
+from pytest_llmjudge.regression.compare import RegressionSettings, compare, decide, measure
 from pytest_llmjudge.stats.paired import paired_bootstrap
 
 
@@ -144,26 +146,49 @@ def test_empty_baseline_serialises() -> None:
 # -- compare -----------------------------------------------------------------------------------
 
 
-def test_significant_drop_fails_and_matches_the_paired_bootstrap() -> None:
+def test_significant_drop_fails_with_the_exact_sign_flip_p_and_bootstrap_is_opt_in() -> None:
     base = {f"c{i}": 2.0 for i in range(12)}
     cand = {f"c{i}": (0.0 if i < 8 else 2.0) for i in range(12)}
     result = compare(cand, base)
+    # 8 non-tied pairs, all worse: exactly 1 of the 2**8 sign vectors is as extreme.
     assert result.gate == "fail" and result.verdict == "regressed" and result.n == 12
+    assert result.p_value == 2**-8 and result.p_adjusted == 2**-8 and result.nonzero == 8
+    assert "exact paired sign-flip test (8 non-tied of 12 pairs" in result.method_detail
     reference = paired_bootstrap(list(cand.values()), list(base.values()), resamples=2000, seed=0)
     assert result.mean_difference == pytest.approx(reference.mean_difference)
     assert (result.ci_low, result.ci_high) == pytest.approx((reference.ci_low, reference.ci_high))
-    assert result.p_value == pytest.approx(reference.p_value)
+    boot = compare(cand, base, settings=RegressionSettings(method="bootstrap"))
+    assert boot.p_value == pytest.approx(reference.p_value) and boot.gate == "fail"
 
 
-def test_small_drop_warns_improvement_passes_and_margin_tolerates() -> None:
+def test_small_drops_are_undecided_inconclusive_or_bounded_by_the_margin() -> None:
     base = {f"c{i}": 2.0 for i in range(12)}
     one_worse = {**base, "c0": 1.0}
-    assert compare(one_worse, base).gate == "warn"
-    assert compare(one_worse, base, settings=RegressionSettings(margin=0.1)).verdict == "drop within margin"
+    # One changed pair: the smallest possible p is 0.5, nothing could be shown.
+    undecided = compare(one_worse, base)
+    assert undecided.gate == "undecided" and undecided.verdict == "too few cases to decide"
+    assert undecided.min_p == 0.5 and not undecided.fails_run
+    assert compare(one_worse, base, settings=RegressionSettings(fail_on="warn")).fails_run
+    # Margin 0.1: 12 cases can't rule out a drop beyond 0.1 -> inconclusive; 60 cases can.
+    assert compare(one_worse, base, settings=RegressionSettings(margin=0.1)).gate == "warn"
+    big = {f"c{i}": 2.0 for i in range(60)}
+    bounded = compare({**big, "c0": 1.0}, big, settings=RegressionSettings(margin=0.1))
+    assert bounded.gate == "pass" and bounded.verdict == "drop within margin"
+    assert bounded.drop_upper is not None and bounded.drop_upper < 0.1
     better = compare({k: 2.0 for k in base}, {k: 1.0 for k in base})
     assert better.gate == "pass" and better.verdict == "improved"
     same = compare(base, base)
     assert same.gate == "pass" and same.verdict == "no significant change" and same.p_value == 1.0
+
+
+def test_the_issue_small_sample_cases_two_of_two_and_four_of_twenty_do_not_fail_ten_of_ten_does() -> None:
+    two = compare({"a": 1.0, "b": 1.0}, {"a": 2.0, "b": 2.0})
+    assert two.p_value == 0.25 and two.gate == "undecided"
+    base = {f"c{i}": 2.0 for i in range(20)}
+    four = compare({**base, **{f"c{i}": 1.0 for i in range(4)}}, base)
+    assert four.p_value == 0.0625 and four.gate == "undecided"
+    ten = {f"c{i}": 2.0 for i in range(10)}
+    assert compare({k: 1.0 for k in ten}, ten).gate == "fail"
 
 
 def test_lower_is_better_is_oriented() -> None:
@@ -182,6 +207,49 @@ def test_permutation_method_is_exact_for_small_suites() -> None:
     # All six non-zero differences are negative: exactly 1 of the 2**6 sign patterns is as extreme.
     assert result.gate == "fail" and result.p_value == pytest.approx(1 / 64)
     assert "exact" in result.method_detail
+
+
+def test_a_family_is_decided_together_with_holm_over_the_testable_comparisons() -> None:
+    base = {f"c{i}": 2.0 for i in range(10)}
+    drop6 = {**base, **{f"c{i}": 1.0 for i in range(6)}}  # exact p 1/64
+    mixed_base = {f"c{i}": 1.0 for i in range(10)}
+    mixed = {f"c{i}": (2.0 if i % 2 else 0.0) for i in range(10)}  # 10 changed pairs, no drop on average
+    # Three unchanged comparisons can't be significant (no changed pair): they don't count, K = 1.
+    alone = decide([measure(drop6, base)] + [measure(base, base) for _ in range(3)])
+    assert [(r.family_size, r.family_testable) for r in alone] == [(4, 1)] * 4
+    assert alone[0].gate == "fail" and alone[0].p_adjusted == pytest.approx(1 / 64) and alone[1].p_adjusted == 1.0
+    # Three comparisons with 10 changed pairs each can be: Tarone's K = 4 (at 0.05/4 the drop's
+    # 6 changed pairs, 2^-6 = 0.0156, can't be significant: it is undecided, the others count).
+    measured = [measure(drop6, base)] + [measure(mixed, mixed_base) for _ in range(3)]
+    holm = decide(measured)
+    assert [(r.family_size, r.family_testable) for r in holm] == [(4, 4)] * 4 and holm[0].level == 0.05 / 4
+    assert holm[0].gate == "undecided" and holm[0].p_adjusted == 1.0
+    none = decide([replace(r, settings=replace(r.settings, correction="none")) for r in measured])
+    assert none[0].gate == "fail" and none[0].p_adjusted == pytest.approx(1 / 64)
+    errors = decide([measure({"a": 1.0}, {"b": 1.0}), measure(drop6, base)])
+    assert errors[0].gate == "error" and errors[1].family_size == 1, "an error is outside the count"
+
+
+def test_non_inferiority_passes_only_when_the_drop_is_bounded_below_the_margin() -> None:
+    base = {f"c{i}": 2.0 for i in range(30)}
+    ni = RegressionSettings(mode="non_inferiority", margin=0.2)
+    safe = compare({**base, "c0": 1.0}, base, settings=ni)
+    assert safe.gate == "pass" and safe.drop_upper is not None and safe.drop_upper < 0.2
+    risky = compare({**base, **{f"c{i}": 1.0 for i in range(5)}}, base, settings=ni)
+    assert risky.gate == "fail" and risky.verdict == "non-inferiority not shown"
+    few = {"a": 2.0, "b": 2.0, "c": 2.0}
+    assert compare(few, few, settings=ni).verdict == "too few cases to show non-inferiority"
+
+
+def test_warnings_carry_power_and_cases_needed() -> None:
+    rng = np.random.default_rng(3)
+    base = {f"c{i}": float(v) for i, v in enumerate(rng.integers(0, 3, 40))}
+    cand = {k: float(np.clip(v + rng.integers(-1, 2), 0, 2)) for k, v in base.items()}
+    result = compare(cand, base, settings=RegressionSettings(margin=0.1))
+    assert result.sd is not None and result.mde is not None and result.cases_needed is not None
+    z = 1.6448536269514722 + 0.8416212335729143  # z_0.95 + z_0.8
+    assert result.mde == pytest.approx(0.1 + z * result.sd / np.sqrt(40))
+    assert result.cases_needed == int(np.ceil((z * result.sd / 0.1) ** 2))
 
 
 def test_missing_and_unscored_cases_are_listed_never_dropped() -> None:
@@ -205,11 +273,11 @@ def test_unscored_candidate_and_nothing_paired_are_errors() -> None:
         {"a": 2.0, "b": 2.0, "c": 2.0},
         settings=RegressionSettings(max_unscored_rate=0.5),
     )
-    assert tolerated.gate == "pass" and tolerated.n == 2
+    assert tolerated.gate == "undecided" and tolerated.n == 2, "tolerated (no error); two pairs decide nothing"
     nothing = compare({"a": 1.0}, {"b": 1.0})
     assert nothing.gate == "error" and nothing.problem == "no case is scored on both sides"
     single = compare({"a": 0.0}, {"a": 2.0})
-    assert single.gate == "warn" and math.isinf(single.ci_high or 0.0), "one pair carries no variability estimate"
+    assert single.gate == "undecided" and math.isinf(single.ci_high or 0.0), "one pair carries no variability estimate"
 
 
 def test_group_scores_are_recomputed_from_the_suite_and_unplaced_cases_kept_in_every_group() -> None:

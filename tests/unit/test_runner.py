@@ -346,8 +346,102 @@ def test_persistent_timeouts_fail_the_call(server: LoopbackServer, make_runner: 
     )
 
     assert (
-        outcome.error == f"anthropic:loopback-judge at {server.anthropic_base_url}: request timed out after 2 attempts"
+        outcome.error == f"anthropic:loopback-judge at {server.anthropic_base_url}: request timed out "
+        "(no complete reply within 0.2 s: --llmjudge-timeout) after 2 attempts"
     )
+
+
+@pytest.mark.parametrize("provider_name", ["openai", "anthropic"])
+def test_a_trickling_reply_ends_at_the_timeout_of_the_whole_request(
+    server: LoopbackServer, make_runner: Callable[..., JudgeRunner], provider_name: str
+) -> None:
+    """A server sending its reply a byte every 30 ms never stalls a read for the 0.2 s timeout,
+    but would take ~12 s per reply: each attempt ends at the timeout, as a timeout."""
+    server.trickle_interval = 0.03
+    server.inject(Fault.TRICKLE, times=2)
+    runner = make_runner(max_retries=1)
+    make_provider = openai_provider if provider_name == "openai" else anthropic_provider
+    base_url = server.openai_base_url if provider_name == "openai" else server.anthropic_base_url
+    outcome = judge_once(
+        runner, make_provider(runner, server, timeout=0.2), request_for(server, provider=provider_name)
+    )
+
+    assert outcome.error == (
+        f"{provider_name}:loopback-judge at {base_url}: request timed out (no complete reply within 0.2 s: --llmjudge-timeout) "
+        "after 2 attempts"
+    )
+    assert server.stats()["by_fault"] == {"trickle": 2}
+
+
+def test_a_trickling_reply_is_retried_and_the_retry_succeeds(
+    server: LoopbackServer, make_runner: Callable[..., JudgeRunner]
+) -> None:
+    server.trickle_interval = 0.03
+    server.inject(Fault.TRICKLE, times=1)
+    runner = make_runner()
+    outcome = judge_once(runner, openai_provider(runner, server, timeout=0.2), request_for(server))
+
+    assert outcome.error is None and verdict(outcome).score == 2.0
+    assert runner.stats.retries == 1
+
+
+def test_a_huge_retry_after_waits_no_longer_than_the_back_off_cap(
+    server: LoopbackServer, make_runner: Callable[..., JudgeRunner]
+) -> None:
+    """``Retry-After: 999999`` (11 days): the retry and the endpoint's pause both wait the cap
+    (``backoff_max``, 30 s by default; 0.05 s here), and the call succeeds."""
+    server.inject(Fault.RATE_LIMIT, times=1, retry_after=999999)
+    runner = make_runner(backoff_max=0.05)
+    outcome = judge_once(runner, openai_provider(runner, server), request_for(server))
+
+    assert outcome.error is None and verdict(outcome).score == 2.0
+    assert server.stats()["by_status"] == {"429": 1, "200": 1}
+    (budget,) = runner.budgets.all().values()
+    assert budget.max_pause == 0.05 and budget.stats.congestion_events == 1
+
+
+@pytest.mark.parametrize("provider_name", ["openai", "anthropic"])
+def test_a_reply_over_the_size_cap_is_a_failed_call_never_retried_nor_cached(
+    server: LoopbackServer, make_runner: Callable[..., JudgeRunner], tmp_path: Path, provider_name: str
+) -> None:
+    """A 1.1 MiB reply (a verdict is a few hundred bytes): refused before it is parsed, the case
+    unscored with the reason, one request only, nothing in the cache."""
+    from pytest_llmjudge.judges.base import MAX_REPLY_BYTES
+
+    server.responder = lambda request: "x" * (MAX_REPLY_BYTES + 100_000)
+    runner = make_runner(tmp_path / "cache", max_retries=3)
+    make_provider = openai_provider if provider_name == "openai" else anthropic_provider
+    outcome = judge_once(runner, make_provider(runner, server), request_for(server, provider=provider_name))
+
+    assert outcome.error is not None and "reply too large: 1," in outcome.error
+    assert "over the 1,048,576-byte cap for a judge reply" in outcome.error
+    assert isinstance(outcome.results["linguistic_acceptability"], UnscoredError)
+    assert len(server.requests) == 1 and runner.stats.retries == 0
+    assert DirectoryStore(tmp_path / "cache" / "v1").keys() == []
+
+
+def test_any_providers_reply_over_the_size_cap_is_refused(
+    make_runner: Callable[..., JudgeRunner], tmp_path: Path
+) -> None:
+    """A plugin's provider (not going through the SDK helper): the runner checks the text's UTF-8 size."""
+    from pytest_llmjudge.judges.base import MAX_REPLY_BYTES
+
+    class Huge:
+        name = "huge"
+
+        async def complete(self, request: ProviderRequest) -> ProviderReply:
+            return ProviderReply(text="é" * (MAX_REPLY_BYTES // 2 + 1), model="m")  # 2 bytes each
+
+        async def aclose(self) -> None:
+            pass
+
+    runner = make_runner(tmp_path / "cache")
+    request = ProviderRequest(provider="huge", model="m", system="s", user="u")
+    outcome = judge_once(runner, Huge(), request)
+    assert outcome.error == f"huge:m (default endpoint): reply too large: {MAX_REPLY_BYTES + 2:,} bytes, " + (
+        f"over the {MAX_REPLY_BYTES:,}-byte cap for a judge reply"
+    )
+    assert DirectoryStore(tmp_path / "cache" / "v1").keys() == []
 
 
 @pytest.mark.parametrize("fault", [Fault.CONNECTION_RESET, Fault.TRUNCATED])
@@ -720,6 +814,10 @@ def test_a_cached_verdict_edited_from_0_to_2_is_re_asked_not_passed(
         first, _ = run()
         assert verdict(first).score == 0.0
         store, key = _entry(cache_dir, request)
+        if secret is not None:  # signed entries live under the secret's key id (stores/namespace.py)
+            from pytest_llmjudge.execution.stores.namespace import key_id
+
+            key = key_id(secret) + key
         record = json.loads(store.get(key) or b"")
         record["reply"]["text"] = record["reply"]["text"].replace('"score": 0', '"score": 2')
         assert '"score": 2' in record["reply"]["text"]

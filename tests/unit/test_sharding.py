@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_llmjudge.errors import ConfigError
+from pytest_llmjudge.errors import ConfigError, StoreUnavailableError
 from pytest_llmjudge.execution.scoreboard import ScoreBoard, lease_ttl
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.settings import Settings
@@ -36,8 +36,15 @@ def test_every_case_is_in_exactly_one_shard_and_the_split_is_even_and_fixed() ->
 def test_cache_description_masks_the_credentials_of_the_store_url(tmp_path: Path) -> None:
     pytest.importorskip("redis")
     url = "redis://:hunter2-secret-password@127.0.0.1:1/0?prefix=ci:"
-    board = ScoreBoard(Registry(), Settings(cache_dir=tmp_path, cache_url=url))  # the client connects lazily
+    # Nothing listens on port 1: the start-up probe fails, and says so with the password masked.
+    with pytest.raises(
+        StoreUnavailableError, match=r"cache store redis://\*\*\*@127\.0\.0\.1:1/0\?prefix=ci: is"
+    ) as info:
+        ScoreBoard(Registry(), Settings(cache_dir=tmp_path, cache_url=url))
+    assert "hunter2" not in str(info.value)
+    board = ScoreBoard(Registry(), Settings(cache_dir=tmp_path, cache_url=url, cache_fallback="local"))
     assert board.cache_description == "use (redis://***@127.0.0.1:1/0?prefix=ci:)"
+    assert board.store_failure is not None and board.store_failure.startswith("at start: put failed: ConnectionError")
     assert ScoreBoard(Registry(), Settings(cache_dir=tmp_path)).cache_description == f"use ({tmp_path})"
     assert (
         ScoreBoard(Registry(), Settings(cache_dir=tmp_path, cache_url=url, cache_mode="off")).cache_description == "off"

@@ -1,4 +1,4 @@
-"""Percentile bootstrap intervals: exact cases, properties, and scipy as the reference."""
+"""Percentile bootstrap and Dirichlet posterior intervals: exact cases, properties, and scipy as the reference."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from pytest_llmjudge.stats.resampling import (
     bootstrap_confusion_ci,
     bootstrap_percentage_agreement_ci,
     bootstrap_weighted_f1_ci,
+    posterior_confusion_ci,
 )
 
 K = 3
@@ -170,3 +171,75 @@ def test_custom_statistic_and_undefined_resamples() -> None:
         1.0,
         1.0,
     )
+
+
+# --------------------------------------------------------------------------- the Dirichlet posterior
+
+
+def _f1_of_probabilities(p: np.ndarray) -> float:
+    """Weighted F1 of a matrix of cell probabilities, written out: sum_k row_k 2 p_kk / (row_k + col_k)."""
+    row, col = p.sum(axis=1), p.sum(axis=0)
+    return float(sum(row[k] * 2 * p[k, k] / (row[k] + col[k]) for k in range(len(p)) if row[k] + col[k] > 0))
+
+
+def test_f1_of_probabilities_equals_f1_of_counts() -> None:
+    counts = np.array([[5, 2, 0], [1, 10, 3], [0, 2, 30]])
+    assert float(weighted_f1_from_confusion(counts / counts.sum())) == pytest.approx(
+        float(weighted_f1_from_confusion(counts)), abs=1e-15
+    )
+    assert float(weighted_f1_from_confusion(counts / counts.sum())) == pytest.approx(
+        _f1_of_probabilities(counts / counts.sum()), abs=1e-15
+    )
+
+
+def test_posterior_interval_equals_quantiles_of_scipy_dirichlet_draws() -> None:
+    counts = np.array([[5, 2, 0], [1, 10, 3], [0, 2, 30]])
+    draws = stats.dirichlet((counts + 1 / 9).ravel()).rvs(500, random_state=np.random.default_rng(4))
+    values = [_f1_of_probabilities(d.reshape(3, 3)) for d in draws]
+    low, high = np.quantile(values, [0.025, 0.975])
+    interval = posterior_confusion_ci(counts, weighted_f1_from_confusion, n_resamples=500, rng=4)
+    assert (interval.low, interval.high) == pytest.approx((low, high), abs=1e-12)
+    assert interval.point == pytest.approx(float(weighted_f1_from_confusion(counts)))
+
+
+def test_posterior_interval_never_collapses_when_every_item_agrees() -> None:
+    # The issue's case: 4 items that all agree gave the bootstrap's CI 1.00-1.00.
+    assert bootstrap_confusion_ci(np.diag([0, 1, 3]), weighted_f1_from_confusion)[:2] == (1.0, 1.0)
+    four = posterior_confusion_ci(np.diag([0, 0, 4]), weighted_f1_from_confusion)
+    assert four.point == four.high == 1.0
+    assert four.low == pytest.approx(0.479, abs=1e-3)
+    one = posterior_confusion_ci(np.diag([0, 0, 1]), weighted_f1_from_confusion)
+    assert one.low < 0.2
+    many = posterior_confusion_ci(np.diag([20, 30, 150]), weighted_f1_from_confusion)
+    assert 0.98 < many.low < 1.0
+    # More agreeing items never lower the bound.
+    lows = [posterior_confusion_ci(np.diag([0, 0, n]), weighted_f1_from_confusion).low for n in (2, 4, 10, 30, 100)]
+    assert lows == sorted(lows)
+
+
+def test_posterior_interval_contains_the_point_and_is_seeded() -> None:
+    human, judge = _labels(40, 3)
+    counts = confusion_matrix(human, judge, [0, 1, 2])
+    first = posterior_confusion_ci(counts, weighted_f1_from_confusion)
+    assert first == posterior_confusion_ci(counts, weighted_f1_from_confusion)
+    assert first.low <= first.point <= first.high
+    with pytest.raises(StatisticsError):
+        posterior_confusion_ci(np.zeros((3, 3), dtype=int), weighted_f1_from_confusion)
+    with pytest.raises(ValueError, match="prior"):
+        posterior_confusion_ci(counts, weighted_f1_from_confusion, prior=0.0)
+
+
+def test_posterior_lower_bound_holds_its_level_at_high_agreement_where_the_bootstrap_does_not() -> None:
+    # Judge right 95% of the time on skewed 0-2 labels, n = 20, 300 seeded samples: the
+    # bootstrap's lower bound lies above the true weighted F1 about a third of the time.
+    rng = np.random.default_rng(8)
+    prior = np.array([0.1, 0.2, 0.7])
+    p = np.where(np.eye(3, dtype=bool), 0.95, 0.025) * prior[:, np.newaxis]
+    truth = _f1_of_probabilities(p)
+    above_posterior = above_bootstrap = 0
+    for _ in range(300):
+        counts = rng.multinomial(20, p.ravel()).reshape(3, 3)
+        above_posterior += posterior_confusion_ci(counts, weighted_f1_from_confusion, n_resamples=300).low > truth
+        above_bootstrap += bootstrap_confusion_ci(counts, weighted_f1_from_confusion, n_resamples=300).low > truth
+    assert above_posterior / 300 <= 0.025 + 3 * math.sqrt(0.025 * 0.975 / 300)
+    assert above_bootstrap / 300 > 0.2

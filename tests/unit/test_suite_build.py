@@ -1217,3 +1217,54 @@ def test_union_fields_are_reported_without_pydantic_tags(
 ) -> None:
     error = build_error(tmp_path, registry, "suite: s\n" + yaml_tail)
     assert (error.line, error.field) == (line, field)
+
+
+def test_each_metric_knows_its_scale_and_an_aggregate_may_declare_one(tmp_path: Path, registry: Registry) -> None:
+    suite = build(
+        tmp_path,
+        registry,
+        """\
+        suite: demo
+        cases:
+          - {id: a, language: hi, output: x, reference: y, recorded: {linguistic_acceptability: 2, stars: 4, votes: 1}}
+        aggregate:
+          - mean(linguistic_acceptability) >= 1
+          - mean(chrf) >= 40
+          - mean(votes) >= 3
+          - expr: lower(mean(stars)) >= 3
+            scale: [1, 5]
+        """,
+    )
+    assert suite.scale_of("linguistic_acceptability") == (0.0, 2.0)
+    assert suite.scale_of("chrf") == (0.0, 100.0)
+    assert suite.scale_of("stars") == (1.0, 5.0)  # declared once, for every aggregate of stars
+    assert suite.scale_of("votes") is None
+    assert [check.scale for check in suite.aggregates] == [None, None, None, (1.0, 5.0)]
+
+
+@pytest.mark.parametrize(
+    ("metric", "scale", "message"),
+    [
+        ("stars", "[5, 1]", "finite low < high"),
+        ("linguistic_acceptability", "[0, 3]", "has a known scale"),
+        ("stars", "[1, 5]\n          - expr: mean(stars) >= 2\n            scale: [0, 5]", "two scales"),
+    ],
+)
+def test_a_bad_aggregate_scale_names_its_entry(
+    tmp_path: Path, registry: Registry, metric: str, scale: str, message: str
+) -> None:
+    error = build_error(
+        tmp_path,
+        registry,
+        f"""\
+        suite: demo
+        cases:
+          - {{id: a, language: hi, output: x, recorded: {{linguistic_acceptability: 2, stars: 4}}}}
+        aggregate:
+          - expr: mean({metric}) >= 3
+            scale: {scale}
+        """,
+    )
+    assert message in error.message
+    assert error.field is not None and error.field.startswith(("aggregate[0]", "aggregate[1]"))
+    assert error.line in (5, 6, 8)

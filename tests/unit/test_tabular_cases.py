@@ -199,3 +199,57 @@ def test_a_csv_suite_is_judged_case_for_case_like_the_inline_suite(pytester: pyt
         "ja-1[task_quality]": "FAILED",
     }
     assert verdicts["from_csv"] == verdicts["inline"]
+
+
+def test_a_saved_hugging_face_dataset_gives_the_inline_cases(tmp_path: Path, registry: Registry) -> None:
+    datasets = pytest.importorskip("datasets")
+    rows = [{**case, "extra": {"topic": "geo"}} for case in CASES]
+    datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)}).save_to_disk(str(tmp_path / "data" / "qa"))
+    from_dataset = build(tmp_path, registry, suite_text("data/qa?split=test"))
+    inline = build(tmp_path, registry, inline_suite_text(), "inline.yaml")
+    assert [c[:5] for c in comparable(from_dataset)] == [c[:5] for c in comparable(inline)]
+    assert dict(from_dataset[0].metadata) == {"extra": "{'topic': 'geo'}"}
+    assert [case.line for case in from_dataset] == [1, 2, 3]
+    with pytest.raises(SuiteError, match=r"has splits \['test'\]: name one"):
+        build(tmp_path, registry, suite_text("data/qa"))
+    with pytest.raises(SuiteError, match="no split 'train'"):
+        build(tmp_path, registry, suite_text("data/qa?split=train"))
+
+
+def test_a_hub_dataset_offline_and_not_cached_is_a_clear_error(
+    tmp_path: Path, registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    datasets = pytest.importorskip("datasets")
+    hub = pytest.importorskip("huggingface_hub.constants")
+    # The library reads these variables when imported (an earlier test imported it): set both.
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(hub, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))  # an empty cache: nothing may download
+    with pytest.raises(SuiteError, match=r"can't load the dataset 'hf://acme/qa' \(offline: only datasets"):
+        build(tmp_path, registry, suite_text("hf://acme/qa?split=test&config=hi"))
+    with pytest.raises(SuiteError, match=r"unknown dataset option\(s\) \['spilt'\]"):
+        build(tmp_path, registry, suite_text("hf://acme/qa?spilt=test"))
+
+
+def test_a_sample_is_stratified_by_language_seeded_and_stable(tmp_path: Path, registry: Registry) -> None:
+    rows = [
+        {"id": f"{lang}-{i}", "language": lang, "output": "x"}
+        for lang, n in (("hi", 60), ("sw", 30), ("ja", 10))
+        for i in range(n)
+    ]
+    (tmp_path / "cases.csv").write_text(table_text(rows), encoding="utf-8")
+    picked = build(tmp_path, registry, suite_text("\n  path: cases.csv\n  sample: 20\n  seed: 1\n"))
+    counts = {lang: sum(c.language == lang for c in picked) for lang in ("hi", "sw", "ja")}
+    assert counts == {"hi": 12, "sw": 6, "ja": 2}
+    again = build(tmp_path, registry, suite_text("\n  path: cases.csv\n  sample: 20\n  seed: 1\n"))
+    assert [c.id for c in again] == [c.id for c in picked]
+    other = build(tmp_path, registry, suite_text("\n  path: cases.csv\n  sample: 20\n  seed: 2\n"))
+    assert [c.id for c in other] != [c.id for c in picked]
+    # More Japanese cases leave the Hindi and Swahili draws as they were (per-language generators).
+    more = rows + [{"id": f"ja-x{i}", "language": "ja", "output": "x"} for i in range(3)]
+    (tmp_path / "cases.csv").write_text(table_text(more), encoding="utf-8")
+    grown = build(tmp_path, registry, suite_text("\n  path: cases.csv\n  sample: 20\n  seed: 1\n"))
+    assert [c.id for c in grown if c.language == "hi"] == [c.id for c in picked if c.language == "hi"]

@@ -264,6 +264,14 @@ def convert(options: ConvertOptions) -> Conversion:
     if not records:
         raise ConversionError("no item left to write")
 
+    from pytest_llmjudge.write_targets import check_targets
+
+    # Never write into a FIFO or a device, nor over a file being converted.
+    inputs = [*options.labels, *([options.judge_scores] if options.judge_scores else [])]
+    targets = [("output", options.output), ("items file", result.items_path)]
+    problems = check_targets(targets, inputs, yaml_kinds=False)
+    if problems:
+        raise ConversionError("; ".join(problems))
     options.output.parent.mkdir(parents=True, exist_ok=True)
     with open(result.items_path, "w", encoding="utf-8", newline="\n") as handle:
         for record in sorted(records, key=lambda r: r["id"]):

@@ -3,7 +3,7 @@
 One :class:`GateComputer` lives in ``config.stash`` for a run (one per xdist worker).
 Everything is computed lazily and cached: a calibration file is loaded once, a gate
 (language x metric x judge) is computed once, whether a gate item or a suite item asked
-first. Verdicts are deterministic (seeded bootstrap and splits), so every xdist worker
+first. Verdicts are deterministic (seeded interval draws and splits), so every xdist worker
 reaches the same verdicts independently.
 
 Judge scores of a calibration set come from one of two places:

@@ -81,6 +81,13 @@ class CalibrationFile(pytest.File):
         except LLMJudgeError as exc:
             yield InvalidCalibrationItem.from_parent(self, name="calibration-error", error=str(exc))
             return
+        from pytest_llmjudge.session.suites import name_clash
+
+        key, what = f"calibration:{cal.name}", f"calibration set name {cal.name!r}"
+        clash = name_clash(self.config, key, self.path, what, "calibration")
+        if clash is not None:  # its cases would share another file's scores
+            yield InvalidCalibrationItem.from_parent(self, name="calibration-error", error=str(clash))
+            return
         self.calibration = cal
         gate_problem = store.judge_problem(cal) if cal.scores == "judge" else None
         for group, metric in cal.groups():

@@ -122,8 +122,9 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Calibratio
     if not has_top_level_key(file_path, parent.config, "calibration"):
         return None
     from pytest_llmjudge.calibration.items import CalibrationFile
+    from pytest_llmjudge.session.items import file_node
 
-    node: CalibrationFile = CalibrationFile.from_parent(parent, path=file_path)
+    node: CalibrationFile = file_node(CalibrationFile, parent, file_path)
     return node
 
 

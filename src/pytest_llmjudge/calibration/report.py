@@ -105,7 +105,7 @@ def gate_message(result: GateResult, *, calibration: str, judge: str) -> str:
         )
         row(
             f"{100 * opts.confidence:g}% CI",
-            f"{format_fixed(result.ci_low)} - {format_fixed(result.ci_high)} (percentile bootstrap, {opts.resamples} resamples, seed {opts.seed})",
+            f"{format_fixed(result.ci_low)} - {format_fixed(result.ci_high)} (Dirichlet posterior, {opts.resamples} draws, seed {opts.seed})",
         )
     row("human ceiling", f"{format_fixed(result.ceiling)} ({ceiling_definition(result)})")
     row(
@@ -259,6 +259,15 @@ def _styled(text: str, outcome: str) -> StyledLine:
     return text, "red" if outcome in ("FAIL", "ERROR", "XPASS") else None
 
 
+GATE_LEGEND = (
+    "  F1: judge vs the humans' aggregate label, weighted F1; need: the gate's threshold; ceil: the human",
+    "  ceiling (one annotator vs the others); kappa: Cohen's, judge vs aggregate; skew: judge mean minus",
+    "  human mean; best j/h: share of items at the best score, judge/human; corr: held-out F1 gain of the",
+    "  score correction (in brackets: measured, never applied)",
+)
+"""Printed under each gate table: what its columns mean, where a newcomer first meets them."""
+
+
 def _gate_table(name: str, judge: str, rows: list[GateRecord]) -> list[StyledLine]:
     rows = sorted(rows, key=lambda r: (_group(r), r.metric))
     width = max([6] + [len(_group(r)) + 1 for r in rows])
@@ -296,6 +305,7 @@ def _gate_table(name: str, judge: str, rows: list[GateRecord]) -> list[StyledLin
                 outcome,
             )
         )
+    lines.extend((text, None) for text in GATE_LEGEND)
     lines.append(("best-score share by annotator agreement, judge/human (items):", None))
     for r in rows:
         distribution = r.distribution or {}

@@ -150,10 +150,10 @@ class GateConfig(_Strict):
         default_factory=dict,
         description="group name (e.g. 'hi-task=qa', see group_by) -> the same shapes as per_language.",
     )
-    ci_lower_bound: bool = Field(False, description="Compare the bootstrap CI's lower bound instead of F1.")
+    ci_lower_bound: bool = Field(False, description="Compare the F1 interval's lower bound instead of F1.")
     confidence: float = Field(0.95, gt=0.5, lt=1.0)
     resamples: int = Field(1000, ge=10, le=100_000)
-    seed: int = Field(0, description="Seed of the bootstrap resamples.")
+    seed: int = Field(0, description="Seed of the F1 interval's posterior draws.")
     min_items: int = Field(30, ge=1, description="Fewer labelled items in a language x metric is an error.")
     max_unscored_rate: float = Field(
         0.0, ge=0.0, le=1.0, description="Share of items without a judge score tolerated (default none)."

@@ -2,8 +2,9 @@
 
 Inert unless both ``--llmjudge`` and ``--llmjudge-batch`` are given. Then:
 
-* ``pytest_configure`` refuses a cache mode other than ``use`` (a usage error before
-  anything runs: batch replies reach the items through the cache);
+* ``pytest_configure`` refuses a cache mode other than ``use``, and a cache directory that
+  can't be written (a file, a read-only or full file system), with a usage error before
+  anything runs: batch replies reach the items through the cache;
 * ``pytest_collection_finish`` (not with ``--collect-only``, which sends nothing) runs
   first (``tryfirst``), before the main plugin plans the judge calls:
   :class:`~pytest_llmjudge.execution.batch.BatchPhase` sends the uncached requests of the
@@ -44,6 +45,12 @@ def pytest_configure(config: pytest.Config) -> None:
             f"pytest-llmjudge: --llmjudge-batch needs --llmjudge-cache=use (got {settings.cache_mode}): "
             "batch replies reach the items through the cache; to re-judge, point --llmjudge-cache-dir "
             "at an empty directory"
+        )
+    problem = config.stash[scoreboard_key].cache_location_problem()
+    if problem is not None:  # batch mode needs the cache: its records resume a batch, its entries feed the items
+        raise pytest.UsageError(
+            f"pytest-llmjudge: --llmjudge-batch needs a cache it can write: {settings.cache_dir} can't be used "
+            f"({problem}); point --llmjudge-cache-dir at a writable directory"
         )
 
 

@@ -19,7 +19,10 @@ sha256 of a few kilobytes per read, and the request is never parsed.
 
 The bytes live in a :class:`~pytest_llmjudge.execution.stores.base.CacheStore` (by
 default :class:`~pytest_llmjudge.execution.cache_directory.DirectoryStore`,
-``<root>/v1/<key[:2]>/<key>.json``); this layer is store-agnostic.
+``<root>/v1/<key[:2]>/<key>.json``); this layer is store-agnostic. With a secret, the store
+is seen through a :class:`~pytest_llmjudge.execution.stores.namespace.NamespacedStore`:
+signed entries are stored under ``<key id><key>`` (the key id names the secret), so jobs
+with different secrets keep apart.
 
 Leases (:meth:`JudgeCache.lease`) let concurrent processes on one store pay once per
 prompt: whoever holds a key's lease is asking the judge for it, the others wait for its
@@ -38,6 +41,16 @@ Before a reply is stored, every configured secret (API keys, the cache secret; s
 a key doesn't put it on disk. The stored (redacted) reply is what the run then uses, so a
 fresh and a cached run judge the same text.
 
+**A cache location that can't be used** (a read-only or full file system, a file where the
+directory should be, a directory that can't be created): the run goes on, and nothing paid
+for is lost. The first ``OSError`` of a write (or of taking a lease, which creates the
+directory) stops the writes for the rest of the run; replies are then kept in memory
+(:meth:`JudgeCache.keep`), so a reply paid for is used and never asked for twice in the
+run, and reads of what the store already holds go on (a read-only cache still serves its
+entries). The first ``OSError`` of a read stops the reads. :attr:`JudgeCache.failure` says
+what failed, where and why (``not a directory``, ``read-only file system``, ``no space left
+on device``), once, for the run's headline.
+
 Degenerate cases: ``mode="off"`` neither reads nor writes; ``mode="refresh"`` writes
 without reading; no root means off. Entries written before checksums existed are rejected
 once and re-asked.
@@ -45,12 +58,14 @@ once and re-asked.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import hmac
 import itertools
 import json
 import os
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -60,7 +75,9 @@ from typing import Any, Literal
 
 from pytest_llmjudge.execution.cache_directory import DirectoryStore
 from pytest_llmjudge.execution.stores.base import CacheStore
+from pytest_llmjudge.execution.stores.namespace import NamespacedStore, key_id
 from pytest_llmjudge.judges.base import ProviderReply, ProviderRequest, Usage, canonical_json
+from pytest_llmjudge.redaction import secret_forms
 
 CacheMode = Literal["use", "refresh", "off"]
 SECRET_ENV = "LLMJUDGE_CACHE_SECRET"
@@ -80,11 +97,20 @@ def secret_from_environment(environ: Mapping[str, str] = os.environ) -> str | No
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret (length >= 4) replaced by ``***``, longest first."""
-    # Longest first, so a secret that extends another is hidden whole.
-    for secret in sorted(secrets, key=len, reverse=True):
+    """``text`` with every secret (length >= 4) replaced by ``***`` in each of its spellings, longest first.
+
+    The spellings are :func:`pytest_llmjudge.redaction.secret_forms`' (stripped, escaped,
+    URL-encoded), so a key read with its file's newline is hidden where it appears stripped.
+    """
+    forms: set[str] = set()
+    for secret in secrets:
         if len(secret) >= _MIN_REDACTED:
-            text = text.replace(secret, "***")
+            forms.add(secret)
+            forms |= secret_forms(secret)
+    # Longest first, so a secret that extends another is hidden whole.
+    for form in sorted(forms, key=lambda form: (-len(form), form)):
+        if form in text:
+            text = text.replace(form, "***")
     return text
 
 
@@ -96,6 +122,25 @@ def _digit_tokens(value: Any) -> tuple[tuple[int, str, tuple[tuple[str, float], 
         (int(offset), str(token), tuple((str(alt), float(logprob)) for alt, logprob in alternatives))
         for offset, token, alternatives in value
     )
+
+
+_CAUSES = {
+    errno.ENOTDIR: "not a directory",
+    errno.EEXIST: "not a directory",
+    errno.EISDIR: "a directory where a file should be",
+    errno.EROFS: "read-only file system",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.ENOSPC: "no space left on device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EFBIG: "file too large (a full disk or a file size limit)",
+}
+
+
+def os_error_cause(exc: OSError) -> str:
+    """``exc`` in plain words with the path it names: ``read-only file system: /x/.llmjudge_cache/v1/packs``."""
+    cause = _CAUSES.get(exc.errno or 0) or (os.strerror(exc.errno).lower() if exc.errno else str(exc))
+    return f"{cause}: {exc.filename}" if exc.filename else cause
 
 
 class Lease:
@@ -133,12 +178,23 @@ class JudgeCache:
         self.root = root / _LAYOUT_VERSION if root is not None else None
         """The directory for run-scoped files beside the entries (xdist sharing, batch records)."""
         self.store: CacheStore | None = store or (DirectoryStore(self.root) if self.root is not None else None)
+        if secret and self.store is not None:
+            # Signed entries live under their secret's key id: jobs with different secrets
+            # neither overwrite nor reject each other's entries (stores/namespace.py).
+            self.store = NamespacedStore(self.store, key_id(secret))
         self._secret = secret.encode("utf-8") if secret else None
         self.secrets: tuple[str, ...] = (secret,) if secret else ()
         self.on_reject: Callable[[str, str], None] | None = None
         """Called with (key, reason) for every entry a read rejects."""
         self._owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._claims = itertools.count()
+        self.failure: str | None = None
+        """Why the store stopped being written or read this run (the first ``OSError``), or None."""
+        self._no_writes = False
+        self._no_reads = False
+        self._memory: dict[str, CachedReply] = {}
+        """Replies of this run that could not be stored: used for the rest of the run."""
+        self._failure_lock = threading.Lock()
 
     def add_secret(self, secret: str | None) -> None:
         """Redact ``secret`` from every reply stored from now on."""
@@ -149,9 +205,17 @@ class JudgeCache:
 
     def get(self, key: str) -> CachedReply | None:
         """The verified entry under ``key``; None for a miss or a rejected entry."""
-        if self.mode != "use" or self.store is None:
+        if self._memory:
+            kept = self._memory.get(key)
+            if kept is not None:
+                return kept
+        if self.mode != "use" or self.store is None or self._no_reads:
             return None
-        data = self.store.get(key)
+        try:
+            data = self.store.get(key)
+        except OSError as exc:
+            self.failed("read", exc)
+            return None
         if data is None:
             return None
         checked = self._checked(key, data)
@@ -220,8 +284,62 @@ class JudgeCache:
         """
         data, stored = self.encode(key, payload, reply)
         if data is not None and self.store is not None:
-            self.store.put(key, data)
+            if self._no_writes:
+                self.keep(key, stored)
+                return stored
+            try:
+                self.store.put(key, data)
+            except OSError as exc:
+                self.failed("write", exc)
+                self.keep(key, stored)
         return stored
+
+    # -- a location that can't be used -------------------------------------------------
+
+    @property
+    def writable(self) -> bool:
+        """Whether replies still go to the store (False once a write failed: they are kept in memory)."""
+        return self.mode != "off" and self.store is not None and not self._no_writes
+
+    def check_location(self) -> None:
+        """Look (without writing) whether the store's location can take writes; stop them now if not.
+
+        Called when judge calls are about to be made (the runner's start, an xdist worker's):
+        a file where the directory belongs, a read-only or full file system is found before
+        anything is paid for, and xdist workers don't wait for replies no one can store.
+        """
+        probe = getattr(self.store, "location_problem", None)
+        if self.mode == "off" or self._no_writes or probe is None:
+            return
+        problem = probe()
+        if problem is not None:
+            self.failed("start", problem)
+
+    def failed(self, operation: str, exc: OSError) -> None:
+        """Note that ``operation`` (``start``, ``write``, ``lease``, ``read``) failed: stop it for the rest of the run."""
+        with self._failure_lock:
+            if operation == "read":
+                self._no_reads = True
+            else:
+                self._no_writes = True
+            if self.failure is None:
+                where = "at start" if operation == "start" else f"on {operation}"
+                self.failure = f"{os_error_cause(exc)}, found {where}"
+
+    def keep(self, key: str, reply: ProviderReply) -> None:
+        """Hold a reply that could not be stored, for the rest of the run (a later read finds it)."""
+        with self._failure_lock:
+            self._memory[key] = CachedReply(key=key, reply=reply, created=time.time())
+
+    @property
+    def kept(self) -> int:
+        """Replies held in memory because the store could not take them."""
+        return len(self._memory)
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the store ignored in its location (foreign entries in the pack folder), if it says."""
+        return list(getattr(self.store, "warnings", ()) or ())
 
     def encode(
         self, key: str, payload: Mapping[str, Any] | ProviderRequest, reply: ProviderReply
@@ -281,10 +399,15 @@ class JudgeCache:
         released within ``ttl_seconds`` expires (its holder is taken as hung). Without a
         store (cache off) there is no one to coordinate with: the claim is granted.
         """
-        if self.mode == "off" or self.store is None:
-            return Lease(None, key, "")
+        if self.mode == "off" or self.store is None or self._no_writes:
+            return Lease(None, key, "")  # nothing to coordinate through (writes stopped: see failed)
         owner = f"{self._owner}:{next(self._claims)}"
-        return Lease(self.store, key, owner) if self.store.try_lease(key, owner, ttl_seconds) else None
+        try:
+            taken = self.store.try_lease(key, owner, ttl_seconds)
+        except OSError as exc:  # the lock file's directory can't be made: nor can any entry
+            self.failed("lease", exc)
+            return Lease(None, key, "")
+        return Lease(self.store, key, owner) if taken else None
 
     def cleanup(self) -> None:
         """Remove what killed processes left in the store (temporary files, free leases)."""

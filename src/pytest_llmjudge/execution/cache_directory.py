@@ -41,6 +41,12 @@ a cache of hundreds of packs must not hold hundreds of descriptors per process).
   old (a writer on another host, whose pid can't be checked): the old layout's and the
   batch records' (``execution/batch.py``).
 
+Foreign entries in ``packs/`` are ignored, each named once in :attr:`DirectoryStore.warnings`
+(the run's headline): a name without ``.pack``, a ``.pack`` that is not a regular file (a
+directory, a FIFO: never opened, so never waited on) and a ``.pack`` file that does not
+start with a record (junk). A write or lease that fails (read-only, full, not a directory)
+raises ``OSError`` for :class:`~pytest_llmjudge.execution.cache.JudgeCache` to handle.
+
 Degenerate cases: the root and ``packs/`` are made on the first put. Where OFD locks don't
 exist (not Linux) or fail (``ENOLCK``/``EOPNOTSUPP`` on some network mounts), or the lock
 file can't be created (a read-only cache), every lease is granted: processes may then pay
@@ -58,6 +64,7 @@ import errno
 import fcntl
 import os
 import socket
+import stat
 import struct
 import threading
 import time
@@ -67,6 +74,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_llmjudge.escaping import ONE_LINE, escape_controls
 from pytest_llmjudge.execution.stores.base import check_ttl
 
 _TMP_PREFIX = ".tmp-"
@@ -181,6 +189,9 @@ class DirectoryStore:
         self._synced = 0
         self.syncs = 0
         """``fdatasync`` calls made: fewer than puts when puts share them."""
+        self.warnings: list[str] = []
+        """Foreign entries of ``packs/`` this store ignored, one line each (see the module docstring)."""
+        self._foreign: set[str] = set()
 
     def _entry(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
@@ -233,16 +244,23 @@ class DirectoryStore:
             start = self._size
             try:
                 _write_all(fd, b"".join(records))
-            except BaseException:
+            except BaseException as exc:
                 # Part of the batch may be in the pack, where it would hide every later record
                 # from readers: the next put starts a pack of its own.
                 os.close(fd)
                 self._write_fd, self._own = None, None
+                if isinstance(exc, OSError) and exc.filename is None:
+                    exc.filename = os.path.join(self._packs_dir, pack.name)  # a full disk says where
                 raise
             self._size += sum(map(len, records))
             self._appended += 1
             ticket = self._appended
-        self._sync(fd, ticket)
+        try:
+            self._sync(fd, ticket)
+        except OSError as exc:  # fdatasync on a full disk (a delayed allocation): say where
+            if exc.filename is None:
+                exc.filename = os.path.join(self._packs_dir, pack.name)
+            raise
         with self._read_lock:
             position = start
             for (key, data), record in zip(pending, records, strict=True):
@@ -304,13 +322,21 @@ class DirectoryStore:
             except OSError:
                 return
             for name in names:
-                if name.endswith(_PACK_SUFFIX) and name not in self._packs:
-                    try:
-                        pack = _Pack(name, os.open(os.path.join(packs, name), os.O_RDONLY))
-                    except OSError:
+                if name in self._packs or name in self._foreign:
+                    continue
+                if not name.endswith(_PACK_SUFFIX):
+                    self._ignore(name, "not a pack file")
+                    continue
+                path = os.path.join(packs, name)
+                try:
+                    if not stat.S_ISREG(os.stat(path).st_mode):  # a directory, a FIFO: never opened
+                        self._ignore(name, "not a regular file")
                         continue
-                    self._packs[name] = pack
-                    self._live.append(pack)
+                    pack = _Pack(name, os.open(path, os.O_RDONLY))
+                except OSError:
+                    continue
+                self._packs[name] = pack
+                self._live.append(pack)
         if not self._live:
             return
         for pack in self._live:
@@ -326,9 +352,60 @@ class DirectoryStore:
                 pack.fd = None
         self._live = [pack for pack in self._live if not pack.finished and pack is not self._own]
 
+    def location_problem(self) -> OSError | None:
+        """Why the root can't take entries, found without writing, or None: the deepest existing part
+        of its path (or ``packs/``) is not a directory, or its file system is read-only or full, or
+        this process may not write there."""
+        path = os.path.abspath(self.root)
+        while True:
+            try:
+                found = os.stat(path)
+                break
+            except FileNotFoundError:
+                parent = os.path.dirname(path)
+                if parent == path:
+                    return None
+                path = parent
+            except OSError as exc:  # ENOTDIR: a file higher up the path
+                return exc
+        if not stat.S_ISDIR(found.st_mode):
+            return NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), path)
+        try:
+            packs = os.stat(self._packs_dir)
+        except OSError:
+            packs = None
+        if packs is not None and not stat.S_ISDIR(packs.st_mode):
+            return NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), self._packs_dir)
+        try:
+            system = os.statvfs(path)
+        except OSError as exc:
+            return exc
+        if system.f_flag & os.ST_RDONLY:
+            return OSError(errno.EROFS, os.strerror(errno.EROFS), path)
+        free = system.f_bfree if os.geteuid() == 0 else system.f_bavail  # root may use the reserved blocks
+        if free == 0 and system.f_blocks > 0:
+            return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+        if not os.access(path, os.W_OK | os.X_OK):
+            return PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+        return None
+
+    def _ignore(self, name: str, why: str) -> None:
+        """Leave a foreign entry of ``packs/`` alone from now on, and say so once."""
+        self._foreign.add(name)
+        self.warnings.append(f"ignored '{escape_controls(name, ONE_LINE)}' in {self._packs_dir}: {why}")
+
     def _scan(self, pack: _Pack, size: int) -> None:
         assert pack.fd is not None  # only growing packs are scanned
-        data = os.pread(pack.fd, size - pack.scanned, pack.scanned)
+        try:
+            data = os.pread(pack.fd, size - pack.scanned, pack.scanned)
+        except OSError as exc:  # unreadable (an I/O error): its records stay unread
+            pack.finished = True
+            self._ignore(pack.name, f"unreadable ({os.strerror(exc.errno or 0).lower()})")
+            return
+        if pack.scanned == 0 and len(data) >= len(_MAGIC) and data[: len(_MAGIC)] not in (_MAGIC, _SEAL):
+            pack.finished = True  # junk: the first bytes of a pack are always a record's magic
+            self._ignore(pack.name, "not a pack file (no record at its start)")
+            return
         view = memoryview(data)
         position = 0
         while position + _RECORD.size <= len(data):
@@ -405,6 +482,8 @@ class DirectoryStore:
             if self._write_fd is not None:
                 try:
                     _write_all(self._write_fd, _RECORD.pack(_SEAL, 0, 0, time.time_ns(), 0))
+                except OSError:
+                    pass  # a full disk: the pack stays unsealed, read as a dead writer's once this process ends
                 finally:
                     os.close(self._write_fd)
                     self._write_fd, self._own = None, None

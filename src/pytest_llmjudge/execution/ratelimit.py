@@ -18,7 +18,8 @@ Two kinds of limit, both optional, each per provider endpoint (provider name + b
 ``window`` requests in flight (starting at the run's concurrency). When the server answers
 429 (or Anthropic's 529 "overloaded") the window halves, the rpm/tpm rates shrink by the
 same factor, and no new request starts before the server's ``Retry-After`` (0.5 s without
-one). One burst of 429s halves the window once: only a 429 for a request sent after the last
+one), capped at :data:`MAX_PAUSE` (30 s, the runner's back-off cap): a ``Retry-After: 999999``
+pauses the endpoint 30 s, not 11 days. One burst of 429s halves the window once: only a 429 for a request sent after the last
 decrease decreases it again. Every success grows the window by ``1 / window`` (about one
 request per window of successes), so the rate recovers gradually to the configured one.
 
@@ -45,6 +46,9 @@ CONGESTION_STATUSES = frozenset({429, 529})
 
 DEFAULT_PAUSE = 0.5
 """Seconds no new request starts after a 429 without ``Retry-After``."""
+
+MAX_PAUSE = 30.0
+"""The longest pause a ``Retry-After`` can impose on an endpoint (seconds; ``docs/scale.md``)."""
 
 BURST_FRACTION = 0.1
 """Share of a minute's token budget that may go out at once."""
@@ -125,6 +129,7 @@ class ProviderBudget:
         burst_seconds: float = 60.0 * BURST_FRACTION,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        max_pause: float = MAX_PAUSE,
     ) -> None:
         # ``clock`` and ``sleep`` go together: a test passes a fake clock and a sleep that
         # advances it, and checks the schedule exactly, whatever the machine's load.
@@ -141,6 +146,7 @@ class ProviderBudget:
         self._request_interval = 60.0 / rpm if rpm else 0.0
         self._token_interval = 60.0 / tpm if tpm else 0.0
         self._burst = burst_seconds
+        self.max_pause = max_pause
         self._in_flight = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._paused_until = 0.0
@@ -271,7 +277,7 @@ class ProviderBudget:
 
     def _congested(self, ticket: Ticket, retry_after: float | None) -> None:
         self.stats.congestion_events += 1
-        pause = DEFAULT_PAUSE if retry_after is None else retry_after
+        pause = min(DEFAULT_PAUSE if retry_after is None else retry_after, self.max_pause)
         self._paused_until = max(self._paused_until, self._clock() + pause)
         if ticket.sequence > self._decrease_mark:
             self.window = max(1.0, self.window / 2.0)
@@ -290,10 +296,12 @@ class Budgets:
         *,
         max_window: int = 16,
         parts: int = 1,
+        max_pause: float = MAX_PAUSE,
     ) -> None:
         self.default = default
         self.overrides = dict(overrides or {})
         self.max_window = max_window
+        self.max_pause = max_pause
         self.parts = max(1, parts)
         self._budgets: dict[tuple[str, str | None], ProviderBudget] = {}
 
@@ -309,7 +317,9 @@ class Budgets:
                     configured.requests_per_minute or self.default.requests_per_minute,
                     configured.tokens_per_minute or self.default.tokens_per_minute,
                 )
-            budget = ProviderBudget(configured.divided(self.parts), max_window=self.max_window)
+            budget = ProviderBudget(
+                configured.divided(self.parts), max_window=self.max_window, max_pause=self.max_pause
+            )
             self._budgets[key] = budget
         return budget
 

@@ -14,15 +14,19 @@ Per call:
 
 1. look the request up in the cache (entries are verified on read; a rejected one is a
    miss, counted in ``RunnerStats.cache_rejected``, and is overwritten by the fresh reply);
-   on a miss, take the key's lease (``cache.lease``): if another process holds it, it is
-   paying for this very prompt, so wait for its reply instead (polling with back-off)
-   until the entry appears or the lease is free (released, or its holder dead), for at
-   most ``lease_ttl`` seconds (then the holder is taken as hung, and this runner pays
-   without the lease); then call the provider (each attempt first reserved against the run's
-   spend cap, ``execution/spend.py``: one past it is not sent, and the call is unscored
-   "not judged: ..."), retrying retryable failures (429, 5xx,
+   on a miss, queue for a rate ticket and a concurrency slot, and only then claim the key's
+   lease and re-read the entry (``execution/leasing.py``): a reply stored meanwhile is used
+   unpaid; a lease another process holds means it is paying for this very prompt, so the
+   slot is given back and its reply waited for (polling with back-off, the wait said on the
+   terminal) until the entry appears or the lease ends, for at most ``lease_ttl`` seconds
+   (then the holder is taken as hung, and this runner pays without the lease). A held
+   lease is renewed by a heartbeat while the call is in flight and released on every way
+   out; then call the provider (each attempt first reserved against the run's spend cap,
+   ``execution/spend.py``: one past it is not sent, and the call is unscored "not judged:
+   ..."), retrying retryable failures (429, 5xx,
    timeouts, dropped connections) with exponential back-off and full
-   jitter, or exactly the server's ``Retry-After`` when it sends one; the sleep happens
+   jitter, or the server's ``Retry-After`` when it sends one, either capped at ``backoff_max``
+   (30 s; so is the pause a 429 imposes on its endpoint, ``ratelimit.py``); the sleep happens
    outside the concurrency slot so other calls proceed;
 2. store the reply in the cache (redacted: see ``execution/cache.py``) *before* giving back
    its concurrency slot and before parsing it (paid-for work survives a crash, and a kill
@@ -71,16 +75,19 @@ from typing import Any, Generic, TypeVar
 
 from pytest_llmjudge.errors import ProviderError, UnscoredError
 from pytest_llmjudge.execution.cache import JudgeCache, Lease, cache_key, redact
+from pytest_llmjudge.execution.leasing import Holder, LeaseKeeper
 from pytest_llmjudge.execution.ratelimit import CONGESTION_STATUSES, Budget, Budgets
 from pytest_llmjudge.execution.sharing import WorkerShare
 from pytest_llmjudge.execution.spend import NOT_JUDGED, Reservation, SpendCap
 from pytest_llmjudge.judges.base import (
+    MAX_REPLY_BYTES,
     JudgeProvider,
     LazyProvider,
     ProviderCallError,
     ProviderReply,
     ProviderRequest,
     Usage,
+    reply_too_large,
 )
 from pytest_llmjudge.judges.diagnosis import PROVIDER_FAILED, EndpointTally, classify, endpoint_label
 from pytest_llmjudge.judges.logprobs import score_distribution
@@ -168,6 +175,14 @@ class _Asked:
         return Usage(self.input_tokens, self.output_tokens)
 
 
+class _Busy(Exception):
+    """Raised inside the concurrency slot when another process holds the lease: wait outside it."""
+
+    def __init__(self, holder: Holder) -> None:
+        super().__init__(holder.owner)
+        self.holder = holder
+
+
 class _SignallingSelector(selectors.DefaultSelector):
     """The loop's selector, raising ``waiting`` while the loop has waited on I/O for a while.
 
@@ -213,6 +228,7 @@ class JudgeRunner:
         rate_limits: Mapping[str, Budget] | None = None,
         budget_parts: int = 1,
         lease_ttl: float = 600.0,
+        leases: LeaseKeeper | None = None,
         spend: SpendCap | None = None,
     ) -> None:
         if concurrency < 1:
@@ -223,25 +239,34 @@ class JudgeRunner:
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self.lease_ttl = lease_ttl
+        self.leases = leases if leases is not None else LeaseKeeper(cache, max_wait=lease_ttl)
+        """Claims at send, heartbeats and waits on the cache store's leases (``execution/leasing.py``)."""
         self.spend = spend
         """The hard spend cap (``execution/spend.py``), consulted right before each request is sent."""
         for secret in secrets:
             cache.add_secret(secret)
         self.secrets = (*secrets, *cache.secrets)
-        self.share = share if cache.mode == "use" else None
+        cache.check_location()  # a cache that can't be written: known before anything is paid for
+        self.share = share if cache.mode == "use" and cache.writable else None
         self.stats = RunnerStats()
         self.endpoints = EndpointTally()
         """Calls and failures per judge endpoint, made by this process (not waited for)."""
         self._paid: set[str] = set()
         """Cache keys whose reply this runner got from the provider: used as they are, even unparseable."""
         self._rejected: set[str] = set()
+        self.rejections: dict[str, int] = {}
+        """Rejected cache entries by reason (``JudgeCache._checked``), for the summary's headline."""
         cache.on_reject = self._count_rejected
         cache.cleanup()
         self._started = time.time()
         # Per provider endpoint: rpm/tpm budgets (split between ``budget_parts`` xdist workers)
         # and the adaptive window that 429s shrink.
         self.budgets = Budgets(
-            Budget(requests_per_minute, tokens_per_minute), rate_limits, max_window=concurrency, parts=budget_parts
+            Budget(requests_per_minute, tokens_per_minute),
+            rate_limits,
+            max_window=concurrency,
+            parts=budget_parts,
+            max_pause=backoff_max,  # a Retry-After pauses the endpoint no longer than it delays a retry
         )
         self._lock = threading.Lock()
         self._futures: dict[str, concurrent.futures.Future[CallOutcome]] = {}
@@ -264,8 +289,10 @@ class JudgeRunner:
             self.cache.add_secret(secret)
 
     def _count_rejected(self, key: str, reason: str) -> None:
-        """Count each rejected cache entry once, however often it is read (a waiter polls)."""
+        """Count each rejected cache entry once, however often it is read (a waiter polls), by reason."""
         with self._lock:
+            if key not in self._rejected:
+                self.rejections[reason] = self.rejections.get(reason, 0) + 1
             self._rejected.add(key)
             self.stats.cache_rejected = len(self._rejected)
 
@@ -443,11 +470,6 @@ class JudgeRunner:
                     with self._lock:
                         self.stats.cache_unparseable += 1
                 problem = None if found is None else interpret(found)
-            lease: Lease | None = None
-            if found is None:
-                found, lease = await self._claim(key, stale)
-                shared = found is not None
-                problem = None if found is None else interpret(found)
             if found is not None:
                 reply = found
                 if shared:
@@ -458,20 +480,21 @@ class JudgeRunner:
                     with self._lock:
                         self.stats.cache_hits += 1
             else:
-                assert lease is not None  # a miss always comes with the claim to pay for it
                 asked.cached = False
                 try:
-                    reply = await self._call_with_retries(provider, current, key, lease)
+                    reply, paid = await self._call_with_retries(provider, current, key, stale)
                 except ProviderError as exc:
                     if self.share is not None:
                         self.share.mark_failed(self.cache, key, str(exc))
                     raise
-                finally:
-                    lease.release()  # after a failure or a cancellation (a stored reply released it already)
-                self._paid.add(key)
-                asked.calls += 1
-                asked.input_tokens += reply.usage.input_tokens
-                asked.output_tokens += reply.usage.output_tokens
+                if paid:
+                    self._paid.add(key)
+                    asked.calls += 1
+                    asked.input_tokens += reply.usage.input_tokens
+                    asked.output_tokens += reply.usage.output_tokens
+                else:  # another process paid for it while this call was queued or waiting on its lease
+                    with self._lock:
+                        self.stats.shared_hits += 1
                 problem = interpret(reply)
             asked.model = reply.model or asked.model
             asked.fingerprint = reply.fingerprint
@@ -599,7 +622,9 @@ class JudgeRunner:
         if self.cache.mode == "off":
             return reply
         data, stored = self.cache.encode(key, request, reply)
-        if data is None:
+        if data is None or not self.cache.writable:
+            if data is not None:  # the cache location failed earlier this run: keep the reply in memory
+                self.cache.keep(key, stored)
             lease.release()
             return stored
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -607,7 +632,11 @@ class JudgeRunner:
         if not self._storing:
             self._storing = True
             asyncio.get_running_loop().create_task(self._write_stored())
-        await done
+        try:
+            await done
+        except OSError as exc:  # read-only, full, not a directory: paid for, so used (cache.py)
+            self.cache.failed("write", exc)
+            self.cache.keep(key, stored)
         return stored
 
     async def _write_stored(self) -> None:
@@ -642,35 +671,6 @@ class JudgeRunner:
                             done.set_exception(outcome)
         finally:
             self._storing = False
-
-    async def _claim(self, key: str, stale: str | None = None) -> tuple[ProviderReply | None, Lease | None]:
-        """The lease to pay for ``key``, or the reply of the process that held it.
-
-        Returns ``(None, lease)`` when this runner should call the provider (holding
-        ``lease`` until the reply is stored), or ``(reply, None)`` when another process
-        paid for it meanwhile. In ``refresh`` mode nothing is read, so there is nothing to
-        wait for. An entry whose text is ``stale`` (the unparseable reply being re-asked)
-        counts as no entry.
-        """
-        if self.cache.mode != "use":
-            return None, Lease(None, key, "")
-        # A hung holder's lease may never expire across processes (the directory store's
-        # locks end only with their process): waiting at most the ttl is the expiry.
-        deadline = time.monotonic() + self.lease_ttl
-        delay = 0.02
-        while True:
-            lease = self.cache.lease(key, self.lease_ttl)
-            hit = self.cache.get(key)  # also after winning: the holder may have stored it and let go
-            if hit is not None and hit.reply.text != stale:
-                if lease is not None:
-                    lease.release()
-                return hit.reply, None
-            if lease is not None:
-                return None, lease
-            if time.monotonic() >= deadline:
-                return None, Lease(None, key, "")
-            await asyncio.sleep(delay)
-            delay = min(delay * 1.5, 0.25)
 
     @staticmethod
     def _merge(
@@ -747,33 +747,60 @@ class JudgeRunner:
         return (waited.reply, True) if waited is not None else (None, False)
 
     async def _call_with_retries(
-        self, provider: JudgeProvider, request: ProviderRequest, key: str, lease: Lease
-    ) -> ProviderReply:
-        """One provider call with retries; when it returns, the reply is cached under ``key`` and ``lease`` released.
+        self, provider: JudgeProvider, request: ProviderRequest, key: str, stale: str | None = None
+    ) -> tuple[ProviderReply, bool]:
+        """One provider call with retries: the reply (cached under ``key``) and whether this runner paid for it.
 
-        The reply is stored before its concurrency slot is given back, so at any moment at
-        most ``concurrency`` paid-for replies are not yet on disk: a killed run loses at
-        most one round of calls.
+        The key's lease is claimed once the call holds its rate ticket and concurrency slot
+        (``execution/leasing.py``): a reply another process stored meanwhile is returned
+        unpaid, and a lease held elsewhere is waited on outside the slot. The reply is stored
+        before its concurrency slot is given back, so at any moment at most ``concurrency``
+        paid-for replies are not yet on disk: a killed run loses at most one round of calls.
+        The lease is released on every way out.
         """
+        held: list[Lease | None] = [None]
+        try:
+            return await self._send(provider, request, key, stale, held)
+        finally:
+            if held[0] is not None:
+                held[0].release()  # after a failure or a cancellation (a stored reply released it already)
+
+    async def _send(
+        self, provider: JudgeProvider, request: ProviderRequest, key: str, stale: str | None, held: list[Lease | None]
+    ) -> tuple[ProviderReply, bool]:
+        """:meth:`_call_with_retries`' loop; the lease it claims goes to ``held[0]`` (the caller releases it)."""
         if self._semaphore is None:
             self._semaphore = asyncio.Semaphore(self.concurrency)
         budget = self.budgets.get(provider.name, request.base_url)
         if isinstance(provider, LazyProvider):
             provider.resolve()  # build the SDK client before admission, so spacing holds at the server
         attempt = 0
+        lease: Lease | None = None
         while True:
             ticket = await budget.acquire(request)
             usage: Usage | None = None
             failure: ProviderCallError | None = None
+            busy: Holder | None = None
             reservation: Reservation | None = None
             try:
                 async with self._semaphore:
+                    if lease is None:  # claimed at send, after the queue: execution/leasing.py
+                        claimed = self.leases.claim(key, stale)
+                        if isinstance(claimed, ProviderReply):
+                            return claimed, False
+                        if isinstance(claimed, Holder):
+                            raise _Busy(claimed)
+                        lease = held[0] = claimed
                     if self.spend is not None:  # reserve before send: raises SpendCapReached past a cap
                         reservation = self.spend.reserve(request)
                     with self._lock:
                         self.stats.provider_calls += 1
                     try:
                         reply = await provider.complete(request)
+                        if len(reply.text) * 4 > MAX_REPLY_BYTES:  # maybe over the cap (a character is 1-4 bytes)
+                            size = len(reply.text.encode("utf-8", "surrogatepass"))
+                            if size > MAX_REPLY_BYTES:
+                                raise reply_too_large(size)  # any provider's: never stored
                         usage = reply.usage
                     except ProviderCallError as exc:
                         failure = exc
@@ -782,7 +809,9 @@ class JudgeRunner:
                             redact(f"{provider.name} raised {exc.__class__.__name__}: {exc}", self.secrets)
                         ) from None
                     else:
-                        return await self._store(key, request, reply, lease)
+                        return await self._store(key, request, reply, lease), True
+            except _Busy as waiting:
+                busy = waiting.holder
             finally:
                 if reservation is not None and self.spend is not None:
                     self.spend.settle(reservation, request, usage, refused=failure is not None and bool(failure.status))
@@ -793,6 +822,14 @@ class JudgeRunner:
                     status=None if failure is None else failure.status,
                     retry_after=None if failure is None else failure.retry_after,
                 )
+            if busy is not None:  # another process holds the lease: wait outside the slot
+                waited = await self.leases.wait(key, busy, stale)
+                if isinstance(waited, ProviderReply):
+                    return waited, False
+                lease = waited  # None: claim again; a Lease: pay without a store lease (the holder hung)
+                if lease is not None:
+                    held[0] = lease
+                continue
             assert failure is not None
             if failure.status in CONGESTION_STATUSES:
                 with self._lock:

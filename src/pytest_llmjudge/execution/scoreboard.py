@@ -40,17 +40,20 @@ from typing import Any, Literal
 
 from pytest_llmjudge.errors import LLMJudgeError, MetricError, TargetTimeoutError, UnscoredError
 from pytest_llmjudge.execution.cache import JudgeCache, secret_from_environment
+from pytest_llmjudge.execution.leasing import LeaseKeeper
 from pytest_llmjudge.execution.ratelimit import Budget
 from pytest_llmjudge.execution.runner import CallOutcome, JudgeRunner
 from pytest_llmjudge.execution.sharing import WorkerShare
 from pytest_llmjudge.execution.spend import NOT_JUDGED, SpendCap, SpendLimits
 from pytest_llmjudge.execution.stores import open_store
+from pytest_llmjudge.execution.stores.namespace import check_signing, key_id
 from pytest_llmjudge.judges.base import JudgeProvider, LazyProvider, ProviderRequest
 from pytest_llmjudge.judges.logprobs import ScoreDistribution
 from pytest_llmjudge.judges.parsing import Verdict
 from pytest_llmjudge.judges.prompts import JudgedText, JudgeSettings, build_request
 from pytest_llmjudge.judges.rubrics import Rubric
 from pytest_llmjudge.metrics.base import Metric, MetricInput
+from pytest_llmjudge.metrics.rag import JUDGED_METRICS, Reply
 from pytest_llmjudge.redaction import redact
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.settings import Settings
@@ -317,7 +320,11 @@ def served_identity(rubric: Rubric, outcomes: Sequence[CallOutcome]) -> dict[str
 
 
 def lease_ttl(settings: Settings) -> float:
-    """How long a process may hold a prompt's lease before others take it as hung.
+    """How long a process waits on another's lease before it takes the holder as hung and pays.
+
+    (The lease itself is short, ``settings.lease_ttl``, and renewed while its call is in
+    flight: ``execution/leasing.py``. This bound matters where a hung holder keeps renewing,
+    and for the directory store, whose leases end only with their process.)
 
     Its longest honest hold: every attempt timing out (``timeout`` x (retries + 1)) plus the
     longest waits between them (a ``Retry-After`` is obeyed up to 30 s), plus a margin for
@@ -335,21 +342,44 @@ class ScoreBoard:
         settings: Settings,
         *,
         share: WorkerShare | None = None,
+        identity: str | None = None,
     ) -> None:
         self.registry = registry
         self.share = share
         self.settings = settings
         # --llmjudge-cache-url picks where replies live; run-scoped files stay in the cache dir.
+        # A remote store is probed here, before any judge call: one that fails is a usage error,
+        # unless --llmjudge-cache-fallback=local (execution/stores/probe.py).
         store = (
-            open_store(settings.cache_url, fallback_dir=settings.cache_dir)
+            open_store(
+                settings.cache_url,
+                fallback_dir=settings.cache_dir,
+                unusable="local" if settings.cache_fallback == "local" else "error",
+            )
             if settings.cache_url and settings.cache_mode != "off"
             else None
         )
-        self._cache = JudgeCache(settings.cache_dir, settings.cache_mode, secret=secret_from_environment(), store=store)
+        secret = secret_from_environment()
+        self.other_key_ids: tuple[str, ...] = ()
+        """Key ids of other secrets whose signed entries the shared store holds (not readable here)."""
+        if store is not None and settings.cache_url:
+            try:
+                self.other_key_ids = check_signing(store, secret, redact(settings.cache_url))
+            except BaseException:
+                store.close()
+                raise
+        self.key_id = key_id(secret) if secret else None
+        self._cache = JudgeCache(settings.cache_dir, settings.cache_mode, secret=secret, store=store)
+        worker = share  # this process's place among the xdist workers, whether or not they share replies
+        if share is not None:  # an xdist worker: share only through a cache the workers can write
+            self._cache.check_location()
+            share = self.share = share if self._cache.writable else None
         self._runner: JudgeRunner | None = None
         limits = SpendLimits(settings.max_calls, settings.max_cost, settings.max_tokens)
+        # The cap is the run's total: split between the workers even when they can't share replies
+        # (cache off or unwritable), where each pays for its own calls.
         self.spend = (
-            SpendCap(limits.share(share.index, share.count) if share is not None else limits, run_limits=limits)
+            SpendCap(limits.share(worker.index, worker.count) if worker is not None else limits, run_limits=limits)
             if limits.any
             else None
         )
@@ -358,6 +388,7 @@ class ScoreBoard:
         self._providers: dict[tuple[str, str | None, str | None], JudgeProvider] = {}
         self._calls: dict[tuple[str, tuple[str, ...], int], concurrent.futures.Future[CallOutcome]] = {}
         self._outputs: dict[str, concurrent.futures.Future[str]] = {}
+        self._judged: dict[tuple[str, tuple[str, ...], int], concurrent.futures.Future[Score]] = {}
         self._target_semaphore: asyncio.Semaphore | None = None
         self.target_threads = TargetThreads(settings.concurrency)
         if share is not None:
@@ -366,6 +397,10 @@ class ScoreBoard:
         self.not_judged: list[str] = []
         """Reasons of the scores handed out unjudged because of the spend cap, in order (the plugin
         fails the item that asked for one: ``plugin.pytest_runtest_call``)."""
+        self.identity = identity
+        """Who this run is across its own restarts (``leasing.run_identity``): its leases come back to it."""
+        self.notify: Callable[[str], None] | None = None
+        """Where lines about shared-store leases go (the plugin sets the terminal)."""
         self.score_adjusters: list[Callable[[Suite, Case, Score], Score]] = []
         self.juries: list[Callable[[Suite, Case, str], JuryChoice | None]] = []
         """Who scores a case of a suite with ``judge.jury`` (the calibration plugin registers one)."""
@@ -388,6 +423,13 @@ class ScoreBoard:
                     budget_parts=self.share.count if self.share is not None else 1,
                     backoff_base=self.settings.retry_backoff,
                     lease_ttl=lease_ttl(self.settings),
+                    leases=LeaseKeeper(
+                        self._cache,
+                        identity=self.identity,
+                        ttl=self.settings.lease_ttl,
+                        max_wait=lease_ttl(self.settings),
+                        notify=lambda line: self.notify(line) if self.notify is not None else None,
+                    ),
                     spend=self.spend,
                 )
             return self._runner
@@ -398,12 +440,39 @@ class ScoreBoard:
         if self._cache.mode == "off":
             return "off"
         where = redact(self.settings.cache_url) if self.settings.cache_url else str(self.settings.cache_dir)
-        return f"{self._cache.mode} ({where})"
+        back = getattr(self._cache.store, "written_back", 0)
+        extra = f"; {back} repl(ies) paid during an earlier outage written back to it" if back else ""
+        if self.key_id is not None:
+            extra += f"; signed, key id {self.key_id}"
+        if self.other_key_ids:
+            extra += (
+                f"; it also holds entries of key id(s) {', '.join(self.other_key_ids)}, which this secret can't "
+                "verify: those prompts are paid again here"
+            )
+        return f"{self._cache.mode} ({where}{extra})"
 
     @property
     def store_failure(self) -> str | None:
         """Why the remote cache store was given up for the local cache dir this run (``stores/fallback.py``)."""
         return getattr(self._cache.store, "failure", None)
+
+    def cache_location_problem(self) -> str | None:
+        """Why the cache directory can't take writes, looked at now without writing (``JudgeCache.check_location``)."""
+        self._cache.check_location()
+        return self._cache.failure
+
+    @property
+    def cache_problems(self) -> list[str]:
+        """The cache location's failure this run and what it ignored there, one headline each (``cache.py``)."""
+        cache = self._cache
+        lines = [f"llmjudge: cache {self.settings.cache_dir}: {warning}" for warning in cache.warnings]
+        if cache.failure is not None:
+            lines.insert(
+                0,
+                f"llmjudge: cache {self.settings.cache_dir} can't be used ({cache.failure}): the run went on "
+                "without it; replies paid for were used from memory and not stored",
+            )
+        return lines
 
     @property
     def runner_started(self) -> bool:
@@ -480,11 +549,21 @@ class ScoreBoard:
 
     def unplanned(self, needs: Iterable[tuple[Suite, Case, str]]) -> int:
         """How many distinct judge calls the needs would add to what is planned (none is submitted)."""
+        needs = list(needs)
         seen: set[tuple[str, tuple[str, ...], int]] = set()
         with self._lock:
             for _, case, group, sample in self.planned_calls(needs):
                 key = (case.key, tuple(r.name for r in group), sample)
                 if key not in self._calls:
+                    seen.add(key)
+            # A judge-based metric counts its first call (a second step is known only from the first reply).
+            for suite, case, metric in needs:
+                key = (case.key, (f"judged:{metric}",), 0)
+                if (
+                    suite.metric_kinds.get(metric) == "judged"
+                    and metric not in case.recorded
+                    and key not in self._judged
+                ):
                     seen.add(key)
         return len(seen)
 
@@ -502,6 +581,7 @@ class ScoreBoard:
             input=case.input,
             reference=case.reference,
             context=case.context,
+            messages=tuple((turn.role, turn.content) for turn in case.messages),
         )
         request = build_request(group, text, self.judge_settings(suite.judge), task=suite.task, sample=sample)
         if any(scoring_of(rubric, suite.judge) == "expected" for rubric in group):
@@ -525,6 +605,12 @@ class ScoreBoard:
                 if self.owns_output(case):
                     self.output_future(suite, case)
         submitted = 0
+        for suite, case, metric in needs:
+            if suite.metric_kinds.get(metric) == "judged" and metric not in case.recorded:
+                # Under xdist one worker starts it up front; another that needs the score starts
+                # it when asked, and the cache's lease makes it wait for the owner's replies.
+                if self.share is None or self.share.owns(repr((case.key, f"judged:{metric}"))):
+                    submitted += self._judged_future(suite, case, metric)[1]
         paused = False
         for suite, case, group, sample in self.planned_calls(needs):
             submitted += self._submit(suite, case, group, sample, eager=True)
@@ -672,15 +758,25 @@ class ScoreBoard:
         kind = suite.metric_kinds.get(metric)
         recorded = case.recorded.get(metric)
         if recorded is not None:
+            nulls = sum(1 for sample in recorded.samples if sample is None)
+            if nulls:  # like a judged repeat without a verdict: the case is unscored
+                return _unscored(
+                    metric,
+                    "recorded",
+                    f"{nulls} of {len(recorded.samples)} recorded samples are null",
+                    judge=recorded.judge,
+                )
             if recorded.score is None:
                 return _unscored(metric, "recorded", "the recorded score is null", judge=recorded.judge)
             rubric = suite.rubrics.get(metric)
+            samples = tuple(sample for sample in recorded.samples if sample is not None)
             return Score(
                 metric=metric,
                 value=recorded.score,
                 source="recorded",
                 justification=recorded.justification,
                 judge=recorded.judge or "recorded",
+                samples=samples if len(samples) > 1 else (),
                 higher_is_better=rubric.higher_is_better if rubric else True,
             )
         if kind == "rubric":
@@ -693,6 +789,8 @@ class ScoreBoard:
             return self.noted(judged)
         if kind == "metric":
             return self._metric_score(suite, case, metric)
+        if kind == "judged":
+            return self.noted(self._judged_score(suite, case, metric))
         return _unscored(metric, "recorded", f"case {case.id!r} has no recorded score for {metric!r}")
 
     def _judge_score(self, suite: Suite, case: Case, metric: str) -> Score:
@@ -783,6 +881,73 @@ class ScoreBoard:
         if score.error is not None and score.error.startswith(NOT_JUDGED):
             self.not_judged.append(score.error)
         return score
+
+    # -- judge-based metrics (metrics/rag.py) ----------------------------------------------
+
+    def _judged_future(self, suite: Suite, case: Case, metric: str) -> tuple[concurrent.futures.Future[Score], int]:
+        """The future score of a judge-based metric, started once (and whether it was started now).
+
+        The metric's steps run as one coroutine on the runner's loop: each step's request goes
+        through :meth:`JudgeRunner.submit_call` (cache, lease, retries, spend cap, re-asks, the
+        concurrency limit) and the next step is built when its reply arrives, so a two-step
+        metric waits on its own first reply only, never on other cases' calls.
+        """
+        key = (case.key, (f"judged:{metric}",), 0)
+        with self._lock:
+            existing = self._judged.get(key)
+            if existing is not None:
+                return existing, 0
+            instance = JUDGED_METRICS[metric]
+            settings = self.judge_settings(suite.judge)
+            provider = self.provider_for(suite.judge)
+            output = self.output_future(suite, case)
+            runner = self.runner
+            reasks = suite.judge.max_reasks
+
+            async def ask(request: ProviderRequest, parse: Callable[[str], Any]) -> Reply:
+                result = await asyncio.wrap_future(runner.submit_call(provider, request, parse, max_reasks=reasks))
+                return Reply(result.value, result.error, result.cached, result.raw_reply)
+
+            async def run() -> Score:
+                try:
+                    text = await asyncio.wrap_future(output)
+                except Exception as exc:
+                    return _unscored(metric, "judge", target_failure(exc), judge=settings.label)
+                item = MetricInput(
+                    output=text,
+                    reference=case.reference,
+                    input=case.input,
+                    context=case.context,
+                    language=case.language,
+                    metadata=case.metadata,
+                )
+                found = await instance.evaluate(item, settings, ask)
+                return Score(
+                    metric=metric,
+                    value=found.value,
+                    source="judge",
+                    judge=settings.label,
+                    cached=found.cached,
+                    error=found.error,
+                    detail=dict(found.detail),
+                    higher_is_better=instance.higher_is_better,
+                    raw_reply=found.raw_reply,
+                )
+
+            future = runner.submit(run)
+            self._judged[key] = future
+            return future, 1
+
+    def _judged_score(self, suite: Suite, case: Case, metric: str) -> Score:
+        future, _ = self._judged_future(suite, case, metric)
+        self._wait(future)
+        label = self.judge_settings(suite.judge).label
+        try:
+            return future.result()
+        except concurrent.futures.CancelledError:
+            return _unscored(metric, "judge", "the judge call was cancelled", judge=label)
+        except Exception as exc:
+            return _unscored(metric, "judge", f"{metric} failed: {_describe(exc)}", judge=label)
 
     def metric_object(self, suite: Suite, metric: str) -> Metric:
         key = (str(suite.path), metric)

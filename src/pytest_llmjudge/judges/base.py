@@ -8,10 +8,23 @@ in tests while the real SDKs do the talking.
 A provider raises :class:`ProviderCallError` for a failed call, saying whether a retry can
 help (429, 5xx, timeouts, dropped connections) and how long the server asked us to wait
 (``Retry-After``). Anything else it raises is a bug in the provider and is reported as such.
+
+**Deadline.** The built-in providers' requests go through :func:`post_through_sdk`, which
+bounds each attempt as a whole, from connecting to the last byte of the reply, by the
+client's timeout (``--llmjudge-timeout``): the SDKs' own timeouts are per phase and per
+read, so a server that sends a byte a second would otherwise keep one attempt alive for as
+long as its reply lasts. Running past the deadline is a retryable ``request timed out``.
+
+**Size.** A reply body over :data:`MAX_REPLY_BYTES` (1 MiB) is refused before it is parsed:
+a judge's verdict is a few hundred bytes (``max_tokens`` 1024 is about 4 KB of text), and
+a 50 MB reply was otherwise parsed, cached and copied into both reports. It is a failed call
+(``reply too large``), not retried (a retry would pay for the same again) and never cached;
+the runner checks the reply text of any provider against the same cap.
 """
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import hashlib
 import json
@@ -33,18 +46,51 @@ def connection_cause(exc: BaseException) -> str:
 
     Follows ``__cause__``/``__context__`` to the first exception with an ``errno``; without
     one, the innermost exception's text (``All connection attempts failed``) or its class.
+    A TLS error is said in plain words (:func:`tls_cause`): its ``errno`` is OpenSSL's error
+    code, not the system's (``strerror`` made "exec format error" of a plain-HTTP port).
     """
+    import ssl
+
     seen: set[int] = set()
     current: BaseException | None = exc
     innermost = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
+        if isinstance(current, ssl.SSLError):
+            return tls_cause(current)
         errno = getattr(current, "errno", None)
         if isinstance(errno, int):
             return os.strerror(errno).lower()
         innermost = current
         current = current.__cause__ or current.__context__
     return str(innermost) or innermost.__class__.__name__
+
+
+_NOT_TLS = (
+    "WRONG_VERSION_NUMBER",
+    "RECORD_LAYER_FAILURE",
+    "PACKET_LENGTH_TOO_LONG",
+    "HTTP_REQUEST",
+    "UNKNOWN_PROTOCOL",
+)
+"""OpenSSL's reasons when the other end answered in something other than TLS (a plain HTTP port)."""
+
+
+def tls_cause(exc: BaseException) -> str:
+    """A TLS failure in plain words: a port that doesn't speak TLS, a certificate that doesn't verify, or OpenSSL's reason."""
+    import ssl
+
+    reason = str(getattr(exc, "reason", None) or "")
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return f"TLS certificate verification failed: {exc.verify_message or reason or exc}"
+    if reason in _NOT_TLS:
+        # No parentheses: the run's headline takes the cause up to the first ")" (judges/diagnosis.py).
+        return (
+            f"TLS handshake failed: the server does not speak TLS on this port [{reason}], is it http:// not https://?"
+        )
+    if isinstance(exc, ssl.SSLEOFError) or "EOF" in reason:
+        return "TLS handshake failed: the server closed the connection during the handshake"
+    return f"TLS handshake failed: {reason or exc.__class__.__name__}"
 
 
 def public_url(url: str | None) -> str | None:
@@ -64,9 +110,25 @@ def public_url(url: str | None) -> str | None:
     return urlunsplit((parts.scheme, host, parts.path, urlencode(kept), parts.fragment))
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def canonical_json(value: Any) -> bytes:
-    """``value`` as canonical JSON (sorted keys, no whitespace, UTF-8): the bytes a cache key hashes."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    """``value`` as canonical JSON (sorted keys, no whitespace, UTF-8): the bytes a cache key hashes.
+
+    A lone surrogate (an output read from ``"\\ud800"`` in a JSONL file) has no UTF-8 form: it is
+    written as its ``\\u`` escape, as ``json.dumps`` writes it with ``ensure_ascii``, and reads back
+    the same. Text without one is unchanged, and so is every existing cache key.
+    """
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # only a lone surrogate has no UTF-8 form
+        return _LONE_SURROGATE.sub(_surrogate_escape, text).encode("utf-8")
+
+
+def _surrogate_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
 
 
 @dataclass(frozen=True)
@@ -85,6 +147,17 @@ class ProviderRequest:
     base_url: str | None = None
     top_logprobs: int | None = None
     """Ask for token log-probabilities with this many alternatives (``scoring: expected``; OpenAI only)."""
+
+    def __post_init__(self) -> None:
+        # A lone surrogate can't be sent (no UTF-8 form: the SDK failed to encode the body, five
+        # times, as a "malformed response"): the judge sees it as the visible text ``\ud800``.
+        for name in ("system", "user"):
+            text = getattr(self, name)
+            if not text.isascii():  # an encode is cheaper than a regex search, and fails only on a surrogate
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError:
+                    object.__setattr__(self, name, _LONE_SURROGATE.sub(_surrogate_escape, text))
 
     def cache_payload(self) -> dict[str, Any]:
         """The canonical description hashed into the cache key (never credentials).
@@ -200,6 +273,16 @@ class LazyProvider:
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 
+MAX_REPLY_BYTES = 1024 * 1024
+"""Largest judge reply accepted (1 MiB): the HTTP body of the built-in providers, the UTF-8 text of any."""
+
+
+def reply_too_large(size: int) -> ProviderCallError:
+    """The failure of a reply of ``size`` bytes, over :data:`MAX_REPLY_BYTES`: not retried, never cached."""
+    return ProviderCallError(
+        f"reply too large: {size:,} bytes, over the {MAX_REPLY_BYTES:,}-byte cap for a judge reply", retryable=False
+    )
+
 
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
     """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
@@ -268,10 +351,17 @@ async def post_through_sdk(sdk: Any, client: Any, path: str, body: Mapping[str, 
     largest client cost with hundreds of calls in flight). ``sdk`` is the ``openai`` or
     ``anthropic`` module: both SDKs are generated from one template and raise the same error
     classes, translated here into :class:`ProviderCallError` saying whether a retry can help.
+    The whole attempt, reading the body included, ends within :func:`request_deadline` seconds.
     """
+    deadline = request_deadline(client)
+    # One message whichever fires first: the SDK's per-phase timeout or the overall deadline.
+    timed_out = "request timed out" + (
+        "" if deadline is None else f" (no complete reply within {deadline:g} s: --llmjudge-timeout)"
+    )
     try:
-        raw = await client.post(path, body=body, cast_to=response_class)
-        return raw.json()
+        return await asyncio.wait_for(_post(client, path, body, response_class), deadline)
+    except asyncio.TimeoutError:
+        raise ProviderCallError(timed_out, retryable=True) from None
     except sdk.APIStatusError as exc:
         raise ProviderCallError(
             f"HTTP {exc.status_code}: {provider_error_text(exc)}",
@@ -280,7 +370,7 @@ async def post_through_sdk(sdk: Any, client: Any, path: str, body: Mapping[str, 
             retry_after=parse_retry_after(dict(exc.response.headers)),
         ) from None
     except sdk.APITimeoutError:
-        raise ProviderCallError("request timed out", retryable=True) from None
+        raise ProviderCallError(timed_out, retryable=True) from None
     except sdk.APIConnectionError as exc:
         # The operating system's reason (connection refused, name not known), not just the class.
         raise ProviderCallError(f"connection failed ({connection_cause(exc)})", retryable=True) from None
@@ -292,6 +382,29 @@ async def post_through_sdk(sdk: Any, client: Any, path: str, body: Mapping[str, 
     except sdk.APIError as exc:
         # A 200 whose body isn't valid JSON lands here in some SDK versions.
         raise ProviderCallError(f"provider error: {exc.message}", retryable=True) from None
+
+
+async def _post(client: Any, path: str, body: Mapping[str, Any], response_class: type[Any]) -> Any:
+    raw = await client.post(path, body=body, cast_to=response_class)
+    size = len(raw.content)  # read within ``post`` (a non-streaming response)
+    if size > MAX_REPLY_BYTES:
+        raise reply_too_large(size)
+    return raw.json()
+
+
+def request_deadline(client: Any) -> float | None:
+    """Seconds one request through an SDK ``client`` may take from start to last byte: its timeout.
+
+    The providers give their clients the run's ``--llmjudge-timeout`` as a number. A client
+    whose timeout is an ``httpx.Timeout`` (a plugin's) is bounded by the largest phase it
+    names; none at all (``None``): no overall bound.
+    """
+    timeout = getattr(client, "timeout", None)
+    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+        return float(timeout) if timeout > 0 else None
+    phases = [getattr(timeout, name, None) for name in ("connect", "read", "write", "pool")]
+    numbers = [float(value) for value in phases if isinstance(value, (int, float)) and value > 0]
+    return max(numbers) if numbers else None
 
 
 def sdk_response_class() -> type[Any]:

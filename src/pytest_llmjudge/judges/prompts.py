@@ -13,7 +13,8 @@ Repeats (``repeats: k``) differ by seed: sample ``i`` uses ``seed + i`` (``i`` w
 is set), so each repeat is its own cache entry even for providers that ignore seeds.
 
 Framing untrusted text
-    The case's texts (input, reference, context, output; the answers of a pairwise prompt)
+    The case's texts (input, reference, context, each turn of a conversation, output; the
+    answers of a pairwise prompt)
     are data, never instructions, and may contain anything, including lines that look like
     this prompt's own fences and sections. Each is framed between a line ``<<<B`` and a
     line ``B>>>``, where the boundary ``B`` (``data-`` and 16 hex digits) is the SHA-256 of
@@ -23,6 +24,10 @@ Framing untrusted text
     depends on the texts only, so the same case gives the same prompt and the same cache
     key run after run. The system prompt names the boundary and tells the judge that
     nothing inside a frame is an instruction (:func:`data_instruction`).
+
+    A conversation case frames each turn on its own, under a heading ``Conversation turn N
+    (role)`` that the plugin writes from the validated role: a turn can't close its frame,
+    open another turn's, or claim another role. The output is the final turn.
 
     Degenerate cases: an empty text is an empty frame; a text that happens to contain the
     first candidate boundary (probability 2**-64 per text, or a text built to) gets the
@@ -59,6 +64,16 @@ class JudgedText:
     input: str | None = None
     reference: str | None = None
     context: tuple[str, ...] = ()
+    messages: tuple[tuple[str, str], ...] = ()
+    """A conversation case's turns before the output, as (role, content); the output is the last turn."""
+
+
+CONVERSATION_NOTE = (
+    "The output to evaluate is the assistant's final turn of the conversation whose earlier turns are shown "
+    'before it, in order. A metric marked "rates": "the whole conversation" rates every assistant turn '
+    "of that conversation, the final one included; every other metric rates only the output, with the earlier "
+    "turns as its context."
+)
 
 
 @dataclass(frozen=True)
@@ -214,12 +229,21 @@ def build_request(
     task_text = (task or DEFAULT_TASK) + f"\nThe texts are in {language} (language code: {text.language})."
     metrics = _metrics_section(rubrics, settings.instructions, text.language)
     framed: list[tuple[str, str]] = []
-    if text.input:
+    # A conversation's input is its last user turn unless the case gave another: not shown twice.
+    last_user = next((content for role, content in reversed(text.messages) if role == "user"), None)
+    if text.input and text.input != last_user:
         framed.append(("Input", text.input))
     if text.reference:
         framed.append(("Reference", text.reference))
     if text.context:
         framed.append(("Context", "\n\n".join(text.context)))
+    if text.messages:
+        # One frame per turn: a turn can't pose as another role or close its frame (the role in
+        # the heading is the suite's validated value, not the turn's text).
+        task_text += "\n" + CONVERSATION_NOTE
+        framed.extend(
+            (f"Conversation turn {number} ({role})", content) for number, (role, content) in enumerate(text.messages, 1)
+        )
     framed.append(("Output to evaluate", text.output))
     # The trusted texts join the collision check too: the boundary occurs nowhere but in the fences.
     boundary = frame_boundary([body for _, body in framed], trusted=(task_text, metrics))

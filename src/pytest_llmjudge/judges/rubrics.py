@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 InstructionForm = Literal["simple", "detailed"]
+RubricTarget = Literal["output", "conversation"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,8 @@ class Rubric:
     score_reasons: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
     score_mode: Literal["sampled", "expected"] | None = None
     """The rubric's own ``scoring`` (over ``judge.scoring``); not part of ``version``: the prompt is the same."""
+    target: RubricTarget = "output"
+    """What the judge rates: the output (a conversation's last assistant turn) or the whole conversation."""
 
     @property
     def version(self) -> str:
@@ -93,12 +96,16 @@ class Rubric:
             content["detailed_description"] = self.detailed_description
         if self.score_reasons:
             content["reasons"] = {str(k): list(v) for k, v in sorted(self.score_reasons.items())}
+        if self.target != "output":
+            content["target"] = self.target
         payload = json.dumps(content, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(payload.encode()).hexdigest()[:12]
 
     def prompt_entry(self, form: InstructionForm, language: str) -> dict[str, object]:
         """The JSON object that describes this rubric inside a judge prompt."""
         entry: dict[str, object] = {"name": self.name}
+        if self.target == "conversation":
+            entry["rates"] = "the whole conversation"
         if form == "detailed":
             entry["description"] = self.detailed_description or self.description
             entry["scoring"] = self._detailed_scoring() or self.scoring

@@ -28,7 +28,9 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RankingFile | None:
     if not has_top_level_key(file_path, parent.config, "ranking"):
         return None
-    collector: RankingFile = RankingFile.from_parent(parent, path=file_path)
+    from pytest_llmjudge.session.items import file_node
+
+    collector: RankingFile = file_node(RankingFile, parent, file_path)
     return collector
 
 

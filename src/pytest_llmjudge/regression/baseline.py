@@ -72,12 +72,15 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_llmjudge.atomic import write_atomic
 from pytest_llmjudge.errors import LLMJudgeError
 from pytest_llmjudge.formatting import number
 from pytest_llmjudge.records import AggregateRecord, CaseRecord, CaseScore, ItemRecord
+
+if TYPE_CHECKING:
+    from pytest_llmjudge.history import History
 
 FORMAT = "pytest-llmjudge-baseline"
 VERSION = 1
@@ -171,7 +174,7 @@ class Baseline:
         }
 
 
-def resolve_path(name: str, baseline_dir: Path, relative_to: Path, history_dir: Path | None = None) -> Path:
+def resolve_path(name: str, baseline_dir: Path, relative_to: Path, history_store: History | None = None) -> Path:
     """Where baseline ``name`` lives (see the module docstring); raises on a bad name.
 
     ``history:BRANCH`` is the last run of BRANCH kept by ``--llmjudge-history`` (``history.py``)."""
@@ -179,11 +182,14 @@ def resolve_path(name: str, baseline_dir: Path, relative_to: Path, history_dir: 
 
     if name.startswith(history.PREFIX):
         branch = name.removeprefix(history.PREFIX).strip()
-        if history_dir is None:
+        if history_store is None:
             raise BaselineError(f"baseline {name!r} needs a history directory: --llmjudge-history=DIR")
         if not branch:
             raise BaselineError(f"baseline {name!r} names no branch (e.g. history:main)")
-        return history.baseline_path(history_dir, branch)
+        try:
+            return history_store.baseline_file(branch)
+        except Exception as exc:  # a remote history's own errors
+            raise BaselineError(f"baseline {name!r}: can't read {history_store.description}: {exc}") from None
     if name.endswith(".json") or "/" in name or os.sep in name:
         path = Path(name).expanduser()
         return path if path.is_absolute() else relative_to / path
@@ -271,10 +277,15 @@ def run_metadata(rootdir: Path, *, items: int, failed_items: int, pytest_version
     }
 
 
+def baseline_text(baseline: Baseline) -> str:
+    """The file text of ``baseline`` (keys in the format's order, two-space indentation)."""
+    return json.dumps(baseline.to_json(), ensure_ascii=False, indent=2, sort_keys=False) + "\n"
+
+
 def save_baseline(baseline: Baseline, path: Path) -> None:
     """Write ``baseline`` to ``path`` atomically (temporary file, then rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(baseline.to_json(), ensure_ascii=False, indent=2, sort_keys=False) + "\n"
+    text = baseline_text(baseline)
     # Shared (a baseline is meant to be read by others); not fsynced: a lost save is redone by the next run.
     write_atomic(path, text, fsync=False, private=False)
     baseline.path = path
@@ -284,11 +295,35 @@ def _fail(path: Path, message: str) -> BaselineError:
     return BaselineError(f"{path}: {message}")
 
 
-def load_baseline(path: Path) -> Baseline:
-    """Read and validate a baseline file."""
-    from pytest_llmjudge.errors import SuiteError
-    from pytest_llmjudge.suite.sniff import decode
+MAX_BASELINE_BYTES = 32 * 1024 * 1024
+"""Largest baseline file read (32 MiB, as for suite YAML). Parsed JSON costs about thirty times its size in
+memory when it is mostly short case ids and scores: a 60 MB file took 1.7 GB of RSS."""
 
+
+def load_baseline(path: Path) -> Baseline:
+    """Read and validate a baseline file (a regular file of at most :data:`MAX_BASELINE_BYTES`)."""
+    import stat
+
+    from pytest_llmjudge.errors import SuiteError
+    from pytest_llmjudge.suite.text import decode
+
+    try:
+        found = path.stat()
+    except FileNotFoundError:
+        raise BaselineError(_not_found(path)) from None
+    except OSError as exc:
+        raise _fail(path, f"not a readable JSON file ({exc})") from None
+    if not stat.S_ISREG(found.st_mode):  # a FIFO would block the read; a directory is not a file
+        what = {stat.S_IFIFO: "a FIFO", stat.S_IFDIR: "a directory"}.get(
+            stat.S_IFMT(found.st_mode), "a socket or device"
+        )
+        raise _fail(path, f"is {what}, not a regular file")
+    if found.st_size > MAX_BASELINE_BYTES:
+        raise _fail(
+            path,
+            f"baseline file too large: {found.st_size:,} bytes, more than the {MAX_BASELINE_BYTES:,} "
+            "a baseline may have (docs/baselines.md)",
+        )
     try:
         # A byte-order mark (an editor on Windows) picks the encoding as for suite files.
         data = json.loads(decode(path.read_bytes(), path))

@@ -1,67 +1,98 @@
-"""Candidate vs baseline, case by case: paired difference, its uncertainty, and a gate verdict.
+"""Candidate vs baseline, case by case: the paired test of each comparison and the family's verdict.
 
 What it is
-    For one suite, metric and language, the candidate run and the baseline scored the same
-    cases. Pairing each case's two scores removes the between-case variance (a hard case
-    is hard for both systems) and leaves ``d_i = candidate_i - baseline_i``. The gate asks
-    whether the mean difference ``D`` shows, with confidence, a drop larger than the
-    tolerated ``margin`` (release gating against a stored baseline, ``docs/methods.md``
-    section 6; resampling whole cases as MIRAGE-BENCH resamples queries, sec. 6.2). The
-    statistics are :mod:`pytest_llmjudge.stats.paired`:
+    For one suite, metric and group of cases, the candidate run and the baseline scored the
+    same cases. Pairing each case's two scores removes the between-case variance and leaves
+    ``d_i = candidate_i - baseline_i``, oriented so that a drop is negative (for a metric
+    where lower is better the test runs on ``-score``). With margin ``m >= 0`` (the tolerated
+    drop) and mean difference ``D``, every comparison gets two one-sided p-values:
 
-    * ``method: bootstrap`` (default): paired bootstrap over cases, percentile interval,
-      one-sided shift-method p-value of H0 "the drop is within the margin"
-      (``mu >= -margin``); verdict by
-      :func:`~pytest_llmjudge.stats.paired.regression_verdict`: **fail** when
-      ``D < -margin`` and (``ci_high < -margin`` or ``p < alpha``), **warn** when
-      ``D < -margin`` without significance, **pass** otherwise;
-    * ``method: permutation``: the paired sign-flip permutation test of the shifted
-      differences ``d_i + margin`` (exact when ``2**n <= resamples``), alternative "less";
-      **fail** when ``D < -margin`` and ``p < alpha``, **warn** when only ``D < -margin``.
-      The interval shown is still the bootstrap's (a permutation test has none).
+    * ``p_value`` (raw): H0 "the drop is within the margin" (``mu >= -m``) against "worse by
+      more than the margin"; small is evidence of a regression.
+    * ``p_non_inferiority``: H0 "worse by at least the margin" (``mu <= -m``) against "not
+      worse by more than the margin"; small shows the release safe.
 
-    Scores are oriented before testing: for a metric where lower is better (e.g.
-    ``hallucinations``) a drop is an *increase*, so the test runs on ``-score``. Reported
-    means, the difference and the interval are in the metric's own units (candidate minus
-    baseline); ``p_value`` is always the one-sided p-value of "the candidate is worse by more
-    than the margin".
+    ``method: permutation`` (default) is the paired sign-flip test of the shifted differences
+    (:mod:`pytest_llmjudge.stats.signflip`): exact up to 24 non-tied pairs, Monte-Carlo with
+    the add-one p-value beyond (valid at every n). ``method: bootstrap`` (opt-in; accurate
+    only with many cases) uses the paired bootstrap's shift-method p-values
+    (:mod:`pytest_llmjudge.stats.paired`). The interval shown is the paired bootstrap's
+    percentile interval in both cases.
+
+The family (:func:`decide`)
+    A run's comparisons are one family (``family: run``; or per ``suite``, or per suite and
+    ``metric``), and their p-values are adjusted together (``correction: holm`` by default;
+    ``bh``, ``bonferroni`` or ``none``; :mod:`pytest_llmjudge.stats.multiplicity`). ``k`` is
+    the number of comparisons with a p-value. A comparison whose test can't give a p-value
+    small enough (``2**-m'`` for ``m'`` changed pairs) is not counted: the correction runs
+    over Tarone's ``K <= k`` testable comparisons (the others get adjusted p 1), and the
+    per-item level ``a = alpha / K`` (``alpha`` without correction) is what one item must
+    reach alone. Per item, in the default ``mode: regression``:
+
+    * **fail** ("regressed"): adjusted p ``<= alpha`` and ``D < -m``;
+    * **undecided** ("too few cases to decide"): otherwise, when no outcome could have been
+      significant: the smallest p-value of ``n`` pairs (``2**-n``) is above ``a`` (2 cases at
+      5%), or a drop beyond the margin was seen and the smallest p-value of its ``m'``
+      non-tied pairs (``2**-m'``: 4 drops among 20 ties give 0.0625) is above ``a``. A
+      warning, never a pass or a failure;
+    * **warn** ("inconclusive"): otherwise, when the candidate scored lower (``D < 0``) and
+      the test could not rule out a drop larger than the margin: the ``1 - a`` upper
+      confidence bound of the drop exceeds ``m`` (equivalently ``p_non_inferiority > a``).
+      The message gives the smallest drop the item could detect with 80% power at its n and
+      the cases needed to rule out a drop of the margin (:mod:`pytest_llmjudge.stats.power`);
+    * **pass** otherwise ("improved" when the interval is above 0, "drop within margin" when
+      a drop was seen and bounded by the margin, "no significant change").
+
+    ``mode: non_inferiority`` passes only when the adjusted ``p_non_inferiority`` is ``<=
+    alpha`` (the family-wise upper bound of the drop is below the margin); anything else,
+    too few cases included, fails. ``fail_on: warn`` makes an inconclusive or undecided item
+    fail as a regression would.
 
 Missing cases are reported, never silently dropped: cases the baseline lacks
-(``missing_in_baseline``), baseline cases the suite no longer has
-(``missing_in_candidate``), cases the baseline run could not score (``baseline_unscored``)
-and candidate cases without a score now (``candidate_unscored``). Only cases scored on both
-sides are compared.
+(``missing_in_baseline``), baseline cases the suite no longer has (``missing_in_candidate``),
+cases the baseline run could not score (``baseline_unscored``) and candidate cases without a
+score now (``candidate_unscored``). Only cases scored on both sides are compared.
 
-Degenerate cases: no case scored on both sides is an ``error`` (never a pass); candidate
-cases without a score beyond ``max_unscored_rate`` (default 0: any) are an ``error``, as
-for aggregates; with ``fail_on_missing`` any missing case fails the gate; with one pair the
-bootstrap has no variability estimate, so the gate can at most warn.
+Degenerate cases: no case scored on both sides is an ``error`` (never a pass, and outside the
+family's count); candidate cases without a score beyond ``max_unscored_rate`` (default 0) are
+an ``error``; with ``fail_on_missing`` any missing case fails the item; all differences zero
+give p-values of 1 and, having no non-tied pair, "too few cases to decide"; with one pair the
+sample standard deviation is undefined, so no minimum detectable effect is given.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
 
-from pytest_llmjudge.stats.paired import paired_bootstrap, paired_permutation_test, regression_verdict
+from pytest_llmjudge.stats.multiplicity import adjust, per_item_level, tarone
+from pytest_llmjudge.stats.paired import paired_bootstrap
+from pytest_llmjudge.stats.power import cases_needed, minimum_detectable_effect
+from pytest_llmjudge.stats.signflip import drop_upper_bound, min_achievable_p, sign_flip_tests
 
 Method = Literal["bootstrap", "permutation"]
+Mode = Literal["regression", "non_inferiority"]
+Correction = Literal["holm", "bh", "bonferroni", "none"]
+FamilyScope = Literal["run", "suite", "metric"]
+FailOn = Literal["fail", "warn"]
 
 
 class RegressionWarning(UserWarning):
-    """A drop beyond the margin that is not significant, or cases missing on one side.
+    """An inconclusive drop, too few cases to decide, or cases missing on one side.
 
-    Filter it like any warning, e.g. ``-W error::pytest_llmjudge.regression.compare.RegressionWarning``
-    to make such drops fail a run.
+    ``fail_on: warn`` (or ``--llmjudge-fail-on=warn``) makes the first two fail the item
+    with the regression text.
     """
 
 
-Gate = Literal["pass", "warn", "fail", "error"]
+Gate = Literal["pass", "warn", "fail", "error", "undecided"]
 
 DEFAULT_RESAMPLES: dict[str, int] = {"bootstrap": 2000, "permutation": 10_000}
+_DISPLAY_RESAMPLES = 2000
 
 
 @dataclass(frozen=True)
@@ -69,11 +100,15 @@ class RegressionSettings:
     margin: float = 0.0
     alpha: float = 0.05
     confidence: float = 0.95
-    method: Method = "bootstrap"
+    method: Method = "permutation"
     resamples: int | None = None
     seed: int = 0
     max_unscored_rate: float = 0.0
     fail_on_missing: bool = False
+    mode: Mode = "regression"
+    correction: Correction = "holm"
+    family: FamilyScope = "run"
+    fail_on: FailOn = "fail"
 
     @property
     def n_resamples(self) -> int:
@@ -82,7 +117,13 @@ class RegressionSettings:
 
 @dataclass(frozen=True)
 class RegressionResult:
-    """One comparison; see the module docstring for every field's meaning."""
+    """One comparison; see the module docstring for every field's meaning.
+
+    ``drop`` is the oriented mean drop (positive: the candidate is worse); ``drop_upper`` its
+    ``1 - level`` upper confidence bound (``inf``: nothing ruled out); ``mde`` the smallest
+    drop detected with 80% power at this n and level; ``cases_needed`` the pairs needed to
+    rule out a drop of the margin (None: no margin, or no variance estimate).
+    """
 
     gate: Gate
     verdict: str
@@ -95,6 +136,18 @@ class RegressionResult:
     ci_low: float | None = None
     ci_high: float | None = None
     p_value: float | None = None
+    p_non_inferiority: float | None = None
+    p_adjusted: float | None = None
+    family_size: int | None = None
+    family_testable: int | None = None
+    level: float | None = None
+    min_p: float | None = None
+    nonzero: int | None = None
+    sd: float | None = None
+    drop_upper: float | None = None
+    mde: float | None = None
+    cases_needed: int | None = None
+    improved: bool = False
     method_detail: str = ""
     missing_in_baseline: tuple[str, ...] = ()
     missing_in_candidate: tuple[str, ...] = ()
@@ -102,13 +155,37 @@ class RegressionResult:
     candidate_unscored: tuple[tuple[str, str], ...] = ()
     problem: str | None = None
     notes: tuple[str, ...] = field(default=())
+    bound: Callable[[float], float] | None = field(default=None, repr=False, compare=False)
+    """The upper confidence bound of the drop at a level (decided once the family's level is known)."""
 
     @property
     def n_missing(self) -> int:
         return len(self.missing_in_baseline) + len(self.missing_in_candidate) + len(self.baseline_unscored)
 
+    @property
+    def drop(self) -> float | None:
+        if self.mean_difference is None:
+            return None
+        return -self.mean_difference if self.higher_is_better else self.mean_difference
+
+    @property
+    def primary_p(self) -> float | None:
+        """The p-value the family adjusts: of a regression, or of non-inferiority in that mode."""
+        return self.p_non_inferiority if self.settings.mode == "non_inferiority" else self.p_value
+
+    @property
+    def fails_run(self) -> bool:
+        """Whether this comparison fails the run (an inconclusive or undecided one only with fail_on: warn)."""
+        if self.gate in ("fail", "error"):
+            return True
+        return self.settings.fail_on == "warn" and self.gate in ("warn", "undecided")
+
     def to_dict(self) -> dict[str, Any]:
         s = self.settings
+
+        def finite(value: float | None) -> float | None:
+            return value if value is None or math.isfinite(value) else None
+
         return {
             "gate": self.gate,
             "verdict": self.verdict,
@@ -121,6 +198,20 @@ class RegressionResult:
             "ci_high": self.ci_high,
             "confidence": s.confidence,
             "p_value": self.p_value,
+            "p_non_inferiority": self.p_non_inferiority,
+            "p_adjusted": self.p_adjusted,
+            "correction": s.correction,
+            "family": s.family,
+            "family_size": self.family_size,
+            "family_testable": self.family_testable,
+            "level": self.level,
+            "min_p": self.min_p,
+            "n_nonzero": self.nonzero,
+            "drop_upper": finite(self.drop_upper),
+            "mde": finite(self.mde),
+            "cases_needed": self.cases_needed,
+            "mode": s.mode,
+            "fail_on": s.fail_on,
             "method": s.method,
             "method_detail": self.method_detail,
             "margin": s.margin,
@@ -136,7 +227,7 @@ class RegressionResult:
         }
 
 
-def compare(
+def measure(
     candidate: Mapping[str, float | None],
     baseline: Mapping[str, float | None],
     *,
@@ -145,7 +236,7 @@ def compare(
     unscored_reasons: Mapping[str, str] | None = None,
     notes: tuple[str, ...] = (),
 ) -> RegressionResult:
-    """Compare candidate and baseline scores keyed by case id (``None`` = unscored)."""
+    """The raw statistics of one comparison, not yet decided (``gate`` is provisional until :func:`decide`)."""
     settings = settings or RegressionSettings()
     reasons = unscored_reasons or {}
     scored_candidate = {case: v for case, v in candidate.items() if v is not None}
@@ -181,46 +272,38 @@ def compare(
     sign = 1.0 if higher_is_better else -1.0
     cand = np.array([scored_candidate[c] for c in paired], dtype=np.float64)
     base = np.array([scored_baseline[c] for c in paired], dtype=np.float64)
+    oriented = sign * (cand - base)
     margin = settings.margin
-    bootstrap_resamples = settings.n_resamples if settings.method == "bootstrap" else DEFAULT_RESAMPLES["bootstrap"]
+    bootstrap_resamples = settings.n_resamples if settings.method == "bootstrap" else _DISPLAY_RESAMPLES
     comparison = paired_bootstrap(
         sign * cand, sign * base, resamples=bootstrap_resamples, confidence=settings.confidence, seed=settings.seed
     )
-    oriented = comparison.mean_difference
+    # The drop test's own ties (pairs exactly at -margin) decide what the data could show.
+    drop_test, non_inferiority = sign_flip_tests(
+        oriented, shift=margin, resamples=settings.n_resamples, seed=settings.seed
+    )
+    bound: Callable[[float], float]
     if settings.method == "bootstrap":
         p_value = comparison.p_value_for_drop(margin)
-        gate: Gate = regression_verdict(comparison, margin, settings.alpha)
+        p_ni = comparison.p_value_non_inferior(margin)
+        distribution = comparison.distribution
+
+        def bound(level: float) -> float:
+            return math.inf if comparison.n < 2 else -float(np.quantile(distribution, level))
+
         detail = comparison.method
     else:
-        test = paired_permutation_test(
-            sign * cand + margin, sign * base, resamples=settings.n_resamples, seed=settings.seed, alternative="less"
-        )
-        p_value = test.p_value
-        if not oriented < -margin:
-            gate = "pass"
-        else:
-            gate = "fail" if p_value < settings.alpha else "warn"
-        detail = (
-            f"paired sign-flip permutation test ({'exact, ' if test.exact else ''}{test.resamples} sign patterns); "
-            f"interval from the paired bootstrap ({bootstrap_resamples} resamples)"
-        )
+        p_value = drop_test.p_value
+        p_ni = non_inferiority.p_value
+
+        def bound(level: float) -> float:
+            return drop_upper_bound(oriented, level, resamples=settings.n_resamples, seed=settings.seed)
+
+        detail = f"{drop_test.detail}; interval from the paired bootstrap ({bootstrap_resamples} resamples)"
     low, high = sorted((sign * comparison.ci_low, sign * comparison.ci_high))
-    if gate == "fail":
-        verdict = "regressed"
-    elif gate == "warn":
-        verdict = "drop not significant"
-    elif comparison.n > 1 and comparison.ci_low > 0:
-        verdict = "improved"
-    elif oriented < 0:
-        verdict = "drop within margin"
-    else:
-        verdict = "no significant change"
-    if settings.fail_on_missing and (missing_in_baseline or missing_in_candidate or baseline_unscored):
-        gate = "fail"
-        verdict = f"{verdict}; cases missing (fail_on_missing)"
     return RegressionResult(
-        gate,
-        verdict,
+        "pass",
+        "undecided",
         comparison.n,
         mean_candidate=float(np.mean(cand)),
         mean_baseline=float(np.mean(base)),
@@ -228,6 +311,122 @@ def compare(
         ci_low=float(low),
         ci_high=float(high),
         p_value=float(p_value),
+        p_non_inferiority=float(p_ni),
+        min_p=drop_test.min_p,
+        nonzero=drop_test.nonzero,
+        sd=float(np.std(oriented, ddof=1)) if oriented.size > 1 else None,
+        improved=comparison.n > 1 and comparison.ci_low > 0,
         method_detail=detail,
+        bound=bound,
         **common,
     )
+
+
+def decide(family: Sequence[RegressionResult], *, bounds: bool = True) -> list[RegressionResult]:
+    """Decide every comparison of one family together (module docstring).
+
+    The family's correction and ``alpha`` are the first member's settings (callers group
+    comparisons by them). Errors keep their gate and do not count in ``k``. ``bounds=False``
+    leaves ``drop_upper`` unset (the gates do not depend on it; simulations skip its cost).
+    """
+    tested = [r for r in family if r.gate != "error" and r.primary_p is not None]
+    if not tested:
+        return list(family)
+    settings = tested[0].settings
+    k = len(tested)
+    # Tarone: only the comparisons that could reach significance count (module docstring).
+    K, eligible = tarone([r.min_p if r.min_p is not None else 1.0 for r in tested], settings.alpha, settings.correction)
+    counted = [r for r, ok in zip(tested, eligible, strict=True) if ok]
+    adjusted = {id(r): 1.0 for r in tested}
+    adjusted.update(
+        zip(
+            map(id, counted),
+            adjust([float(r.primary_p or 1.0) for r in counted], settings.correction, size=K),
+            strict=True,
+        )
+    )
+    level = per_item_level(settings.alpha, K, settings.correction)
+    return [_decide_one(r, adjusted[id(r)], k, K, level, bounds) if id(r) in adjusted else r for r in family]
+
+
+def _decide_one(
+    result: RegressionResult, adjusted: float, k: int, K: int, level: float, bounds: bool
+) -> RegressionResult:
+    s = result.settings
+    drop = result.drop or 0.0
+    margin = s.margin
+    # An item that could never reach the level (2 pairs), or whose observed drop beyond the
+    # margin rests on too few non-tied pairs (4 drops among 20 ties), can't be decided.
+    structural = min_achievable_p(result.n, resamples=s.n_resamples) > level
+    conditional = drop > margin and (result.min_p or 1.0) > level
+    too_few = structural or conditional
+    upper = (result.bound(level) if result.bound is not None else math.inf) if bounds else None
+    mde = minimum_detectable_effect(result.sd, result.n, level)
+    mde = margin + mde if math.isfinite(mde) else mde
+    needed = cases_needed(result.sd, margin, level) if margin > 0 else None
+    gate: Gate
+    if s.mode == "non_inferiority":
+        if adjusted <= s.alpha:
+            gate, verdict = "pass", "non-inferior: a drop beyond the margin is ruled out"
+        elif too_few:
+            gate, verdict = "fail", "too few cases to show non-inferiority"
+        else:
+            gate, verdict = "fail", "non-inferiority not shown"
+    elif adjusted <= s.alpha and drop > margin:
+        gate, verdict = "fail", "regressed"
+    elif too_few:
+        gate, verdict = "undecided", "too few cases to decide"
+    elif drop > 0 and result.p_non_inferiority is not None and result.p_non_inferiority > level:
+        gate, verdict = "warn", "inconclusive: a drop beyond the margin is not ruled out"
+    elif result.improved:
+        gate, verdict = "pass", "improved"
+    elif drop > 0:
+        gate, verdict = "pass", "drop within margin"
+    else:
+        gate, verdict = "pass", "no significant change"
+    if s.fail_on_missing and (result.missing_in_baseline or result.missing_in_candidate or result.baseline_unscored):
+        gate = "fail"
+        verdict = f"{verdict}; cases missing (fail_on_missing)"
+    return replace(
+        result,
+        gate=gate,
+        verdict=verdict,
+        p_adjusted=adjusted,
+        family_size=k,
+        family_testable=K,
+        level=level,
+        drop_upper=upper,
+        mde=mde,
+        cases_needed=needed,
+    )
+
+
+def compare(
+    candidate: Mapping[str, float | None],
+    baseline: Mapping[str, float | None],
+    *,
+    higher_is_better: bool = True,
+    settings: RegressionSettings | None = None,
+    unscored_reasons: Mapping[str, str] | None = None,
+    notes: tuple[str, ...] = (),
+) -> RegressionResult:
+    """Compare candidate and baseline scores keyed by case id (``None`` = unscored), as a family of one."""
+    measured = measure(
+        candidate,
+        baseline,
+        higher_is_better=higher_is_better,
+        settings=settings,
+        unscored_reasons=unscored_reasons,
+        notes=notes,
+    )
+    return decide([measured])[0]
+
+
+__all__ = [
+    "RegressionResult",
+    "RegressionSettings",
+    "RegressionWarning",
+    "compare",
+    "decide",
+    "measure",
+]

@@ -2,15 +2,28 @@
 
 :class:`RegressionFile` collects, for a suite, one :class:`RegressionItem` per metric of the
 baseline and group of cases (``group_by``, default ``[language]``), node id
-``suite.yaml::regression[metric-hi]``; a suite the baseline does not have gets one skipped
-``regression[not-in-baseline]`` item (:class:`RegressionSkipItem`), a baseline that can't be
-read one failing ``regression[baseline]`` item (:class:`RegressionErrorItem`).
+``suite.yaml::regression[metric-hi]``; a suite the baseline does not have gets one
+``regression[not-in-baseline]`` item, failing when the suite's own ``regression`` section
+names the baseline (unless ``missing_suite: skip``), else skipped (:class:`RegressionSkipItem`);
+a baseline that can't be read gets one failing ``regression[baseline]`` item
+(:class:`RegressionErrorItem`).
 
 A :class:`RegressionItem` asks the scoreboard for the candidate's scores itself (recorded,
 judged or computed), so it does not depend on the suite's case items having run in the same
-process, and compares them with the baseline (``regression.compare``): a significant drop
-beyond the margin fails, a drop that is not significant passes with a
-:class:`~pytest_llmjudge.regression.compare.RegressionWarning`, missing cases are listed in a
+process, and compares them with the baseline (``regression.compare``).
+
+The family. An item's adjusted p-value depends on every comparison of its family (the run's
+selected regression items by default; ``family: suite`` or ``metric`` narrows it), so the
+first item of a family to run measures all of them (:func:`_family`), decides them together
+(``compare.decide``) and keeps the decisions in the :class:`RegressionState`; the others take
+theirs. Under pytest-xdist every worker has the same selected items and computes the same
+family from the same scores (the family is a function of the data and the settings, not of
+which worker runs which item), at the cost of each worker scoring the family's cases.
+
+Outcomes: a regression fails; an inconclusive drop passes with a
+:class:`~pytest_llmjudge.regression.compare.RegressionWarning`; "too few cases to decide" is
+a warning and a skip reported as ``UNDECIDED`` (``regression/plugin.py``), never a pass;
+with ``fail_on: warn`` both fail with the regression text. Missing cases are listed in a
 warning. The options and hooks that create the :class:`RegressionState` are in
 ``regression/plugin.py``.
 """
@@ -31,6 +44,7 @@ from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
 from pytest_llmjudge.session.state import scoreboard_key
 
 if TYPE_CHECKING:
+    from pytest_llmjudge.history import History
     from pytest_llmjudge.records import CaseDrop
     from pytest_llmjudge.regression.baseline import Baseline, BaselineError, MetricScores
     from pytest_llmjudge.regression.compare import RegressionResult, RegressionSettings
@@ -38,6 +52,24 @@ if TYPE_CHECKING:
     from pytest_llmjudge.suite.model import Case, Suite
 
 _EXCERPT = 5
+MAX_LISTED = 100
+"""Case ids a regression record lists per kind of missing case (with the count of all): a baseline
+of a million cases the suite no longer has made a 161 MB JSON report listing every one."""
+
+
+UNDECIDED = "too few cases to decide"
+"""Start of the skip reason of an undecided item (``regression/plugin.py`` reports it as UNDECIDED)."""
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """One comparison's scores: the candidate's (None: unscored, with a reason), the baseline's."""
+
+    candidate: dict[str, float | None]
+    base: dict[str, float | None]
+    reasons: dict[str, str]
+    higher: bool
+    notes: tuple[str, ...]
 
 
 @dataclass
@@ -51,10 +83,16 @@ class RegressionState:
     method: str | None = None
     margin: float | None = None
     alpha: float | None = None
+    correction: str | None = None
+    family: str | None = None
+    fail_on: str | None = None
+    mode: str | None = None
     loaded: dict[Path, Baseline | BaselineError] = field(default_factory=dict)
+    families: dict[tuple[str, ...], dict[str, RegressionResult]] = field(default_factory=dict)
+    """Family key -> node id -> its decided comparison (computed once per process)."""
     saved: str | None = None
     save_problem: str | None = None
-    history_dir: Path | None = None
+    history: History | None = None
     """``--llmjudge-history``: where ``history:BRANCH`` baselines live."""
 
 
@@ -107,7 +145,7 @@ class RegressionFile(pytest.File):
                 path, name = state.cli_baseline, str(self.config.getoption("llmjudge_baseline"))
             elif config is not None and config.baseline:
                 name = config.baseline
-                path = resolve_path(config.baseline, state.baseline_dir, self.path.parent, state.history_dir)
+                path = resolve_path(config.baseline, state.baseline_dir, self.path.parent, state.history)
             else:
                 return []
             baseline = _load(state, path)
@@ -116,11 +154,22 @@ class RegressionFile(pytest.File):
         suite_name = (config.baseline_suite if config is not None else None) or suite.name
         entry = baseline.suites.get(suite_name)
         if entry is None:
+            message = f"suite {suite_name!r} is not in baseline {baseline.name!r} ({path})"
+            # A suite whose own section names a baseline asked to be gated: renaming it must not
+            # switch the gate off. Only an explicit missing_suite: skip (or a baseline given on the
+            # command line alone) lets a suite the baseline lacks pass as "nothing to compare".
+            if config is not None and (config.baseline or config.baseline_suite) and config.missing_suite == "fail":
+                return [
+                    RegressionErrorItem.from_parent(
+                        self,
+                        name="regression[not-in-baseline]",
+                        message=message + ", which its regression section names; save a baseline with it, "
+                        "fix regression.baseline_suite, or set regression.missing_suite: skip for a new suite",
+                    )
+                ]
             return [
                 RegressionSkipItem.from_parent(
-                    self,
-                    name="regression[not-in-baseline]",
-                    message=f"suite {suite_name!r} is not in baseline {baseline.name!r} ({path}): nothing to compare",
+                    self, name="regression[not-in-baseline]", message=message + ": nothing to compare"
                 )
             ]
         wanted = config.metrics if config is not None and config.metrics is not None else sorted(entry.metrics)
@@ -232,6 +281,10 @@ class RegressionItem(LLMJudgeItem):
                 "seed": config.seed,
                 "max_unscored_rate": config.max_unscored_rate,
                 "fail_on_missing": config.fail_on_missing,
+                "mode": config.per_metric_mode.get(self.metric, config.mode),
+                "correction": config.correction,
+                "family": config.family,
+                "fail_on": config.fail_on,
             }
         if state.margin is not None:
             margin = state.margin
@@ -241,7 +294,16 @@ class RegressionItem(LLMJudgeItem):
             values["method"] = state.method
             if config is None or config.method != state.method:
                 values["resamples"] = None
+        for name in ("correction", "family", "fail_on", "mode"):
+            if getattr(state, name) is not None:
+                values[name] = getattr(state, name)
         return RegressionSettings(margin=margin, **values)
+
+    def family_key(self) -> tuple[str, ...]:
+        """Which comparisons are adjusted together with this one (same scope, correction and alpha)."""
+        s = self.settings()
+        where = {"run": (), "suite": (str(self.suite.path),), "metric": (str(self.suite.path), self.metric)}
+        return (s.family, *where[s.family], s.correction, repr(s.alpha))
 
     def planned_calls(self) -> list[tuple[Suite, Case, str]]:
         kind = self.suite.metric_kinds.get(self.metric)
@@ -251,7 +313,7 @@ class RegressionItem(LLMJudgeItem):
 
     def setup(self) -> None:
         board = self.config.stash[scoreboard_key]
-        if self.suite.metric_kinds.get(self.metric) != "rubric":
+        if self.suite.metric_kinds.get(self.metric) not in ("rubric", "judged"):
             return
         if all(self.metric in case.recorded for case in self.cases):
             return
@@ -286,10 +348,11 @@ class RegressionItem(LLMJudgeItem):
                 higher = score.higher_is_better if higher is None else higher
         return scores, reasons, higher, judges
 
-    def runtest(self) -> None:
-        from pytest_llmjudge.records import CaseDrop, PairedCase, RegressionRecord
-        from pytest_llmjudge.regression.compare import RegressionWarning, compare
-
+    def _prepare(self) -> _Prepared:
+        """The baseline's and the candidate's scores of this comparison (scored once per item)."""
+        prepared: _Prepared | None = getattr(self, "_prepared", None)
+        if prepared is not None:
+            return prepared
         stored: MetricScores | None = self.baseline.metric(self.baseline_suite, self.metric)
         in_language = {case.id for case in self.suite.cases if case.language == self.language}
         base, unplaced = (
@@ -319,10 +382,51 @@ class RegressionItem(LLMJudgeItem):
                 f"judge differs: baseline {', '.join(sorted(stored.judges))}, candidate {', '.join(sorted(judges))} "
                 "(the difference mixes a judge change with a system change)"
             )
-        settings = self.settings()
-        result = compare(
-            candidate, base, higher_is_better=higher, settings=settings, unscored_reasons=reasons, notes=tuple(notes)
+        prepared = _Prepared(candidate, base, reasons, higher, tuple(notes))
+        self._prepared = prepared
+        return prepared
+
+    def measure(self) -> RegressionResult:
+        """This comparison's raw statistics, before the family decides it."""
+        from pytest_llmjudge.regression.compare import measure
+
+        prepared = self._prepare()
+        return measure(
+            prepared.candidate,
+            prepared.base,
+            higher_is_better=prepared.higher,
+            settings=self.settings(),
+            unscored_reasons=prepared.reasons,
+            notes=prepared.notes,
         )
+
+    def decided(self) -> RegressionResult:
+        """This comparison decided with its family (computed by the family's first item to run)."""
+        from pytest_llmjudge.regression.compare import decide
+
+        state = self.config.stash[state_key]
+        key = self.family_key()
+        family = state.families.get(key)
+        if family is None or self.nodeid not in family:
+            members = [
+                item
+                for item in self.session.items
+                if isinstance(item, RegressionItem) and item.family_key() == key and item.nodeid != self.nodeid
+            ]
+            members.append(self)
+            family = state.families[key] = {
+                item.nodeid: result
+                for item, result in zip(members, decide([item.measure() for item in members]), strict=False)
+            }
+        return family[self.nodeid]
+
+    def runtest(self) -> None:
+        from pytest_llmjudge.records import CaseDrop, PairedCase, RegressionRecord
+        from pytest_llmjudge.regression.compare import RegressionWarning
+
+        prepared = self._prepare()
+        candidate, base, higher = prepared.candidate, prepared.base, prepared.higher
+        result = self.decided()
         sign = 1.0 if higher else -1.0
         drops: list[tuple[float, str, float, float]] = []
         for case_id, now in candidate.items():
@@ -342,8 +446,13 @@ class RegressionItem(LLMJudgeItem):
                 candidate=candidate.get(case_id),
                 baseline_output=outputs.get(case_id),
             )
-            for case_id in sorted(set(base) | set(candidate))
+            # Every case of the run, and the first MAX_LISTED the suite no longer has (counted in the record).
+            for case_id in sorted(set(candidate) | set(sorted(set(base) - set(candidate))[:MAX_LISTED]))
         ]
+        listed = result.to_dict()
+        for kind in ("missing_in_baseline", "missing_in_candidate", "baseline_unscored"):
+            listed[f"{kind}_count"] = len(listed[kind])
+            listed[kind] = listed[kind][:MAX_LISTED]
         kept = RegressionRecord(
             suite=self.suite.name,
             suite_path=str(self.suite.path),
@@ -354,25 +463,36 @@ class RegressionItem(LLMJudgeItem):
             baseline_path=str(self.baseline.path) if self.baseline.path else None,
             baseline_suite=self.baseline_suite,
             baseline_created=self.baseline.created,
-            passed=result.gate in ("pass", "warn"),
+            passed=not result.fails_run,
             largest_drops=largest_drops,
             cases=paired,
-            **result.to_dict(),
+            **listed,
         )
         self.llmjudge_result = kept
         record(self, kept.junit_properties())
         message = self._explain(result, largest_drops)
         missing = result.missing_in_baseline or result.missing_in_candidate or result.baseline_unscored
-        if result.gate in ("fail", "error"):
+        if result.fails_run:
             raise RegressionFailure(message)
-        if result.gate == "warn":
+        if result.gate in ("warn", "undecided"):
             self._warn(RegressionWarning(message))
         elif missing:
             self._warn(RegressionWarning(self._missing_text(result)))
+        if result.gate == "undecided":
+            raise pytest.skip.Exception(
+                f"{UNDECIDED}: {self.suite.name} {self.metric} [{self.group.name}], {result.n} pairs, "
+                f"{result.nonzero} changed; the smallest possible p-value {format_fixed(result.min_p, 4)} is above "
+                f"the level {format_fixed(result.level, 4)}",
+                _use_item_location=True,
+            )
 
     def _warn(self, warning: Warning) -> None:
         # Attributed to the suite file (line 0: no source line is echoed), not to this module.
-        warnings.warn_explicit(warning, type(warning), filename=str(self.path), lineno=0, module=__name__)
+        try:
+            warnings.warn_explicit(warning, type(warning), filename=str(self.path), lineno=0, module=__name__)
+        except type(warning) as raised:
+            # -W error::RegressionWarning: the same text as a failure, not a traceback through the plugin.
+            raise RegressionFailure(str(raised)) from None
 
     def _missing_text(self, result: RegressionResult) -> str:
         parts = []
@@ -391,9 +511,19 @@ class RegressionItem(LLMJudgeItem):
         return f"{self.suite.name} {self.metric} [{self.group.name}]: cases missing: " + "; ".join(parts)
 
     def _explain(self, result: RegressionResult, largest_drops: list[CaseDrop]) -> str:
+        from pytest_llmjudge.stats.multiplicity import method_name
+
         s = result.settings
-        head = {"fail": "REGRESSION", "error": "ERROR", "warn": "WARNING", "pass": "OK"}[result.gate]
+        head = {"fail": "REGRESSION", "error": "ERROR", "warn": "WARNING", "pass": "OK", "undecided": "UNDECIDED"}[
+            result.gate
+        ]
+        if result.fails_run and result.gate in ("warn", "undecided"):
+            head = "REGRESSION (fail_on: warn)"
         direction = "higher is better" if result.higher_is_better else "lower is better"
+        if s.mode == "non_inferiority":
+            tested = f"p = {format_fixed(result.p_non_inferiority, 4)} that the drop is below margin {s.margin:g}"
+        else:
+            tested = f"p = {format_fixed(result.p_value, 4)} for a drop beyond margin {s.margin:g}"
         lines = [
             f"{head}: {self.suite.name} {self.metric} [{self.group.name}] vs baseline {self.baseline_name}: "
             + (
@@ -401,15 +531,26 @@ class RegressionItem(LLMJudgeItem):
                 if result.problem
                 else f"candidate - baseline = {format_fixed(result.mean_difference)} "
                 f"({s.confidence:.0%} CI [{format_fixed(result.ci_low)}, {format_fixed(result.ci_high)}]), "
-                f"p = {format_fixed(result.p_value, 4)} for a drop beyond margin {s.margin:g} (alpha {s.alpha:g}): {result.verdict}"
+                f"{tested}, adjusted {format_fixed(result.p_adjusted, 4)} (alpha {s.alpha:g}): {result.verdict}"
             ),
         ]
         if result.mean_candidate is not None:
             lines.append(
                 f"  means:        candidate {format_fixed(result.mean_candidate)}, baseline {format_fixed(result.mean_baseline)} "
-                f"over {result.n} paired cases ({direction})"
+                f"over {result.n} paired cases, {result.nonzero} changed ({direction})"
             )
             lines.append(f"  method:       {result.method_detail}, seed {s.seed}")
+        if result.family_size is not None and result.level is not None:
+            counted = (
+                f" over Tarone's K = {result.family_testable} (those that could never be significant don't count)"
+                if result.family_testable is not None and result.family_testable < result.family_size
+                else ""
+            )
+            lines.append(
+                f"  family:       {result.family_size} comparison(s) ({s.family}), {method_name(s.correction)}"
+                f"{counted}; level per item {format_fixed(result.level, 4)}, mode {s.mode}"
+            )
+            lines.append("  power:        " + self._power_text(result))
         lines.append(
             f"  baseline:     {self.baseline.path} (created {self.baseline.created or '?'}), suite {self.baseline_suite!r}"
         )
@@ -426,3 +567,32 @@ class RegressionItem(LLMJudgeItem):
         for note in result.notes:
             lines.append(f"  note:         {note}")
         return "\n".join(lines)
+
+    @staticmethod
+    def _power_text(result: RegressionResult) -> str:
+        import math
+
+        s = result.settings
+        level = result.level or s.alpha
+        upper = result.drop_upper
+        bound = (
+            "no drop is ruled out"
+            if upper is None or not math.isfinite(upper)
+            else f"drop at most {format_fixed(upper)} ({1 - level:.2%} upper bound)"
+        )
+        mde = result.mde
+        if result.sd == 0:
+            detect = "every pair moved by the same amount: no spread to size a drop against"
+        elif mde is not None and math.isfinite(mde):
+            detect = f"smallest drop detectable with 80% power at n={result.n}: {format_fixed(mde)}"
+        else:
+            detect = f"no drop is detectable with 80% power at n={result.n}"
+        if s.margin > 0:
+            need = (
+                f"~{result.cases_needed} cases to rule out a drop of {s.margin:g}"
+                if result.cases_needed is not None
+                else f"cases needed for a drop of {s.margin:g}: unknown (no variance estimate)"
+            )
+        else:
+            need = "margin 0: set a margin to get the cases needed to rule out a drop"
+        return f"{bound}; {detect}; {need}"

@@ -12,12 +12,19 @@ Registered as a feature plugin (``plugin.FEATURE_PLUGINS``); inert without ``--l
   ``[language]``), node id ``suite.yaml::regression[metric-hi]``, or
   ``regression[metric-hi-task=qa]`` with ``group_by: [language, task]``
   (``regression/items.py`` says what each checks).
-* ``--llmjudge-regression-method/-margin/-alpha`` override every suite's settings; ini
+* ``--llmjudge-regression-method/-margin/-alpha/-mode``, ``--llmjudge-correction``,
+  ``--llmjudge-family`` and ``--llmjudge-fail-on`` override every suite's settings; ini
   ``llmjudge_baseline_dir`` is where bare baseline names live (default
   ``llmjudge_baselines`` under the rootdir).
 
-A suite the baseline does not have gets one skipped ``regression[not-in-baseline]`` item
-(a new suite can't regress); a baseline that can't be read is a failing
+An undecided regression item ("too few cases to decide") is reported as ``UNDECIDED``
+(:func:`pytest_report_teststatus`); the release verdict of the run's regression records
+(``regression/verdict.py``) goes into the JUnit file as a ``<testsuite>`` property.
+
+A suite the baseline does not have gets one ``regression[not-in-baseline]`` item: failing
+when the suite's own ``regression`` section names that baseline (a renamed suite must not
+switch its gate off; ``missing_suite: skip`` opts out), skipped when only the command line
+names it (a new suite can't regress); a baseline that can't be read is a failing
 ``regression[baseline]`` item (the run must not pass a gate it could not check).
 """
 
@@ -28,11 +35,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_llmjudge.regression.items import RegressionFile, RegressionState, state_key
+from pytest_llmjudge.regression.items import UNDECIDED, RegressionFile, RegressionState, state_key
 from pytest_llmjudge.session.collector import results_key
-from pytest_llmjudge.session.state import is_enabled
+from pytest_llmjudge.session.state import claim_write_targets, is_enabled, writes_allowed
 
 if TYPE_CHECKING:
+    from pytest_llmjudge.records import ReleaseVerdict
     from pytest_llmjudge.regression.baseline import Baseline
 
 
@@ -57,7 +65,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         choices=("bootstrap", "permutation"),
         dest="llmjudge_regression_method",
-        help="Paired test of the regression items (overrides suites; default bootstrap).",
+        help="Paired test of the regression items (overrides suites; default permutation).",
     )
     group.addoption(
         "--llmjudge-regression-margin",
@@ -72,6 +80,35 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=float,
         dest="llmjudge_regression_alpha",
         help="Significance level of the regression test (overrides suites; default 0.05).",
+    )
+    group.addoption(
+        "--llmjudge-correction",
+        default=None,
+        choices=("holm", "bh", "bonferroni", "none"),
+        dest="llmjudge_correction",
+        help="Multiple-testing correction of the regression family (overrides suites; default holm).",
+    )
+    group.addoption(
+        "--llmjudge-family",
+        default=None,
+        choices=("run", "suite", "metric"),
+        dest="llmjudge_family",
+        help="Which regression items are corrected together (overrides suites; default run).",
+    )
+    group.addoption(
+        "--llmjudge-fail-on",
+        default=None,
+        choices=("fail", "warn"),
+        dest="llmjudge_fail_on",
+        help="warn: an inconclusive drop or too few cases to decide fails too (overrides suites; default fail).",
+    )
+    group.addoption(
+        "--llmjudge-regression-mode",
+        default=None,
+        choices=("regression", "non_inferiority"),
+        dest="llmjudge_regression_mode",
+        help="regression: fail on a shown drop; non_inferiority: pass only when a drop beyond the margin "
+        "is ruled out (overrides suites; default regression).",
     )
     parser.addini(
         "llmjudge_baseline_dir",
@@ -90,13 +127,13 @@ def pytest_configure(config: pytest.Config) -> None:
     baseline_dir = Path(str(raw_dir)).expanduser()
     if not baseline_dir.is_absolute():
         baseline_dir = rootdir / baseline_dir
-    from pytest_llmjudge.report.plugin import history_directory
+    from pytest_llmjudge.report.plugin import run_history
 
     state = RegressionState(
         baseline_dir=baseline_dir,
         rootdir=rootdir,
         invocation_dir=config.invocation_params.dir,
-        history_dir=history_directory(config),
+        history=run_history(config),
     )
     margin = config.getoption("llmjudge_regression_margin")
     alpha = config.getoption("llmjudge_regression_alpha")
@@ -105,10 +142,14 @@ def pytest_configure(config: pytest.Config) -> None:
     if alpha is not None and not 0 < alpha < 1:
         raise pytest.UsageError("pytest-llmjudge: --llmjudge-regression-alpha must be in (0, 1)")
     state.method, state.margin, state.alpha = config.getoption("llmjudge_regression_method"), margin, alpha
+    state.correction = config.getoption("llmjudge_correction")
+    state.family = config.getoption("llmjudge_family")
+    state.fail_on = config.getoption("llmjudge_fail_on")
+    state.mode = config.getoption("llmjudge_regression_mode")
     try:
         name = config.getoption("llmjudge_baseline")
         if name:
-            state.cli_baseline = resolve_path(name, baseline_dir, state.invocation_dir, state.history_dir)
+            state.cli_baseline = resolve_path(name, baseline_dir, state.invocation_dir, state.history)
             if not state.cli_baseline.is_file():
                 raise BaselineError(f"baseline {name!r} not found: {state.cli_baseline}")
         save = config.getoption("llmjudge_save_baseline")
@@ -117,6 +158,8 @@ def pytest_configure(config: pytest.Config) -> None:
             state.save_path = resolve_path(save, baseline_dir, state.invocation_dir)
     except BaselineError as exc:
         raise pytest.UsageError(f"pytest-llmjudge: {exc}") from None
+    if state.save_path is not None:
+        claim_write_targets(config, [("--llmjudge-save-baseline", state.save_path)])
     config.stash[state_key] = state
 
 
@@ -127,13 +170,16 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Regression
     state = config.stash.get(state_key, None)
     if state is None:
         return None
+    from pytest_llmjudge.session.state import first_path_to
     from pytest_llmjudge.suite.sniff import has_top_level_key, sniff_kind
 
-    if sniff_kind(file_path) != "suite":
+    if sniff_kind(file_path) != "suite" or not first_path_to(config, file_path, "regression"):
         return None
     if state.cli_baseline is None and not has_top_level_key(file_path, "regression"):
         return None
-    collector: RegressionFile = RegressionFile.from_parent(parent, path=file_path)
+    from pytest_llmjudge.session.items import file_node
+
+    collector: RegressionFile = file_node(RegressionFile, parent, file_path)
     return collector
 
 
@@ -151,10 +197,58 @@ def _redact_outputs(baseline: Baseline, config: pytest.Config) -> None:
         suite.outputs = {case: redact(text, secrets) for case, text in suite.outputs.items()}
 
 
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, Any] | None:
+    """A regression item with too few cases to decide is UNDECIDED (letter U), not a plain skip or pass."""
+    longrepr = report.longrepr
+    if (
+        report.when == "call"
+        and report.skipped
+        and isinstance(longrepr, tuple)
+        and len(longrepr) == 3
+        and str(longrepr[2]).startswith(f"Skipped: {UNDECIDED}")
+    ):
+        return "undecided", "U", ("UNDECIDED", {"yellow": True})
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Save the baseline; put the release verdict into the JUnit file as a ``<testsuite>`` property.
+
+    ``tryfirst``: pytest's JUnit writer writes its file in its own ``pytest_sessionfinish``.
+    """
+    config = session.config
+    if config.stash.get(state_key, None) is None or hasattr(config, "workerinput"):
+        return
+    from _pytest.junitxml import xml_key
+
+    xml = config.stash.get(xml_key, None)
+    verdict = _verdict(config) if xml is not None else None
+    if xml is not None and verdict is not None:
+        from pytest_llmjudge.escaping import ONE_LINE, escape_controls
+        from pytest_llmjudge.redaction import redact
+        from pytest_llmjudge.session.secrets import run_secrets
+
+        # As every other text the plugin writes into JUnit: the run's credentials replaced, controls visible.
+        text = escape_controls(redact(verdict.text, run_secrets(config)), ONE_LINE)
+        xml.add_global_property("llmjudge_release_verdict", text)
+    _save(session, exitstatus)
+
+
+def _verdict(config: pytest.Config) -> ReleaseVerdict | None:
+    from pytest_llmjudge.records import RegressionRecord
+    from pytest_llmjudge.regression.verdict import release_verdict
+
+    collected = config.stash.get(results_key, None)
+    if collected is None:
+        return None
+    return release_verdict([r for r in collected.records if isinstance(r, RegressionRecord)])
+
+
+def _save(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     state = config.stash.get(state_key, None)
-    if state is None or state.save_path is None or hasattr(config, "workerinput"):
+    if state is None or state.save_path is None or hasattr(config, "workerinput") or not writes_allowed(config):
         return
     if exitstatus == pytest.ExitCode.INTERRUPTED:
         state.save_problem = "the run was interrupted; baseline not saved"

@@ -67,6 +67,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pytest_llmjudge.execution.runner import RunnerStats
 from pytest_llmjudge.formatting import format_number, format_value, number
+from pytest_llmjudge.metrics.scales import reference_scale
 from pytest_llmjudge.records import (
     AggregateRecord,
     BaselineCase,
@@ -84,6 +85,7 @@ from pytest_llmjudge.records import (
     UncalibratedRecord,
 )
 from pytest_llmjudge.redaction import redact_value
+from pytest_llmjudge.regression.verdict import release_verdict
 from pytest_llmjudge.report.document import (
     Accounting,
     AggregateBrief,
@@ -172,27 +174,13 @@ def price_for(model: str, prices: Mapping[str, tuple[float, float]]) -> tuple[st
     return None
 
 
-# The built-in reference metrics' ranges (each metric module's docstring gives its scale);
-# rubric ranges come from the suites (``suites[].scales``). A metric in neither has no scale.
-REFERENCE_SCALES: dict[str, tuple[float, float]] = {
-    "bleu": (0.0, 100.0),
-    "chrf": (0.0, 100.0),
-    "chrf++": (0.0, 100.0),
-    "rouge_l": (0.0, 1.0),
-    "numeric_fidelity": (0.0, 1.0),
-    "lrm2qas": (0.0, 1.0),
-}
-
-
 def metric_scale(metric: str, suite: SuiteInfo | None) -> tuple[float, float] | None:
     """The range a metric's scores lie in: the suite's rubric scale, a built-in reference
-    metric's range (``lrm2qas_*`` components share ``lrm2qas``'s), or None when unknown."""
+    metric's range (``metrics/scales.py``), or None when unknown."""
     scale = None if suite is None else suite.scales.get(metric)
     if scale is not None and len(scale) == 2 and all(number(v) is not None for v in scale):
         return float(scale[0]), float(scale[1])
-    return REFERENCE_SCALES.get(metric) or REFERENCE_SCALES.get(
-        metric.split("_", 1)[0] if metric.startswith("lrm2qas_") else ""
-    )
+    return reference_scale(metric)
 
 
 def threshold_text(threshold: Threshold | None) -> str:
@@ -221,14 +209,16 @@ class _Group:
     aggregates: list[AggregateBrief] = field(default_factory=list)
 
 
-def _mean_ci(values: Sequence[float]) -> tuple[float | None, float | None, float | None]:
+def _mean_ci(
+    values: Sequence[float], scale: tuple[float, float] | None = None
+) -> tuple[float | None, float | None, float | None]:
     if not values:
         return None, None, None
     from pytest_llmjudge.aggregate import mean_ci
 
-    # The aggregates' interval, so a summary row agrees with its aggregate item; it may have
-    # none (a single value), which the row shows as "-".
-    ci = mean_ci(values)
+    # The aggregates' interval (betting on a known scale, else the bootstrap), so a summary row
+    # agrees with its aggregate item; it may have none (a single value), which the row shows as "-".
+    ci = mean_ci(values, scale=scale)
     low, high = ci if ci is not None else (None, None)
     return statistics.fmean(values), low, high
 
@@ -285,8 +275,12 @@ def build_summary(
     gates: Sequence[GateRecord],
     blocked: Sequence[UncalibratedRecord] = (),
     judges_of: Mapping[str, Iterable[str]] | None = None,
+    scale_of: Callable[[str, str], tuple[float, float] | None] | None = None,
 ) -> list[SummaryRow]:
     """Rows per suite x metric x language (``all`` last), sorted.
+
+    ``scale_of``: (suite, metric) -> the metric's range, for the mean's interval (the one
+    the aggregates use); without it, ranges of the built-in reference metrics only.
 
     ``blocked``: suite items stopped before scoring because their judge is not calibrated;
     they count as failed or skipped items of their row, without a score.
@@ -302,7 +296,12 @@ def build_summary(
     groups, languages_of = _groups(cases, aggregates, blocked)
     gate_of = _gate_finder(gates)
     rows = [
-        _summary_row(key, group, gate_of(key, judges.get(key[0], ())))
+        _summary_row(
+            key,
+            group,
+            gate_of(key, judges.get(key[0], ())),
+            (scale_of or (lambda _suite, metric: reference_scale(metric)))(key[0], key[1]),
+        )
         for key, group in groups.items()
         # An ``all`` row repeats a one-language suite's row, unless an aggregate asserts on it.
         if not (key[2] == ALL and len(languages_of[key[0]]) < 2 and not group.aggregates)
@@ -374,7 +373,9 @@ def _gate_finder(gates: Sequence[GateRecord]) -> Callable[[_Key, Iterable[str]],
     return find
 
 
-def _summary_row(key: _Key, group: _Group, gate: GateRecord | None) -> SummaryRow:
+def _summary_row(
+    key: _Key, group: _Group, gate: GateRecord | None, scale: tuple[float, float] | None = None
+) -> SummaryRow:
     """One row: n, mean and interval over the scored numeric cases (or the aggregate's when
     only aggregates assert the metric), the case pass rate (or the ``pass_rate`` aggregate's),
     item counts, checks, gate and status."""
@@ -383,7 +384,7 @@ def _summary_row(key: _Key, group: _Group, gate: GateRecord | None) -> SummaryRo
         float(v) for case_id, v in group.scores.items() if case_id not in group.unscored and isinstance(v, (int, float))
     ]
     categorical = len(group.scores) - len(group.unscored) - len(numeric) > 0
-    mean, ci_low, ci_high = (None, None, None) if categorical else _mean_ci(numeric)
+    mean, ci_low, ci_high = (None, None, None) if categorical else _mean_ci(numeric, scale)
     n, n_unscored = len(group.scores), len(group.unscored)
     mean_check = next((a for a in group.aggregates if a.stat == "mean"), None)
     if not group.scores and group.aggregates:
@@ -398,7 +399,7 @@ def _summary_row(key: _Key, group: _Group, gate: GateRecord | None) -> SummaryRo
     rate_ci: tuple[float | None, float | None] = (None, None)
     if pass_rate is None and rate_check is not None:
         pass_rate = rate_check.value
-        rate_ci = (rate_check.ci_low, rate_check.ci_high)  # Wilson
+        rate_ci = (rate_check.ci_low, rate_check.ci_high)  # Clopper-Pearson
     failed_checks = [a for a in group.aggregates if not a.passed]
     return SummaryRow(
         suite=suite,
@@ -697,14 +698,15 @@ def _build_document(inputs: RunInputs) -> ReportDocument:
         }
     )
 
+    suite_of = {suite.name: suite for suite in suites}
     summary = build_summary(
         asserted,
         aggregates,
         gates,
         [r for r in other if isinstance(r, UncalibratedRecord)],
         {suite.name: _suite_judges(suite) for suite in suites},
+        lambda suite, metric: metric_scale(metric, suite_of.get(suite)),
     )
-    suite_of = {suite.name: suite for suite in suites}
     for row in summary:
         scale = metric_scale(row.metric, suite_of.get(row.suite))
         row.scale = None if scale is None else list(scale)
@@ -718,6 +720,7 @@ def _build_document(inputs: RunInputs) -> ReportDocument:
         aggregates=aggregates,
         gates=gates,
         regressions=regressions,
+        release=release_verdict(regressions),
         rankings=rankings,
         other=other,
         not_run=not_run,

@@ -29,6 +29,7 @@ from pytest_llmjudge.records import (
     Real,
     Record,
     RegressionRecord,
+    ReleaseVerdict,
     Threshold,
 )
 
@@ -239,6 +240,8 @@ class ReportDocument(Record):
     aggregates: list[AggregateRecord] = Field(default_factory=list)
     gates: list[GateRecord] = Field(default_factory=list)
     regressions: list[RegressionRecord] = Field(default_factory=list)
+    release: ReleaseVerdict | None = None
+    """The one release verdict of the regression comparisons (``regression/verdict.py``)."""
     rankings: list[LeaderboardRecord] = Field(default_factory=list)
     other: list[OtherRecord] = Field(default_factory=list)
     not_run: list[NotRun] = Field(default_factory=list)

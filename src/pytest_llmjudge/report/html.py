@@ -140,7 +140,7 @@ SCRIPT = """
     var packed=JSON.parse(data.textContent),T=packed.strings,cases=packed.cases,body=table.tBodies[0],
         PAGE=%(page)d,limit=PAGE;
     cases.forEach(function(c){['s','l','m','t','input','output','reference','judge','justification','reason','raw','w',
-      'bout'].forEach(function(k){
+      'bout','conv','items'].forEach(function(k){
       if(typeof c[k]==='number'){c[k]=T[c[k]];}});
       if(c.w==null){c.w=c.reason!=null?'unscored: '+c.reason+(c.raw!=null?'; raw reply: '+c.raw:''):c.justification;}});
     var texts=cases.map(function(c){return [c.s,c.c,c.l,c.m,c.st,c.sc,c.w,c.input,c.output,c.reference,c.raw,c.id]
@@ -158,8 +158,8 @@ SCRIPT = """
       return (x<y?-1:x>y?1:a-b)*sortDir;};
     var show=function(i){
       var c=cases[i],rows=[['suite',c.s],['case',c.c],['item',c.id],['language',c.l],['metric',c.m],
-        ['status',c.st],['score',c.sc],['threshold',c.t],['judge',c.judge],['input',c.input],['output',c.output],
-        ['reference',c.reference],['justification',c.justification],['reason',c.reason],['raw reply',c.raw],
+        ['status',c.st],['score',c.sc],['threshold',c.t],['judge',c.judge],['input',c.input],['conversation',c.conv],
+        ['output',c.output],['reference',c.reference],['judged items',c.items],['justification',c.justification],['reason',c.reason],['raw reply',c.raw],
         ['vs baseline',c.ch],['baseline score',c.bsc],['baseline output',c.bout]];
       detail.innerHTML='<h3>'+esc(c.c)+' <span class="muted">['+esc(c.l)+'] '+esc(c.m)+'</span>'+
         '<button type="button" id="case-close">close</button></h3><dl class="meta case">'+
@@ -594,14 +594,15 @@ def _verdict_css(record: RegressionRecord) -> str:
     return {"fail": "fail", "warn": "warn", "improved": "pass"}.get(record.status, "neutral")
 
 
-def _regressions(records: Sequence[RegressionRecord]) -> str:
+def _regressions(records: Sequence[RegressionRecord], verdict: str = "") -> str:
     parts = [
         '<section id="regression"><h2>Regression against the baseline</h2>',
+        verdict,
         '<p class="legend"><span>candidate minus baseline, mean per case, with its CI</span>'
         '<span><i style="background:var(--fail)"></i>regressed</span>'
         '<span><i style="background:var(--pass)"></i>improved</span>'
         '<span><i style="background:var(--neutral)"></i>no significant change</span>'
-        '<span><i style="background:var(--warn)"></i>drop, not significant (warn)</span>'
+        '<span><i style="background:var(--warn)"></i>drop, inconclusive (warn)</span>'
         "<span>dashed: allowed drop (margin)</span></p>",
     ]
     by_metric: dict[tuple[str, str], list[RegressionRecord]] = defaultdict(list)
@@ -636,11 +637,24 @@ def _regressions(records: Sequence[RegressionRecord]) -> str:
             ("n", _e(format_number(record.mean_difference, 3))),
             ("n", _e(format_interval(record.ci_low, record.ci_high, 3))),
             ("n", _e(format_number(record.p_value, 3))),
+            ("n", _e(format_number(record.p_adjusted, 3))),
             ("res", _e(" · ".join(v for v in (record.gate, record.verdict) if v) or "-")),
         ]
         css = {"fail": ' class="fail"', "warn": ' class="warn"'}.get(_verdict_css(record), "")
         table_rows.append(f"<tr{css}>{_cells(cells)}</tr>")
-    headers = ["suite", "metric", "lang", "n", "baseline", "candidate", "difference", "95% CI", "p", "gate · verdict"]
+    headers = [
+        "suite",
+        "metric",
+        "lang",
+        "n",
+        "baseline",
+        "candidate",
+        "difference",
+        "95% CI",
+        "p",
+        "p adjusted",
+        "gate · verdict",
+    ]
     parts.append(_table(headers, table_rows))
     parts.append("</section>")
     return "".join(parts)
@@ -701,7 +715,7 @@ CASE_STATUS = {
 }
 _SHORT_TEXT = ("s", "l", "m", "t")
 """Keys always given as string-table indexes (few distinct values, repeated on every case)."""
-_LONG_TEXT = ("input", "output", "reference", "judge", "justification", "reason", "raw", "w", "bout")
+_LONG_TEXT = ("input", "output", "reference", "judge", "justification", "reason", "raw", "w", "bout", "conv", "items")
 """Keys given as an index when the text occurs more than once in the page, else inline."""
 PageCase = CaseRecord | UncalibratedRecord
 
@@ -765,6 +779,12 @@ def _case_entry(record: PageCase) -> tuple[dict[str, Any], tuple[str, str, str, 
     ):
         if value is not None:
             texts[key] = value
+    if record.transcript:
+        # One text, each turn headed by its role; escaped like every text of the page (esc() in the script).
+        texts["conv"] = "\n\n".join(f"[{turn.role}]\n{turn.content}" for turn in record.transcript)
+    items = _judged_items(record.detail)
+    if items:
+        texts["items"] = items
     baseline = record.baseline
     if baseline is not None:
         entry["bsc"] = before = format_number(baseline.score)
@@ -776,6 +796,31 @@ def _case_entry(record: PageCase) -> tuple[dict[str, Any], tuple[str, str, str, 
         entry["ch"] = " and ".join(changed) or "unchanged"
     threshold = _threshold(record.threshold) if record.threshold is not None else "in " + ", ".join(record.aggregates)
     return entry, (record.suite, record.language, record.metric, threshold), texts
+
+
+# A RAG metric's detail (metrics/rag.py): its list, the text of an entry and its verdict.
+_JUDGED_LISTS = (
+    ("claims", "claim", "supported"),
+    ("passages", "passage", "useful"),
+    ("statements", "statement", "attributed"),
+)
+
+
+def _judged_items(detail: Mapping[str, Any]) -> str | None:
+    """A RAG metric's claims (passages, statements) with their verdicts and reasons, one per paragraph."""
+    for key, text_key, flag in _JUDGED_LISTS:
+        entries = detail.get(key)
+        if isinstance(entries, list) and entries:
+            lines = []
+            for entry in entries:
+                if not isinstance(entry, dict):
+                    continue
+                verdict = entry.get(flag)
+                mark = "?" if verdict is None else (flag if verdict else f"not {flag}")
+                reason = entry.get("reason")
+                lines.append(f"[{mark}] {entry.get(text_key, '')}" + (f"\n    {reason}" if reason else ""))
+            return "\n".join(lines)
+    return None
 
 
 def _case_data(records: Sequence[PageCase]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -802,7 +847,7 @@ def _visible(text: str) -> str:
     return escape_controls(text, MULTILINE)
 
 
-_UNSAFE_IN_SCRIPT = re.compile(r"[<>&\x7f-\x9f\u2028\u2029]")
+_UNSAFE_IN_SCRIPT = re.compile(r"[<>&\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 
 def _json_for_script(value: Any) -> str:
@@ -971,7 +1016,14 @@ def render_html(document: ReportDocument) -> str:
     if document.gates:
         sections.append(("agreement", "Agreement", _agreement(document.gates)))
     if document.regressions:
-        sections.append(("regression", "Regression", _regressions(document.regressions)))
+        verdict = document.release
+        head = (
+            ""
+            if verdict is None
+            else f'<p class="{ {"pass": "pass", "undecided": "warn"}.get(verdict.status, "fail") }">'
+            f"<b>{_e(verdict.text)}</b></p>"
+        )
+        sections.append(("regression", "Regression", _regressions(document.regressions, head)))
     if document.rankings:
         sections.append(("ranking", "Rankings", _rankings(document.rankings)))
     history = _trends(document) if document.history else ""

@@ -22,7 +22,8 @@ from pytest_llmjudge.atomic import write_atomic
 from pytest_llmjudge.report.assemble import collector_paused
 from pytest_llmjudge.report.document import ReportDocument
 
-_RAW_CONTROL = re.compile("[\x7f-\x9f]")
+_RAW_CONTROL = re.compile("[\x7f-\x9f\ud800-\udfff]")
+"""DEL, C1, and lone surrogates (not encodable as UTF-8): written as ``\\u`` escapes, which read back the same."""
 
 
 def dumps(document: ReportDocument) -> str:

@@ -42,11 +42,18 @@ import pytest
 from pytest_llmjudge.escaping import ONE_LINE, escape_controls
 from pytest_llmjudge.session.collector import results_key
 from pytest_llmjudge.session.secrets import clean_text, note_judge, run_secrets
-from pytest_llmjudge.session.state import is_enabled, recorder_key, scoreboard_key
+from pytest_llmjudge.session.state import (
+    claim_write_targets,
+    is_enabled,
+    recorder_key,
+    scoreboard_key,
+    writes_allowed,
+)
 
 # The document's models (pydantic) are imported where they are built: every pytest run loads
 # this module, with or without --llmjudge, and pydantic with the models took 0.11 s of it.
 if TYPE_CHECKING:
+    from pytest_llmjudge.history import History
     from pytest_llmjudge.records import ItemRecord
     from pytest_llmjudge.report.document import NotRun, ReportDocument, SuiteInfo
     from pytest_llmjudge.session.collector import ResultsCollector
@@ -113,6 +120,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "llmjudge_history_runs",
         "How many earlier runs the HTML report's trends show (default 10).",
         default="10",
+    )
+    group.addoption(
+        "--llmjudge-summary",
+        choices=("short", "full"),
+        default=None,
+        dest="llmjudge_summary",
+        help="The end-of-run summary: short (one line per suite, failing rows; the default) or full "
+        "(every language x metric table; the default with -v). Env LLMJUDGE_SUMMARY.",
+    )
+    parser.addini(
+        "llmjudge_summary",
+        "The end-of-run summary: short or full (see --llmjudge-summary).",
+        default=None,
     )
     group.addoption(
         "--llmjudge-step-summary",
@@ -183,6 +203,13 @@ def pytest_configure(config: pytest.Config) -> None:
         prices = parse_prices(price_lines(config))
     except (ValueError, PriceError) as exc:
         raise pytest.UsageError(f"pytest-llmjudge: {exc}") from None
+    claim_write_targets(config, [(f"--llmjudge-report={kind}:", path) for kind, path in targets])
+    history = run_history(config)
+    if history is not None:
+        from pytest_llmjudge.history import FILE_NAME, LocalHistory
+
+        if isinstance(history, LocalHistory):  # appended to, not replaced: a FIFO there would block the run's end
+            claim_write_targets(config, [("--llmjudge-history", history.directory / FILE_NAME)])
     state = ReportState(targets=targets, prices=prices)
     config.stash[state_key] = state
     config.stash[recorder_key] = record_properties
@@ -234,9 +261,13 @@ def _suite_info(config: pytest.Config, suite: Suite) -> SuiteInfo:
         rubrics={name: suite.rubrics[name].version for name in rubric_metrics if name in suite.rubrics},
         # Each rubric's score range, so charts keep axes and intervals on the scale.
         scales={
-            name: [min(suite.rubrics[name].scale), max(suite.rubrics[name].scale)]
-            for name in rubric_metrics
-            if name in suite.rubrics and suite.rubrics[name].scale
+            # An aggregate's declared ``scale:`` too: its betting interval rests on it.
+            **{check.spec.metric: list(check.scale) for check in suite.aggregates if check.scale is not None},
+            **{
+                name: [min(suite.rubrics[name].scale), max(suite.rubrics[name].scale)]
+                for name in rubric_metrics
+                if name in suite.rubrics and suite.rubrics[name].scale
+            },
         },
         recorded_judges=sorted(
             {str(value.judge) for case in suite.cases for value in case.recorded.values() if value.judge}
@@ -382,7 +413,8 @@ def pytest_runtest_makereport(
     if isinstance(reason, str) and reason:  # a known failure's reason, from a calibration file
         report.wasxfail = clean_text(reason, run_secrets(item.config), ONE_LINE)
     path, line, domain = report.location
-    report.location = (path, line, escape_controls(domain, ONE_LINE))  # the failure's headline
+    # The failure's headline, and the file pytest shows with -vv (and JUnit's xunit1 'file').
+    report.location = (escape_controls(path, ONE_LINE), line, escape_controls(domain, ONE_LINE))
     recorded = item.config.stash[state_key].properties.pop(item.nodeid, None) if call.when == "call" else None
     # Only a run that writes JUnit needs them on the report (xdist workers have the option too):
     # pytest's terminal statistics keep every report to the end of the run.
@@ -496,14 +528,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         workeroutput[_WORKER_KEY] = [info.to_wire() for info in state.suites.values()]
         return
     step_summary = _step_summary_path(config)
-    history_dir = history_directory(config)
-    if not state.targets and step_summary is None and history_dir is None:
+    history = run_history(config)
+    if not writes_allowed(config) or (not state.targets and step_summary is None and history is None):
         return
     document = build(config, int(exitstatus))
     if document is None:
         return
-    if history_dir is not None:
-        _with_history(config, state, document, history_dir, int(exitstatus))
+    if history is not None:
+        _with_history(config, state, document, history, int(exitstatus))
     from pytest_llmjudge.report.html import write_html
     from pytest_llmjudge.report.json_report import write_json
     from pytest_llmjudge.report.markdown import append_step_summary, write_markdown
@@ -534,27 +566,40 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
 
-def history_directory(config: pytest.Config) -> Path | None:
-    """``--llmjudge-history`` (relative to the invocation directory) or ini ``llmjudge_history`` (to the rootdir)."""
+_history_key = pytest.StashKey["History | None"]()
+
+
+def run_history(config: pytest.Config) -> History | None:
+    """The run's history (``--llmjudge-history``: a directory relative to the invocation
+    directory, or a ``redis://``/``s3://`` URL; ini ``llmjudge_history``: relative to the rootdir),
+    opened once per run. A remote history that can't be opened is a usage error."""
+    if _history_key in config.stash:
+        return config.stash[_history_key]
+    from pytest_llmjudge.errors import LLMJudgeError
+    from pytest_llmjudge.history import open_history
+
     option = config.getoption("llmjudge_history", None)
-    if option:
-        path = Path(option).expanduser()
-        return path if path.is_absolute() else Path(config.invocation_params.dir) / path
     ini = config.getini("llmjudge_history")
-    if ini:
-        path = Path(str(ini)).expanduser()
-        return path if path.is_absolute() else Path(config.rootpath) / path
-    return None
+    history: History | None = None
+    try:
+        if option:
+            history = open_history(str(option), Path(config.invocation_params.dir))
+        elif ini:
+            history = open_history(str(ini), Path(config.rootpath))
+    except LLMJudgeError as exc:
+        raise pytest.UsageError(f"pytest-llmjudge: --llmjudge-history: {exc}") from None
+    config.stash[_history_key] = history
+    return history
 
 
 def _with_history(
-    config: pytest.Config, state: ReportState, document: ReportDocument, directory: Path, exitstatus: int
+    config: pytest.Config, state: ReportState, document: ReportDocument, store: History, exitstatus: int
 ) -> None:
     """Earlier runs' rows into the document (for the HTML trends), then this run appended and its
     scores kept as the branch's baseline. A history that can't be written fails the run, like a report."""
     from pytest_llmjudge import history
     from pytest_llmjudge.redaction import redact
-    from pytest_llmjudge.regression.baseline import build_baseline, run_metadata, save_baseline
+    from pytest_llmjudge.regression.baseline import baseline_text, build_baseline, run_metadata
     from pytest_llmjudge.report.document import TrendPoint
 
     try:
@@ -562,7 +607,12 @@ def _with_history(
     except ValueError:
         last = 10
     keys = [(row.suite, row.metric, row.language) for row in document.summary]
-    for points in history.trends(history.read_runs(directory), keys, last).values():
+    try:
+        earlier = list(store.runs())
+    except Exception as exc:  # a remote store's own errors: the run's verdicts stand, the history is named
+        state.errors.append(f"could not read the history in {store.description}: {type(exc).__name__}: {exc}")
+        earlier = []
+    for points in history.trends(earlier, keys, last).values():
         document.history.extend(
             TrendPoint(
                 suite=row.suite,
@@ -599,7 +649,7 @@ def _with_history(
     )
     collector: ResultsCollector = config.stash[results_key]
     try:
-        path = history.append_run(directory, run)
+        store.append(run)
         baseline = build_baseline(
             f"{history.PREFIX}{branch}",
             collector.records,
@@ -615,11 +665,11 @@ def _with_history(
             secrets = run_secrets(config)  # a kept baseline is shared like a report: no key in an echoed output
             for suite in baseline.suites.values():
                 suite.outputs = {case: redact(text, secrets) for case, text in suite.outputs.items()}
-            save_baseline(baseline, history.baseline_path(directory, branch))
-    except (OSError, ValueError) as exc:
-        state.errors.append(f"could not append to the history in {directory}: {exc}")
+            store.save_baseline(branch, baseline_text(baseline))
+    except Exception as exc:  # a full disk, a lost Redis or S3: named, and the run fails like an unwritten report
+        state.errors.append(f"could not append to the history in {store.description}: {type(exc).__name__}: {exc}")
         return
-    state.written.append(("history", path))
+    state.written.append(("history", Path(store.description)))
 
 
 def _step_summary_path(config: pytest.Config) -> Path | None:
@@ -640,6 +690,20 @@ def _shown_path(path: Path, config: pytest.Config) -> str:
         return str(path)
 
 
+def summary_mode(config: pytest.Config) -> str:
+    """``short`` or ``full``: the option, else ``LLMJUDGE_SUMMARY``, else the ini, else full with -v, short without."""
+    import os
+
+    chosen = (
+        config.getoption("llmjudge_summary", None)
+        or os.environ.get("LLMJUDGE_SUMMARY", "").strip().lower()
+        or str(config.getini("llmjudge_summary") or "").strip().lower()
+    )
+    if chosen in ("short", "full"):
+        return chosen
+    return "full" if config.get_verbosity() > 0 else "short"
+
+
 class SummaryWriter:
     """Writes the ``llmjudge summary`` section and the "judge items did not run" lines.
 
@@ -656,12 +720,16 @@ class SummaryWriter:
         if collector is None or hasattr(config, "workerinput"):
             return
         from pytest_llmjudge.judge_policy import summary_lines as no_judge_lines
-        from pytest_llmjudge.report.terminal import summary_lines
+        from pytest_llmjudge.report.terminal import short_summary_lines, summary_lines
 
         document = build(config)
         if document is not None:
             quiet = config.get_verbosity() < 0
-            lines = summary_lines(document, quiet=quiet, width=_terminal_width(terminalreporter))
+            width = _terminal_width(terminalreporter)
+            if quiet or summary_mode(config) == "full":
+                lines = summary_lines(document, quiet=quiet, width=width)
+            else:
+                lines = short_summary_lines(document, width=width)
             if lines:
                 terminalreporter.write_sep("=", "llmjudge summary")
                 for text, style in lines:

@@ -36,10 +36,10 @@ from __future__ import annotations
 
 import textwrap
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pytest_llmjudge.formatting import format_fixed, format_number
-from pytest_llmjudge.records import LeaderboardRecord, RegressionRecord, Standing, Threshold
+from pytest_llmjudge.records import LeaderboardRecord, RegressionRecord, ReleaseVerdict, Standing, Threshold
 from pytest_llmjudge.report.assemble import ALL, NOT_DECIDED, is_failure, threshold_text
 from pytest_llmjudge.report.document import Accounting, GateBrief, NotRun, ReportDocument, SuiteInfo, SummaryRow
 
@@ -119,12 +119,12 @@ COLUMNS: tuple[Column, ...] = (
 REGRESSION_COLUMNS: tuple[Column, ...] = (
     ("suite", 22, False),
     ("metric", 24, False),
-    ("lang", 6, False),
-    ("n", 5, True),
+    ("lang", 5, False),
+    ("n", 4, True),
     ("delta", 7, True),
-    ("95% CI", 16, False),
-    ("p", 5, True),
-    ("gate", 5, False),
+    ("95% CI", 15, False),
+    ("p adj", 5, True),
+    ("gate", 9, False),
 )
 
 
@@ -230,15 +230,25 @@ def _gate_lines(document: ReportDocument, width: int) -> list[StyledLine]:
     return lines + [(_cut(text, width), style) for text, style in calibration_lines([*gates, *document.other])]
 
 
-def _regression_lines(regressions: Sequence[RegressionRecord]) -> list[StyledLine]:
-    """A count line, then every comparison that did not pass (at most :data:`MAX_DETAIL_LINES`)."""
+def _verdict_lines(verdict: ReleaseVerdict | None, width: int = WIDTH) -> list[StyledLine]:
+    """The release verdict, wrapped to the terminal's width (at least :data:`WIDTH`); green or red."""
+    if verdict is None:
+        return []
+    style = {"pass": "green", "undecided": "yellow"}.get(verdict.status, "red")
+    return [(text, style) for text in textwrap.wrap(verdict.text, max(width, WIDTH), subsequent_indent="  ")]
+
+
+def _regression_lines(
+    regressions: Sequence[RegressionRecord], verdict: ReleaseVerdict | None, width: int = WIDTH
+) -> list[StyledLine]:
+    """A count line, the release verdict, then every comparison that did not pass (at most :data:`MAX_DETAIL_LINES`)."""
     statuses = Counter(r.status for r in regressions)
     head = (
         f"regression against the baseline: {len(regressions)} comparison(s), {statuses['fail']} fail, "
-        f"{statuses['warn']} warn, {statuses['improved']} improved"
+        f"{statuses['warn']} warn, {statuses['undecided']} undecided, {statuses['improved']} improved"
     )
-    lines: list[StyledLine] = [(head, "bold")]
-    notable = [r for r in regressions if r.status in ("fail", "warn")]
+    lines: list[StyledLine] = [(head, "bold"), *_verdict_lines(verdict, width)]
+    notable = [r for r in regressions if r.status in ("fail", "warn", "undecided")]
     if notable:
         lines.append((_columns(REGRESSION_COLUMNS, [c[0] for c in REGRESSION_COLUMNS], "  "), None))
     for record in notable[:MAX_DETAIL_LINES]:
@@ -249,7 +259,7 @@ def _regression_lines(regressions: Sequence[RegressionRecord]) -> list[StyledLin
             format_number(record.n),
             format_number(record.mean_difference, 3),
             _ci(record.ci_low, record.ci_high),
-            format_fixed(record.p_value),
+            format_fixed(record.p_adjusted if record.p_adjusted is not None else record.p_value),
             record.gate,
         ]
         style = "red" if record.status == "fail" else "yellow"
@@ -361,7 +371,7 @@ def summary_lines(document: ReportDocument, *, quiet: bool = False, width: int =
                     lines.append((_cut(text, WIDTH), STATUS_STYLE.get(row.status)))
         for section in (
             _gate_lines(document, width),
-            _regression_lines(document.regressions) if document.regressions else [],
+            _regression_lines(document.regressions, document.release, width) if document.regressions else [],
             _ranking_lines(document.rankings) if document.rankings else [],
         ):
             if section:
@@ -381,6 +391,8 @@ def summary_lines(document: ReportDocument, *, quiet: bool = False, width: int =
         if lines:
             lines.append(("", None))
         lines.extend((part, None) for part in wrap_accounting(line))
+    if quiet:  # the release verdict is the one line a quiet run still owes its reader
+        lines.extend(_verdict_lines(document.release, width))
     return lines
 
 
@@ -400,3 +412,79 @@ def wrap_accounting(line: str) -> list[str]:
 def render_summary(document: ReportDocument, *, quiet: bool = False) -> list[str]:
     """The summary as plain text lines."""
     return [text for text, _ in summary_lines(document, quiet=quiet)]
+
+
+SUMMARY_HINT = "tables per language and metric: -v or --llmjudge-summary=full; a page: --llmjudge-report=html:PATH"
+
+
+def _failing_check_unexpected(row: SummaryRow, outcomes: Mapping[str, str | None]) -> bool:
+    """Whether a failing aggregate check of the row failed its item (not an expected failure)."""
+    return any(not brief.passed and outcomes.get(brief.nodeid or "") not in NOT_DECIDED for brief in row.aggregates)
+
+
+def _why_row_failed(row: SummaryRow) -> str:
+    """The failing check of a row: an aggregate's value against its threshold, else the cases'."""
+    check = next((brief for brief in row.aggregates if not brief.passed), None)
+    if check is not None:
+        if check.problem:
+            return f"{check.label}: {check.problem}"
+        return f"{check.label} = {format_number(check.value)}, needs {threshold_text(check.threshold)}"
+    failed = f"{row.items_failed} case item(s) failed"
+    return f"{failed}, {_row_threshold(row)}" if row.case_thresholds else failed
+
+
+def short_summary_lines(document: ReportDocument, *, width: int = WIDTH) -> list[StyledLine]:
+    """The default summary a first run prints: the judge headlines, one line per suite (with
+    its failing rows under it), one line per kind of gate, the items that did not run, the
+    accounting, and where the tables are (``-v``, ``--llmjudge-summary=full``, the HTML report)."""
+    width = max(width, WIDTH)
+    lines: list[StyledLine] = [(headline, "red") for headline in document.run.judge_headlines]
+    by_suite: dict[str, list[SummaryRow]] = defaultdict(list)
+    for row in document.summary:
+        by_suite[row.suite].append(row)
+    outcomes = {record.nodeid: record.outcome for record in document.aggregates if record.nodeid}
+    for name in sorted(by_suite):
+        rows = by_suite[name]
+        languages = {r.language for r in rows if r.language != ALL}
+        metrics = {r.metric for r in rows}
+        cases = max((r.n for r in rows if r.language == ALL), default=max((r.n for r in rows), default=0))
+        decided = [r for r in rows if r.status in ("pass", "warn", "fail", "error")]
+        missed = [r for r in decided if r.status in ("fail", "error")]
+        # A row whose failing items are all expected failures (xfail) is known, not news.
+        failing = [r for r in missed if r.items_failed or _failing_check_unexpected(r, outcomes)]
+        known = len(missed) - len(failing)
+        verdict = f"{len(decided) - len(missed)}/{len(decided)} rows pass" if decided else "nothing asserted"
+        if known:
+            verdict += f", {known} known failures"
+        text = f"suite {name}: {cases} cases, {len(languages)} languages, {len(metrics)} metrics: {verdict}"
+        lines.append((_cut(text, width), "red" if failing else None))
+        for row in failing[:MAX_DETAIL_LINES]:
+            detail = f"  {STATUS_TEXT[row.status]} {row.metric} [{row.language}]: {_why_row_failed(row)}"
+            lines.append((_cut(detail, width), "red"))
+        if len(failing) > MAX_DETAIL_LINES:
+            lines.append((f"  ... and {len(failing) - MAX_DETAIL_LINES} more failing row(s)", "red"))
+    gates = document.gates
+    if gates:
+        failing_gates = [g for g in gates if not g.passed]
+        expected = sum(1 for g in failing_gates if g.outcome in NOT_DECIDED)
+        unexpected = len(failing_gates) - expected
+        text = f"agreement gates (judge vs native speakers): {len(gates) - len(failing_gates)} of {len(gates)} pass"
+        if expected:
+            text += f", {expected} known failure(s) (xfail)"
+        lines.append((text, "red" if unexpected else None))
+    if document.regressions:
+        statuses = Counter(r.status for r in document.regressions)
+        text = f"regression against the baseline: {len(document.regressions)} comparison(s), {statuses['fail']} fail"
+        lines.append((text, "red" if statuses["fail"] else None))
+    if document.rankings:
+        lines.append((f"rankings: {len(document.rankings)} leaderboard(s)", None))
+    # Skips for want of a judge have their own block after the summary; failures that left no record belong here.
+    broken = [entry for entry in document.not_run if is_failure(entry.outcome)]
+    if broken:
+        lines.extend(_not_run_lines(broken))
+    if lines:
+        lines.append((SUMMARY_HINT, None))
+    accounting = accounting_line(document.accounting)
+    if accounting is not None:
+        lines.extend((part, None) for part in wrap_accounting(accounting))
+    return lines

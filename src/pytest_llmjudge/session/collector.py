@@ -40,7 +40,11 @@ class ResultsCollector:
         self.worker_stats: list[dict[str, int]] = []
         self.worker_endpoints: list[dict[str, Any]] = []
         """Each xdist worker's judge calls per endpoint (``judges/diagnosis.py``), for the headline."""
+        self.cache_problems: list[list[str]] = []
+        """Each xdist worker's cache-location headlines (``ScoreBoard.cache_problems``)."""
         self.store_failures: list[str] = []
+        self.rejections: dict[str, int] = {}
+        """Rejected cache entries of xdist workers, by reason."""
         """Why xdist workers gave up the remote cache store (``execution/stores/fallback.py``)."""
         self.no_judge: list[NoJudge] = []
         """Items that did not run because their judge can't be called (skip_or_fail_without_judge)."""
@@ -71,6 +75,13 @@ class ResultsCollector:
         endpoints = (getattr(node, "workeroutput", None) or {}).get("llmjudge_endpoints")
         if endpoints:
             self.worker_endpoints.append(endpoints)
+        cache_problems = (getattr(node, "workeroutput", None) or {}).get("llmjudge_cache_problems")
+        if cache_problems:
+            self.cache_problems.append([str(line) for line in cache_problems])
+        rejections = (getattr(node, "workeroutput", None) or {}).get("llmjudge_rejections")
+        if isinstance(rejections, dict):
+            for reason, count in rejections.items():
+                self.rejections[str(reason)] = self.rejections.get(str(reason), 0) + int(count)
         store_failure = (getattr(node, "workeroutput", None) or {}).get("llmjudge_store_failure")
         if store_failure:
             self.store_failures.append(str(store_failure))
@@ -81,6 +92,10 @@ class ResultsCollector:
         if board is not None and board.runner_started and workeroutput is not None:
             workeroutput["llmjudge_stats"] = asdict(board.runner.stats)
             workeroutput["llmjudge_endpoints"] = board.runner.endpoints.as_dict()
+        if board is not None and workeroutput is not None and board.cache_problems:
+            workeroutput["llmjudge_cache_problems"] = board.cache_problems
+        if board is not None and board.runner_started and workeroutput is not None and board.runner.rejections:
+            workeroutput["llmjudge_rejections"] = dict(board.runner.rejections)
         if board is not None and workeroutput is not None and board.store_failure:
             workeroutput["llmjudge_store_failure"] = board.store_failure
 
@@ -96,6 +111,27 @@ class ResultsCollector:
         if board is not None and board.runner_started:
             tally.merge(board.runner.endpoints.as_dict())
         lines = headlines(tally)
+        # The cache location's failure and warnings: the first process's words, and how many said so.
+        reports = [*self.cache_problems, *([board.cache_problems] if board is not None else [])]
+        reports = [report for report in reports if report]
+        if reports:
+            more = f" (in {len(reports)} processes)" if len(reports) > 1 else ""
+            lines += [line + more for line in reports[0]]
+        rejections = dict(self.rejections)
+        if board is not None and board.runner_started:
+            for reason, count in board.runner.rejections.items():
+                rejections[reason] = rejections.get(reason, 0) + count
+        if rejections:  # each reason and its count: "rejected" alone doesn't say forgery from a changed secret
+            reasons = "; ".join(
+                f"{count} {reason}" for reason, count in sorted(rejections.items(), key=lambda x: -x[1])
+            )
+            lines.append(f"llmjudge: {sum(rejections.values())} cache entries rejected and re-asked: {reasons}")
+        lost = board.runner.leases.lost if board is not None and board.runner_started else 0
+        if lost:  # the heartbeat came too late: another process may have paid for the same prompt
+            lines.append(
+                f"llmjudge: {lost} lease(s) on the shared cache store ran out while their call was in flight "
+                "(a slow or paused process): another process may have paid for the same prompt(s)"
+            )
         failures = list(self.store_failures)
         if board is not None and board.store_failure:
             failures.append(board.store_failure)
@@ -104,10 +140,17 @@ class ResultsCollector:
 
             where = redact(board.settings.cache_url or "")
             workers = f" in {len(failures)} processes" if len(failures) > 1 else ""
-            lines.append(
-                f"llmjudge: cache store {where} failed mid-run{workers} ({failures[0]}): replies since then are "
-                f"cached in {board.settings.cache_dir} only"
-            )
+            if failures[0].startswith("at start: "):  # probe failed, --llmjudge-cache-fallback=local
+                lines.append(
+                    f"llmjudge: cache store {where} was unusable at start{workers} ({failures[0][10:]}): "
+                    f"--llmjudge-cache-fallback=local, so replies are cached in {board.settings.cache_dir} only "
+                    "and shared with no other shard (written back at the next run that reaches the store)"
+                )
+            else:
+                lines.append(
+                    f"llmjudge: cache store {where} failed mid-run{workers} ({failures[0]}): replies since then are "
+                    f"cached in {board.settings.cache_dir} only (written back at the next run that reaches it)"
+                )
         return lines
 
     def run_stats(self) -> RunnerStats | None:

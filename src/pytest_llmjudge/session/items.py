@@ -25,11 +25,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
 from pytest_llmjudge.errors import ItemFailure
+from pytest_llmjudge.escaping import ONE_LINE, escape_controls
 from pytest_llmjudge.session.state import recorder_key
 
 if TYPE_CHECKING:
@@ -45,6 +46,21 @@ def record(item: pytest.Item, properties: Iterable[tuple[str, Any]]) -> None:
     recorder = item.config.stash.get(recorder_key, None)
     if recorder is not None:
         recorder(item, properties)
+
+
+FileNode = TypeVar("FileNode", bound=pytest.File)
+
+
+def file_node(cls: type[FileNode], parent: pytest.Collector, path: Path) -> FileNode:
+    """``cls.from_parent(parent, path=path)`` with control characters of the node id made visible.
+
+    A file's node id is its path, which pytest prints and writes to JUnit (``classname``) raw:
+    an ESC in a file name would recolour the terminal and make the XML ill-formed. Escaped as
+    case ids are (``escaping.py``); the items' ids derive from it.
+    """
+    node = cls.from_parent(parent, path=path)
+    escaped = escape_controls(node.nodeid, ONE_LINE)
+    return node if escaped == node.nodeid else cls.from_parent(parent, path=path, nodeid=escaped)
 
 
 Planner = Callable[[Sequence[pytest.Item]], Iterable[tuple["Suite", "Case", str]]]

@@ -165,8 +165,12 @@ def per_class_f1_from_confusion(confusion: npt.ArrayLike) -> FloatArray:
     counts = np.asarray(confusion)
     tp = np.diagonal(counts, axis1=-2, axis2=-1)
     denominator = counts.sum(axis=-1) + counts.sum(axis=-2)
-    # Dividing by max(denominator, 1) maps 0/0 to 0 without a warning: tp is 0 there too.
-    result: FloatArray = 2.0 * tp / np.maximum(denominator, 1)
+    # 0/0 is 0 without a warning (tp is 0 there too). Dividing only where the denominator is
+    # positive, not by max(denominator, 1), keeps F1 right for cell probabilities (a posterior
+    # draw, stats/resampling.py), whose denominators lie below 1.
+    result: FloatArray = np.divide(
+        2.0 * tp, denominator, out=np.zeros(np.broadcast(tp, denominator).shape), where=denominator > 0
+    )
     return result
 
 

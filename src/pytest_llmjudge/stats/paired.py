@@ -33,7 +33,9 @@ Paired bootstrap (:func:`paired_bootstrap`)
           p_value = (1 + #{b : D*_b - D <= D}) / (B + 1)
 
       Small values are evidence of a drop. :meth:`PairedComparison.p_value_for_drop` moves
-      the null to ``mu >= -margin`` (``#{b : D*_b - D - margin <= D}``).
+      the null to ``mu >= -margin`` (``#{b : D*_b - D - margin <= D}``);
+      :meth:`PairedComparison.p_value_non_inferior` tests the reverse, H0 ``mu <= -margin``
+      (``#{b : D*_b - D - margin >= D}``), for non-inferiority.
     * Two-sided p-value (``p_value_two_sided``): H0 ``mu = 0``;
       ``(1 + #{b : |D*_b - D| >= |D|}) / (B + 1)``.
 
@@ -148,6 +150,20 @@ class PairedComparison:
         if self.n < 2:
             return 1.0
         return _shift_p_value(self.distribution, self.mean_difference, margin, self.tie_tolerance)
+
+    def p_value_non_inferior(self, margin: float = 0.0) -> float:
+        """One-sided shift-method p-value of H0 ``mu <= -margin`` (worse by at least the margin).
+
+        Small values show the candidate not worse by more than ``margin`` (non-inferiority):
+        ``(1 + #{b : D*_b - D - margin >= D}) / (B + 1)``. With ``n = 1`` the result is 1.0.
+        """
+        margin = _check_margin(margin)
+        if self.n < 2:
+            return 1.0
+        tol = max(self.tie_tolerance, 4.0 * float(np.finfo(np.float64).eps) * margin)
+        null = self.distribution - self.mean_difference - margin
+        hits = int(np.count_nonzero(null >= self.mean_difference - tol))
+        return (1 + hits) / (self.distribution.size + 1)
 
     def to_dict(self) -> dict[str, float | int | str]:
         """Plain summary without the bootstrap distribution, ready for ``json.dumps``

@@ -7,14 +7,18 @@ scores against rubric scales. Every problem raises :class:`SuiteError` rendered 
 field or metric, the install extra for a missing package).
 
 Degenerate cases: a suite whose language filter leaves no cases is an error (it would pass
-vacuously); duplicate case ids are an error (node ids must be unique); a case without an
-output is an error unless an output target will produce it.
+vacuously); duplicate case ids are an error (node ids must be unique), compared in Unicode
+NFC (``suite/identity.py``: ids that print alike are one id); a case without an output is an
+error unless an output target will produce it.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Iterator, Mapping
+import math
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -23,20 +27,24 @@ from pydantic import BaseModel, ValidationError
 
 from pytest_llmjudge.errors import LLMJudgeError, MetricError, MissingDependencyError, SuiteError
 from pytest_llmjudge.judges.rubrics import Rubric
+from pytest_llmjudge.metrics.rag import JUDGED_METRICS
+from pytest_llmjudge.metrics.scales import reference_scale
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.stats.grouping import Group
 from pytest_llmjudge.suite import schema
 from pytest_llmjudge.suite.expressions import (
+    PASS_K_STATS,
     ExpressionError,
     Threshold,
     parse_aggregate,
     parse_override,
     parse_threshold,
 )
+from pytest_llmjudge.suite.identity import normalized
 from pytest_llmjudge.suite.loader import LocatedDocument, iter_jsonl, line_for, load_yaml
-from pytest_llmjudge.suite.model import AggregateCheck, Case, MetricKind, RecordedValue, Suite
+from pytest_llmjudge.suite.model import AggregateCheck, Case, Message, MetricKind, RecordedValue, Suite
 from pytest_llmjudge.suite.schema import AggregateConfig, CaseConfig, CasesFileConfig, RubricConfig, SuiteConfig
-from pytest_llmjudge.suite.tabular import table_format, table_records
+from pytest_llmjudge.suite.tabular import is_hf_dataset, table_format, table_records
 
 
 def _field_names(model: type[BaseModel]) -> list[str]:
@@ -174,7 +182,7 @@ def read_records(
 
 def _source_records(path: Path, entry: CasesFileConfig) -> Iterator[tuple[int, dict[str, Any]]]:
     """The records of one ``cases_file`` entry: JSONL lines or table rows (suite/tabular.py)."""
-    fmt = table_format(path, entry.format)
+    fmt = "hf" if is_hf_dataset(path, entry.path, entry.format) else table_format(path, entry.format)
     if fmt is None:
         if entry.columns or entry.encoding:
             raise SuiteError(
@@ -185,10 +193,48 @@ def _source_records(path: Path, entry: CasesFileConfig) -> Iterator[tuple[int, d
             )
         yield from read_records(path, entry.where, entry.extra_fields, _CASE_FIELDS)
         return
-    rows = table_records(path, fmt, columns=entry.columns, case_fields=_CASE_FIELDS, encoding=entry.encoding)
+    rows = table_records(
+        path,
+        fmt,
+        columns=entry.columns,
+        case_fields=_CASE_FIELDS,
+        encoding=entry.encoding,
+        source=entry.path if entry.path.startswith("hf://") else str(path),
+    )
     for number, record, _unit in rows:
         if all(_table_matches(record, key, value) for key, value in entry.where.items()):
             yield number, record
+
+
+def _stratified_sample(
+    records: list[tuple[int, dict[str, Any]]], size: int, seed: int
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``size`` records drawn without replacement, each language getting its share of ``size``
+    (largest remainder; every language present keeps at least one), in file order.
+
+    Per language the draw is ``random.Random(f"{seed}:{language}")``: adding cases of one
+    language leaves the others' samples as they were."""
+    import random
+
+    if size >= len(records):
+        yield from records
+        return
+    by_language: dict[str, list[int]] = {}
+    for position, (_, record) in enumerate(records):
+        by_language.setdefault(str(record.get("language")), []).append(position)
+    total = len(records)
+    quotas = {language: size * len(found) / total for language, found in by_language.items()}
+    shares = {language: max(1, int(quota)) for language, quota in quotas.items()}
+    for language in sorted(quotas, key=lambda name: (-(quotas[name] - int(quotas[name])), name)):
+        if sum(shares.values()) >= size:
+            break
+        if shares[language] < len(by_language[language]):
+            shares[language] += 1
+    chosen: set[int] = set()
+    for language, positions in by_language.items():
+        draw = random.Random(f"{seed}:{language}")
+        chosen.update(draw.sample(positions, min(shares[language], len(positions))))
+    yield from (records[position] for position in sorted(chosen))
 
 
 def _table_matches(record: Mapping[str, Any], key: str, wanted: Any) -> bool:
@@ -223,14 +269,23 @@ def _rubric_from_config(name: str, config: RubricConfig) -> Rubric:
         needs=frozenset(config.needs),
         per_language=dict(config.per_language),
         score_mode=config.scoring,
+        target=config.target,
     )
 
 
-def _recorded(raw: Mapping[str, Any]) -> dict[str, RecordedValue]:
+def _recorded(raw: Mapping[str, Any], how: str = "mean") -> dict[str, RecordedValue]:
     values: dict[str, RecordedValue] = {}
     for name, entry in raw.items():
         if isinstance(entry, (int, float)):
             values[name] = RecordedValue(score=float(entry))
+        elif entry.samples is not None:
+            samples = tuple(None if sample is None else float(sample) for sample in entry.samples)
+            values[name] = RecordedValue(
+                score=_combined(samples, how),
+                justification=entry.justification,
+                judge=entry.judge,
+                samples=samples,
+            )
         else:
             values[name] = RecordedValue(
                 score=None if entry.score is None else float(entry.score),
@@ -238,6 +293,154 @@ def _recorded(raw: Mapping[str, Any]) -> dict[str, RecordedValue]:
                 judge=entry.judge,
             )
     return values
+
+
+def _combined(samples: tuple[float | None, ...], how: str) -> float | None:
+    """Recorded samples' score by the scoreboard's rule for repeats (``execution.scoreboard.combine_samples``,
+    which this layer can't import: the scoreboard imports it): the mean, or the most common
+    sample with ties to the lower; None when a sample is null (the case is unscored)."""
+    numbers = [sample for sample in samples if sample is not None]
+    if len(numbers) < len(samples):
+        return None
+    if how == "mean":
+        return statistics.fmean(numbers)
+    counts = Counter(numbers)
+    best = max(counts.values())
+    return min(value for value, count in counts.items() if count == best)
+
+
+def _label_files(
+    config: SuiteConfig, path: Path, lines: Mapping[Any, int], known: set[str]
+) -> Iterator[tuple[str, str, list[float] | dict[str, float], tuple[Path, int | None]]]:
+    """(case id, metric, labels, (file, line)) from the suite's ``human_labels`` files.
+
+    JSONL: records with ``id`` and ``human: {metric: [labels] or {annotator: label}}`` (other keys
+    are ignored, so calibration items files load). CSV: a header with ``id``, ``metric``,
+    ``label`` and optionally ``annotator``; one row per label.
+    """
+    entries = config.human_labels
+    if entries is None:
+        return
+    for index, entry in enumerate([entries] if isinstance(entries, str) else entries):
+        at = ("human_labels",) if isinstance(entries, str) else ("human_labels", index)
+        labels_path = path.parent / entry
+        if not labels_path.is_file():
+            raise SuiteError(
+                f"labels file {_missing(labels_path)}: {labels_path}",
+                path=path,
+                line=line_for(lines, at),
+                field=_loc_text(at),
+                hint="human_labels is resolved relative to the suite file",
+            )
+        rows: list[tuple[int | None, str, str, list[float] | dict[str, float]]] = []
+        if labels_path.suffix.lower() == ".csv":
+            import csv
+
+            with labels_path.open(encoding="utf-8-sig", newline="") as handle:
+                reader = csv.DictReader(handle)
+                missing = {"id", "metric", "label"} - set(reader.fieldnames or ())
+                if missing:
+                    raise SuiteError(
+                        f"a CSV labels file needs the columns id, metric, label (missing: {', '.join(sorted(missing))})",
+                        path=labels_path,
+                        line=1,
+                    )
+                grouped: dict[tuple[str, str], tuple[int, list[float] | dict[str, float]]] = {}
+                for number, row in enumerate(reader, start=2):
+                    try:
+                        label = float(str(row["label"]).strip())
+                    except ValueError:
+                        label = math.nan
+                    if not math.isfinite(label):
+                        raise SuiteError(
+                            f"label {row['label']!r} is not a finite number",
+                            path=labels_path,
+                            line=number,
+                            field="label",
+                        )
+                    key = (str(row["id"]).strip(), str(row["metric"]).strip())
+                    first, bucket = grouped.setdefault(key, (number, [] if not row.get("annotator") else {}))
+                    if isinstance(bucket, dict):
+                        annotator = str(row.get("annotator") or "").strip()
+                        if not annotator or annotator in bucket:
+                            raise SuiteError(
+                                f"annotator {annotator!r} labels case {key[0]!r} {key[1]} twice, or without an id",
+                                path=labels_path,
+                                line=number,
+                                field="annotator",
+                            )
+                        bucket[annotator] = label
+                    else:
+                        bucket.append(label)
+                rows = [(number, case_id, metric, bucket) for (case_id, metric), (number, bucket) in grouped.items()]
+        else:
+            for number, record in iter_jsonl(labels_path):
+                human = record.get("human")
+                if not isinstance(record.get("id"), str) or not isinstance(human, dict):
+                    raise SuiteError(
+                        "each labels line needs a string 'id' and a 'human' object", path=labels_path, line=number
+                    )
+                try:
+                    parsed = CaseConfig.model_validate({"id": record["id"], "language": "xx", "human": human}).human
+                except ValidationError as exc:
+                    raise validation_error(exc, labels_path, {(): number}, record, root=CaseConfig) from None
+                rows.extend((number, record["id"], metric, labels) for metric, labels in parsed.items())
+        for line_number, case_id, metric, labels in rows:
+            if case_id not in known:
+                raise SuiteError(
+                    f"labels for case {case_id!r}, which the suite does not have",
+                    path=labels_path,
+                    line=line_number,
+                    field="id",
+                )
+            yield case_id, metric, labels, (labels_path, line_number)
+
+
+def _on_scale(label: float, scale: Sequence[int]) -> bool:
+    """A whole-number label must be a scale point; a fractional one (an average) must lie between the ends."""
+    if float(label).is_integer():
+        return label in scale
+    return min(scale) < label < max(scale)
+
+
+def aggregate_human_labels(
+    labelled: Sequence[tuple[str, Mapping[str, list[float] | dict[str, float]]]],
+) -> dict[str, dict[str, float]]:
+    """Case id -> metric -> one human label per case, from its annotators' labels.
+
+    Whole-number labels (a rubric's 0/1/2): the calibration gate's rule (``stats/annotators.py``,
+    METAL sec. 3.2), the majority label, else the mean rounded half up; labels given by
+    annotator id are taken in id order (the rule does not depend on the order). A case with a
+    fractional label (already an average, or a continuous scale): the plain mean of its labels.
+    One matrix per metric, so one aggregation call per metric.
+    """
+    if not labelled:
+        return {}
+    import numpy as np  # only suites with human labels pay for numpy here
+
+    from pytest_llmjudge.stats.annotators import aggregate_labels
+
+    result: dict[str, dict[str, float]] = {}
+    metrics = sorted({metric for _, human in labelled for metric in human})
+    for metric in metrics:
+        rows = [
+            (case_id, list(labels) if isinstance(labels, list) else [labels[k] for k in sorted(labels)])
+            for case_id, human in labelled
+            if (labels := human.get(metric)) is not None
+        ]
+        whole = [(case_id, labels) for case_id, labels in rows if all(float(v).is_integer() for v in labels)]
+        for case_id, labels in rows:
+            if not all(float(v).is_integer() for v in labels):
+                result.setdefault(case_id, {})[metric] = math.fsum(labels) / len(labels)
+        if not whole:
+            continue
+        matrix = np.full((len(whole), max(len(labels) for _, labels in whole)), np.nan)
+        for index, (_, labels) in enumerate(whole):
+            matrix[index, : len(labels)] = labels
+        aggregated = aggregate_labels(matrix)
+        for (case_id, _), label in zip(whole, aggregated.labels, strict=True):
+            result.setdefault(case_id, {})[metric] = float(label)
+    return result
 
 
 def _parse_thresholds(
@@ -257,7 +460,9 @@ def _parse_thresholds(
 
 def _missing(path: Path) -> str:
     """Why a side file that is not a regular file can't be read (for its error message)."""
-    return "is a directory, not a file" if path.is_dir() else "not found"
+    if path.is_dir():
+        return "is a directory, not a file"
+    return "is not a regular file (a FIFO, socket or device)" if path.exists() else "not found"
 
 
 def target_search_paths(suite_path: Path) -> list[Path]:
@@ -282,7 +487,11 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
     if judge.calibration is not None:
         calibration_path = (base_dir / judge.calibration).resolve()
         if not calibration_path.is_file():
-            what = "is a directory, not a calibration set file" if calibration_path.is_dir() else "not found"
+            what = (
+                "is a directory, not a calibration set file"
+                if calibration_path.is_dir()
+                else _missing(calibration_path)
+            )
             raise SuiteError(
                 f"calibration set {what}: {calibration_path}",
                 path=path,
@@ -298,7 +507,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
     for index, entry in enumerate(_cases_files(config)):
         at = ("cases_file",) if not isinstance(config.cases_file, list) else ("cases_file", index)
         cases_path = base_dir / entry.path
-        if not cases_path.is_file():
+        if not cases_path.is_file() and not is_hf_dataset(cases_path, entry.path, entry.format):
             raise SuiteError(
                 f"cases file {_missing(cases_path)}: {cases_path}",
                 path=path,
@@ -306,7 +515,12 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 field=_loc_text(at),
                 hint="cases_file is resolved relative to the suite file",
             )
-        for number, record in _source_records(cases_path, entry):
+        records = _source_records(cases_path, entry)
+        if entry.sample is not None:
+            records = _stratified_sample(list(records), entry.sample, entry.seed)
+        for number, record in records:
+            if not entry.human:
+                record.pop("human", None)
             try:
                 case_sources.append((CaseConfig.model_validate(record), cases_path, number, None))
             except ValidationError as exc:
@@ -328,7 +542,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             for number, record in iter_jsonl(outputs_path):
                 if not isinstance(record.get("id"), str) or not isinstance(record.get("output"), str):
                     raise SuiteError("each outputs line needs string 'id' and 'output'", path=outputs_path, line=number)
-                outputs[record["id"]] = record["output"]
+                outputs[normalized(record["id"])] = record["output"]  # matched as case ids are: in NFC
         else:
             target = config.outputs.target
             assert target is not None
@@ -348,6 +562,19 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         rubrics[name] = _rubric_from_config(name, rubric_config)
 
     suite_thresholds = _parse_thresholds(config.assert_, path, doc.lines, ("assert",))
+    labelled = {case_config.id: dict(case_config.human) for case_config, *_ in case_sources if case_config.human}
+    for metric_labels in _label_files(config, path, doc.lines, {case_config.id for case_config, *_ in case_sources}):
+        case_id, metric, labels, origin = metric_labels
+        given = labelled.setdefault(case_id, {})
+        if metric in given:
+            raise SuiteError(
+                f"case {case_id!r} has {metric} labels twice (on the case, or twice in the labels files)",
+                path=origin[0],
+                line=origin[1],
+                field="human_labels",
+            )
+        given[metric] = labels
+    human_labels = aggregate_human_labels(list(labelled.items()))
     cases: list[Case] = []
     seen: dict[str, tuple[Path, int | None]] = {}
     for case_config, source, line, inline_index in case_sources:
@@ -360,9 +587,13 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 path=source,
                 line=line,
                 field="id",
+                hint=None
+                if case_config.id.isascii()
+                else "case ids are compared in Unicode NFC (docs/suite-format.md)",
             )
         seen[case_config.id] = (source, line)
         output = case_config.output if case_config.output is not None else outputs.get(case_config.id)
+        messages, output, case_input = _conversation(case_config, output, source, line)
         if output is None and target is None:
             raise SuiteError(
                 f"case {case_config.id!r} has no output",
@@ -380,13 +611,15 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 suite=config.suite,
                 id=case_config.id,
                 language=case_config.language,
-                input=case_config.input,
+                input=case_input,
                 output=output,
                 reference=case_config.reference,
                 context=(context,) if isinstance(context, str) else tuple(context or ()),
+                messages=messages,
                 metadata=dict(case_config.metadata),
-                recorded=_recorded(case_config.recorded),
+                recorded=_recorded(case_config.recorded, config.judge.repeat_aggregate),
                 thresholds=tuple(suite_thresholds + own),
+                human=human_labels.get(case_config.id, {}),
                 path=source,
                 line=line,
                 tags=tuple(dict.fromkeys([*config.tags, *case_config.tags])),
@@ -423,8 +656,22 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             line=line_for(doc.lines, at),
             group_by=tuple(aggregate_config.group_by or config.group_by),
             group_overrides=group_overrides,
+            min_labels=aggregate_config.min_labels,
+            xfail=dict(aggregate_config.xfail),
+            scale=None
+            if aggregate_config.scale is None
+            else (float(aggregate_config.scale[0]), float(aggregate_config.scale[1])),
         )
         _check_group_names(group_overrides, check.groups(cases), path, doc.lines, (*at, "per_group"))
+        known_rows = {group.name for group in check.groups(cases)} | {case.language for case in cases} | {"all"}
+        unknown_rows = sorted(set(check.xfail) - known_rows)
+        if unknown_rows:
+            raise SuiteError(
+                f"xfail names {', '.join(map(repr, unknown_rows))}, not a group, language or 'all' of this suite",
+                path=path,
+                line=line_for(doc.lines, (*at, "xfail")),
+                field=f"{_loc_text(at)}.xfail",
+            )
         aggregates.append(check)
 
     # Every metric named anywhere must be something we can score.
@@ -444,6 +691,8 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             # An alias (``la``) names its rubric in prompts and results the way the suite does.
             rubrics[name] = rubric if rubric.name == name else replace(rubric, name=name)
             kinds[name] = "rubric"
+        elif name in JUDGED_METRICS:
+            kinds[name] = "judged"
         elif registry.has_metric(name):
             try:
                 registry.metric(name, config.metric_options.get(name))
@@ -455,7 +704,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         elif name in recorded_names:
             kinds[name] = "recorded"
         else:
-            close = difflib.get_close_matches(name, registry.known_names() + list(rubrics), n=1)
+            close = difflib.get_close_matches(name, registry.known_names() + list(rubrics) + list(JUDGED_METRICS), n=1)
             raise SuiteError(
                 f"threshold on undefined metric {name!r}",
                 path=where,
@@ -464,7 +713,32 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 + "define it under 'rubrics:', use a built-in rubric or metric, or record scores for it",
             )
 
-    if "rubric" in kinds.values():
+    for check in aggregates:
+        _check_pass_k(check, cases, kinds.get(check.spec.metric), judge.repeats, path)
+
+    declared: dict[str, tuple[float, float]] = {}
+    for index, check in enumerate(aggregates):
+        if check.scale is not None and declared.setdefault(check.spec.metric, check.scale) != check.scale:
+            raise SuiteError(
+                f"{check.spec.metric} is given two scales, {list(declared[check.spec.metric])} and {list(check.scale)}",
+                path=path,
+                line=line_for(doc.lines, ("aggregate", index, "scale")) or check.line,
+                field=_loc_text(("aggregate", index, "scale")),
+            )
+        known = rubrics[check.spec.metric].scale if kinds.get(check.spec.metric) == "rubric" else None
+        if check.scale is not None and (
+            known
+            or (kinds.get(check.spec.metric) == "metric" and reference_scale(check.spec.metric))
+            or kinds.get(check.spec.metric) == "judged"
+        ):
+            raise SuiteError(
+                f"{check.spec.metric} has a known scale; 'scale' is for metrics without one (scores recorded under a free name)",
+                path=path,
+                line=line_for(doc.lines, ("aggregate", index, "scale")) or check.line,
+                field=_loc_text(("aggregate", index, "scale")),
+            )
+
+    if "rubric" in kinds.values() or "judged" in kinds.values():
         try:
             registry.provider(config.judge.provider)
         except LLMJudgeError as exc:
@@ -473,9 +747,30 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             ) from None
 
     for case in cases:
+        for name, given_labels in labelled.get(case.id, {}).items():
+            rubric = rubrics.get(name)
+            raw = list(given_labels.values()) if isinstance(given_labels, dict) else list(given_labels)
+            off = [label for label in raw if rubric is not None and not _on_scale(label, rubric.scale)]
+            if rubric is not None and off:
+                raise SuiteError(
+                    f"human {name} label {off[0]:g} of case {case.id!r} is not on the scale {list(rubric.scale)}",
+                    path=case.path,
+                    line=case.line,
+                    field=f"human.{name}",
+                )
         for name, value in case.recorded.items():
             rubric = rubrics.get(name)
-            if rubric is not None and value.score is not None and value.score not in rubric.scale:
+            scale = rubric.scale if rubric is not None else None
+            off_samples = [s for s in value.samples if scale is not None and s is not None and s not in scale]
+            if off_samples:
+                raise SuiteError(
+                    f"recorded {name} sample {off_samples[0]:g} of case {case.id!r} is not on the scale {list(scale or ())}",
+                    path=case.path,
+                    line=case.line,
+                    field=f"recorded.{name}.samples",
+                )
+            # A mean of samples lies between scale points; the samples themselves were checked above.
+            if rubric is not None and value.score is not None and value.score not in rubric.scale and not value.samples:
                 raise SuiteError(
                     f"recorded {name} score {value.score:g} of case {case.id!r} is not on the scale {list(rubric.scale)}",
                     path=case.path,
@@ -524,7 +819,67 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         regression=config.regression,
         group_by=tuple(config.group_by),
         tags=tuple(config.tags),
+        sources=tuple(dict.fromkeys(base_dir / entry.path for entry in _cases_files(config)))
+        + ((base_dir / config.outputs.file,) if config.outputs is not None and config.outputs.file else ()),
     )
+
+
+def _check_pass_k(
+    check: AggregateCheck, cases: Sequence[Case], kind: MetricKind | None, repeats: int, path: Path
+) -> None:
+    """``pass_at_k(..., k=N)`` with N above what the cases will have is an error when the suite
+    loads, before any judge call: a judged case has ``judge.repeats`` samples, a computed
+    metric one, a recorded score one (its ``samples``, if recorded, as many as listed)."""
+    k = check.spec.k
+    if k is None or check.spec.stat not in PASS_K_STATS:
+        return
+    for case in cases:
+        recorded = case.recorded.get(check.spec.metric)
+        if recorded is not None:
+            n = max(1, len(recorded.samples))
+        else:
+            n = repeats if kind == "rubric" else 1
+        if k > n:
+            where = (
+                "judge.repeats"
+                if recorded is None and kind == "rubric"
+                else ("its recorded samples" if recorded is not None and recorded.samples else "one score")
+            )
+            raise SuiteError(
+                f"{check.spec.label} needs k = {k} samples per case; case {case.id!r} has {n} ({where})",
+                path=path,
+                line=check.line,
+                hint="set judge.repeats (or record samples) to at least k, or lower k",
+            )
+
+
+def _conversation(
+    case: CaseConfig, output: str | None, source: Path, line: int | None
+) -> tuple[tuple[Message, ...], str | None, str | None]:
+    """A case's conversation so far, its output under test and its input.
+
+    Without an output given (inline or in ``outputs.file``), a last assistant turn is the
+    output under test and leaves the conversation; otherwise the output (or the target's)
+    answers every turn. The input, when not given, is the last user turn of what is left,
+    so rubrics written for one-turn cases rate the last reply against the last request.
+    """
+    if case.messages is None:
+        return (), output, case.input
+    if not case.messages:
+        raise SuiteError(
+            f"case {case.id!r} has an empty 'messages' list",
+            path=source,
+            line=line,
+            field="messages",
+            hint="give at least one turn, or drop 'messages'",
+        )
+    turns = [Message(turn.role, turn.content) for turn in case.messages]
+    if output is None and turns[-1].role == "assistant":
+        output = turns.pop().content
+    case_input = case.input
+    if case_input is None:
+        case_input = next((turn.content for turn in reversed(turns) if turn.role == "user"), None)
+    return tuple(turns), output, case_input
 
 
 def _check_group_names(

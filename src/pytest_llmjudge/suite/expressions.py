@@ -9,7 +9,16 @@ Two small grammars, parsed with regular expressions (no ``eval``):
   metric name, or ``pass_rate(...)`` over a case assertion (``pass_rate(chrf >= 45) >= 0.8``);
   ``lower(...)`` or ``upper(...)`` around a ``mean`` or ``pass_rate`` asserts on that bound of
   its 95% interval instead of the point (``lower(mean(linguistic_acceptability)) >= 1.5``), so
-  a gate can require confidence (the intervals: ``aggregate.py``).
+  a gate can require confidence (the intervals: ``aggregate.py``);
+* ``human_mean(METRIC)`` and ``human_pass_rate(METRIC OP VALUE)``: the same statistics on
+  the native speakers' scale, estimated from the judge's scores and the human labels of a
+  random sample of cases (prediction-powered, ``stats/prediction_powered.py``); they have
+  intervals, so ``lower``/``upper`` take them too.
+* ``pass_at_k(METRIC OP VALUE) OP NUMBER`` and ``pass_hat_k(METRIC OP VALUE) OP NUMBER``
+  over a case's repeated judgments: the mean over cases of the unbiased per-case estimates
+  of "at least one of k passes" and "all k pass" (``stats/pass_k.py``). ``k`` is the case's
+  number of samples unless given after the assertion: ``pass_hat_k(task_quality >= 2, k=3)``.
+  ``pass@k(...)`` and ``pass^k(...)`` are accepted as aliases (the label uses the long names).
 
 Degenerate cases: comparing a categorical value with ``>=`` is rejected when parsed; so are
 ``lower``/``upper`` around a statistic without an interval (median, min, max), and a
@@ -24,12 +33,14 @@ import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pytest_llmjudge.metrics.language_codes import language_family
 
 Op = Literal[">=", ">", "<=", "<", "==", "!="]
-AggregateStat = Literal["mean", "median", "min", "max", "pass_rate"]
+AggregateStat = Literal[
+    "mean", "median", "min", "max", "pass_rate", "human_mean", "human_pass_rate", "pass_at_k", "pass_hat_k"
+]
 Bound = Literal["lower", "upper"]
 
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
@@ -44,11 +55,19 @@ _METRIC = r"[A-Za-z_][\w+\-]*(?:@\d+)?"
 _OP = r">=|<=|==|!=|>|<"
 _CASE_RE = re.compile(rf"^\s*(?P<metric>{_METRIC})\s*(?P<op>{_OP})\s*(?P<value>.+?)\s*$")
 _AGG_RE = re.compile(
-    rf"^\s*(?P<stat>mean|median|min|max|pass_rate)\s*\(\s*(?P<inner>.+?)\s*\)\s*(?P<op>{_OP})\s*(?P<value>\S+)\s*$"
+    rf"^\s*(?P<stat>human_mean|human_pass_rate|mean|median|min|max|pass_rate|pass_at_k|pass_hat_k|pass@k|pass\^k)\s*\(\s*(?P<inner>.+?)\s*\)\s*(?P<op>{_OP})\s*(?P<value>\S+)\s*$"
 )
 _BOUND_RE = re.compile(rf"^\s*(?P<bound>lower|upper)\s*\(\s*(?P<inner>.+\))\s*\)\s*(?P<rest>(?:{_OP}).*)$")
 # Statistics that come with an interval (aggregate.py), hence a lower and an upper bound.
-_WITH_INTERVAL = ("mean", "pass_rate")
+_WITH_INTERVAL = ("mean", "pass_rate", "human_mean", "human_pass_rate", "pass_at_k", "pass_hat_k")
+# Prediction-powered estimates of what the human annotators would give (aggregate.py, stats/prediction_powered.py).
+HUMAN_STATS = ("human_mean", "human_pass_rate")
+# Statistics over a case's repeated samples (aggregate.py, stats/pass_k.py); the aliases people type for them.
+PASS_K_STATS = ("pass_at_k", "pass_hat_k")
+_PASS_K_ALIASES = {"pass@k": "pass_at_k", "pass^k": "pass_hat_k"}
+_STAT_NAMES = (*get_args(AggregateStat), *_PASS_K_ALIASES)
+# ``, k=3`` after a pass-k statistic's case assertion; any ``, name=value`` so a typo is named.
+_K_ARGUMENT = re.compile(r"^(?P<inner>.+?)\s*,\s*(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<value>\S+)\s*$")
 _OVERRIDE_RE = re.compile(rf"^\s*(?P<op>{_OP})?\s*(?P<value>\S+)\s*$")
 
 CASE_LANGUAGE = "case.language"
@@ -106,6 +125,8 @@ class AggregateSpec:
     value: float
     inner: Threshold | None = None
     bound: Bound | None = None
+    k: int | None = None
+    """``pass_at_k``/``pass_hat_k``: the number of attempts; None means each case's number of samples."""
 
     def holds(self, observed: float | None) -> bool:
         if observed is None or math.isnan(observed):
@@ -113,11 +134,13 @@ class AggregateSpec:
         return _OPERATORS[self.op](observed, self.value)
 
     def with_threshold(self, op: Op, value: float) -> AggregateSpec:
-        return AggregateSpec(self.stat, self.metric, op, value, self.inner, self.bound)
+        return AggregateSpec(self.stat, self.metric, op, value, self.inner, self.bound, self.k)
 
     @property
     def label(self) -> str:
         inner = self.inner.render() if self.inner is not None else self.metric
+        if self.k is not None:
+            inner = f"{inner}, k={self.k}"
         statistic = f"{self.stat}({inner})"
         return statistic if self.bound is None else f"{self.bound}({statistic})"
 
@@ -183,11 +206,12 @@ def parse_aggregate(text: str) -> AggregateSpec:
         spec = _parse_statistic(f"{bounded['inner']} {bounded['rest']}", text)
         if spec.stat not in _WITH_INTERVAL:
             raise ExpressionError(
-                f"{bounded['bound']}(...) takes mean(...) or pass_rate(...), the statistics with an interval, "
+                f"{bounded['bound']}(...) takes mean(...) or pass_rate(...) (or human_mean, human_pass_rate, "
+                "pass_at_k, pass_hat_k), the statistics with an interval, "
                 f"got {bounded['inner']!r}"
             )
         bound: Bound = bounded["bound"]  # type: ignore[assignment]
-        return AggregateSpec(spec.stat, spec.metric, spec.op, spec.value, spec.inner, bound)
+        return AggregateSpec(spec.stat, spec.metric, spec.op, spec.value, spec.inner, bound, spec.k)
     return _parse_statistic(text, text)
 
 
@@ -197,18 +221,23 @@ def _parse_statistic(text: str, shown: str) -> AggregateSpec:
     if match is None:
         raise ExpressionError(
             f"can't parse aggregate {shown!r}; expected e.g. 'mean(linguistic_acceptability) >= 1.6' "
-            "or 'pass_rate(chrf >= 45) >= 0.8' or 'lower(mean(linguistic_acceptability)) >= 1.5'" + _did_you_mean(shown)
+            "or 'pass_rate(chrf >= 45) >= 0.8' or 'lower(mean(linguistic_acceptability)) >= 1.5'"
+            + (_did_you_mean(shown) or _did_you_mean_statistic(shown))
         )
-    stat: AggregateStat = match["stat"]  # type: ignore[assignment]
+    stat: AggregateStat = _PASS_K_ALIASES.get(match["stat"], match["stat"])  # type: ignore[assignment]
     op: Op = match["op"]  # type: ignore[assignment]
     value = _parse_value(match["value"])
     if isinstance(value, str):
         raise ExpressionError(f"an aggregate threshold must be a number in {shown!r}")
     inner_text = match["inner"]
-    if stat == "pass_rate":
+    if stat in PASS_K_STATS:
+        return _parse_pass_k(stat, inner_text, op, value)
+    if _K_ARGUMENT.match(inner_text) and re.search(rf"(?:{_OP})", inner_text):
+        raise ExpressionError(f"{stat}(...) takes no k; k= goes with pass_at_k(...) or pass_hat_k(...), got {shown!r}")
+    if stat in ("pass_rate", "human_pass_rate"):
         if not _CASE_RE.match(inner_text):
             raise ExpressionError(
-                f"pass_rate needs a case assertion inside, e.g. pass_rate(chrf >= 45), got {inner_text!r}"
+                f"{stat} needs a case assertion inside, e.g. {stat}(chrf >= 45), got {inner_text!r}"
                 + _did_you_mean(inner_text)
             )
         inner = parse_threshold(inner_text)
@@ -216,6 +245,51 @@ def _parse_statistic(text: str, shown: str) -> AggregateSpec:
     if not re.fullmatch(_METRIC, inner_text):
         raise ExpressionError(f"{stat}(...) takes a metric name, got {inner_text!r}")
     return AggregateSpec(stat, inner_text, op, value)
+
+
+def _parse_pass_k(stat: AggregateStat, inner_text: str, op: Op, value: float) -> AggregateSpec:
+    """``pass_hat_k(METRIC OP VALUE)`` or ``pass_hat_k(METRIC OP VALUE, k=N)``."""
+    k: int | None = None
+    argument = _K_ARGUMENT.match(inner_text)
+    if argument is not None:
+        inner_text = argument["inner"]
+        if argument["name"] != "k":
+            raise ExpressionError(
+                f"{stat}(...) takes one argument after the assertion, k, got {argument['name']!r}; "
+                f"did you mean '{stat}({inner_text}, k={argument['value']})'?"
+            )
+        if not re.fullmatch(r"\d+", argument["value"]) or int(argument["value"]) < 1:
+            raise ExpressionError(
+                f"k in {stat}(...) is the number of attempts, a whole number >= 1, got {argument['value']!r}"
+            )
+        k = int(argument["value"])
+    if not _CASE_RE.match(inner_text):
+        raise ExpressionError(
+            f"{stat} needs a case assertion inside, e.g. {stat}(task_quality >= 2) or {stat}(task_quality >= 2, k=3), "
+            f"got {inner_text!r}" + _did_you_mean(inner_text)
+        )
+    inner = parse_threshold(inner_text)
+    return AggregateSpec(stat, inner.metric, op, value, inner, k=k)
+
+
+def _did_you_mean_statistic(text: str) -> str:
+    """``; did you mean 'pass_hat_k'?`` when ``text`` calls an unknown statistic close to a known one."""
+    import difflib
+
+    called = re.match(r"^\s*(?:(?:lower|upper)\s*\(\s*)?(?P<name>[\w@^]+)\s*\(", text)
+    if called is None or called["name"] in _STAT_NAMES:
+        return ""
+    name = called["name"]
+    ratio = {stat: difflib.SequenceMatcher(None, name, stat).ratio() for stat in get_args(AggregateStat)}
+    best = max(ratio.values())
+    if best < 0.6:
+        return ""
+    # Both when two names are about as close ('passk': pass_at_k or pass_hat_k?), else the closest.
+    close = sorted(
+        (stat for stat, r in ratio.items() if r >= best - 0.05),
+        key=lambda stat: (-ratio[stat], not stat.startswith(name)),  # a name cut short first
+    )
+    return f"; did you mean {' or '.join(map(repr, close))}?"
 
 
 def parse_override(text: str | float | int, default_op: Op) -> tuple[Op, float]:

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from pytest_llmjudge.errors import SuiteError
-from pytest_llmjudge.suite.sniff import decode, detect_encoding, read_text
+from pytest_llmjudge.suite.text import decode, detect_encoding, read_text, require_regular
 
 PathKey = tuple[str | int, ...]
 
@@ -314,6 +314,7 @@ def _json_depth_exceeds(record: Any, limit: int) -> bool:
 
 def _jsonl_lines(path: Path) -> Iterator[tuple[int, str]]:
     """``(line_number, text)`` of a JSONL file, each line read up to :data:`MAX_JSONL_LINE` bytes."""
+    require_regular(path)
     try:
         handle = path.open("rb")
     except IsADirectoryError:

@@ -6,6 +6,8 @@ This is what collection works from; it is built from the YAML schema by
 
 * ``rubric``: scored by an LLM judge (or taken from a case's recorded score for it);
 * ``metric``: a reference metric computed from the output (chrF, ROUGE-L, ...);
+* ``judged``: a judge-based metric made of one or more judge calls whose replies a formula
+  combines (``metrics/rag.py``: faithfulness, context precision and recall);
 * ``recorded``: neither, but cases carry recorded scores under that name.
 """
 
@@ -17,11 +19,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pytest_llmjudge.judges.rubrics import Rubric
+from pytest_llmjudge.metrics.scales import reference_scale
 from pytest_llmjudge.stats.grouping import Group, group_of
 from pytest_llmjudge.suite.expressions import AggregateSpec, Op, Threshold
 from pytest_llmjudge.suite.schema import JudgeConfig, RegressionConfig
 
-MetricKind = Literal["rubric", "metric", "recorded"]
+MetricKind = Literal["rubric", "metric", "judged", "recorded"]
+JUDGE_KINDS = frozenset({"rubric", "judged"})
+"""The kinds scored by a live judge call (unless the case records the score)."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,17 @@ class RecordedValue:
     score: float | None
     justification: str | None = None
     judge: str | None = None
+    samples: tuple[float | None, ...] = ()
+    """Recorded repeated judgments (``recorded: {metric: {samples: [...]}}``); ``score`` is then their
+    mean or majority (None when a sample is null)."""
+
+
+@dataclass(frozen=True)
+class Message:
+    """One turn of a conversation: who spoke (``user``, ``assistant`` or ``system``) and what."""
+
+    role: str
+    content: str
 
 
 @dataclass(frozen=True)
@@ -42,9 +58,13 @@ class Case:
     output: str | None = None
     reference: str | None = None
     context: tuple[str, ...] = ()
+    messages: tuple[Message, ...] = ()
+    """The conversation so far: every turn before the output under test (empty: a one-turn case)."""
     metadata: Mapping[str, Any] = field(default_factory=dict)
     recorded: Mapping[str, RecordedValue] = field(default_factory=dict)
     thresholds: tuple[Threshold, ...] = ()
+    human: Mapping[str, float] = field(default_factory=dict)
+    """Metric -> the case's human label, its annotators' labels aggregated (``suite/build.py``)."""
     path: Path = Path()
     line: int | None = None
     tags: tuple[str, ...] = ()
@@ -53,6 +73,16 @@ class Case:
     @property
     def key(self) -> str:
         return f"{self.suite}::{self.id}"
+
+    def transcript(self, output: str | None) -> tuple[Message, ...]:
+        """The whole conversation: :attr:`messages`, then ``output`` as the assistant's last turn.
+
+        Empty for a one-turn case (no messages); ``output`` None (a target that failed) leaves
+        the conversation so far.
+        """
+        if not self.messages:
+            return ()
+        return self.messages if output is None else (*self.messages, Message("assistant", output))
 
     def group(self, fields: Sequence[str]) -> Group:
         """The case's group under ``group_by`` fields: a case key (``language``, ``id``, ...) or a metadata key."""
@@ -82,6 +112,16 @@ class AggregateCheck:
     line: int | None = None
     group_by: tuple[str, ...] = ("language",)
     group_overrides: Mapping[str, tuple[Op, float]] = field(default_factory=dict)
+    min_labels: int = 5
+    """``human_mean``/``human_pass_rate``: fewest human-labelled cases a group needs."""
+    xfail: Mapping[str, str] = field(default_factory=dict)
+    """Group name, language or ``all`` -> reason: known failures, marked xfail (strict)."""
+    scale: tuple[float, float] | None = None
+    """The aggregate's ``scale:`` (the scores' range, for a metric that has no known one)."""
+
+    def xfail_reason(self, group: str, language: str | None) -> str | None:
+        """The reason a row (``group``, of ``language``) is a known failure: its group's, else its language's."""
+        return self.xfail.get(group) or (self.xfail.get(language) if language is not None else None)
 
     def for_language(self, language: str | None) -> AggregateSpec:
         if language is not None and language in self.overrides:
@@ -121,20 +161,36 @@ class Suite:
     """The suite's ``group_by``: aggregates and regressions without their own use it."""
     tags: tuple[str, ...] = ()
     """The suite's ``tags``: markers of every item of the suite (each case adds its own)."""
+    sources: tuple[Path, ...] = ()
+    """The side files the suite was read from (cases files, outputs file): inputs no write may replace."""
 
     @property
     def languages(self) -> tuple[str, ...]:
         return tuple(sorted({case.language for case in self.cases}))
 
+    def scale_of(self, metric: str) -> tuple[float, float] | None:
+        """The range a metric's scores lie in: its rubric's scale, a built-in reference
+        metric's range, [0, 1] for a judged (RAG) metric, the ``scale:`` an aggregate of the suite declares for it (one
+        declaration serves every aggregate of the metric), or None when unknown."""
+        rubric = self.rubrics.get(metric)
+        if rubric is not None and rubric.scale:
+            return float(min(rubric.scale)), float(max(rubric.scale))
+        known = reference_scale(metric) if self.metric_kinds.get(metric) == "metric" else None
+        if self.metric_kinds.get(metric) == "judged":
+            known = (0.0, 1.0)  # a ratio (metrics/rag.py)
+        if known is not None:
+            return known
+        return next((check.scale for check in self.aggregates if check.spec.metric == metric and check.scale), None)
+
     @property
     def needs_live_judge(self) -> bool:
         """True when some rubric threshold has a case without a recorded score for it."""
         return any(
-            self.metric_kinds.get(threshold.metric) == "rubric" and threshold.metric not in case.recorded
+            self.metric_kinds.get(threshold.metric) in JUDGE_KINDS and threshold.metric not in case.recorded
             for case in self.cases
             for threshold in case.thresholds
         ) or any(
-            self.metric_kinds.get(check.spec.metric) == "rubric"
+            self.metric_kinds.get(check.spec.metric) in JUDGE_KINDS
             and any(check.spec.metric not in case.recorded for case in self.cases)
             for check in self.aggregates
         )

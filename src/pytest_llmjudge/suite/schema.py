@@ -13,6 +13,7 @@ one; a rubric scale needs at least two distinct values.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated, Any, Literal
 
@@ -26,6 +27,9 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
+
+from pytest_llmjudge.suite.identity import invisible_problem, normalized
 
 
 def _not_bool(value: Any) -> Any:
@@ -230,7 +234,12 @@ class RubricConfig(_Strict):
     scale: list[int] = Field(..., description="Allowed integer scores, e.g. [1, 2, 3, 4, 5].")
     scores: dict[int, str] = Field(default_factory=dict, description="What each score means (detailed form).")
     higher_is_better: bool = True
-    needs: list[Literal["input", "reference", "context"]] = Field(default_factory=list)
+    needs: list[Literal["input", "reference", "context", "messages"]] = Field(default_factory=list)
+    target: Literal["output", "conversation"] = Field(
+        "output",
+        description="What the judge rates: the output (a conversation's last assistant turn) or the whole "
+        "conversation (cases with messages).",
+    )
     per_language: dict[str, str] = Field(
         default_factory=dict, description="Extra rubric text for a language, e.g. {ja: 'Keigo must match ...'}."
     )
@@ -254,11 +263,57 @@ class RubricConfig(_Strict):
 
 
 class RecordedScore(_Strict):
-    """A score produced outside this run (a provider batch job, a released dataset)."""
+    """A score produced outside this run (a provider batch job, a released dataset).
 
-    score: Number | None
+    ``samples``: the repeated judgments of the case instead of one ``score`` (their mean or
+    majority, ``judge.repeat_aggregate``, is the case's score), so ``pass_at_k``/``pass_hat_k``
+    can be asserted on recorded data; a null sample leaves the case unscored.
+    """
+
+    score: Number | None = None
+    samples: list[Number | None] | None = Field(
+        None,
+        min_length=1,
+        description="Repeated judgments of the case, e.g. [2, 1, 2], instead of one score; their mean or majority "
+        "(judge.repeat_aggregate) is the score; pass_at_k/pass_hat_k count them. A null sample leaves the case unscored.",
+    )
     justification: str | None = None
     judge: str | None = Field(None, description="Who produced it, e.g. 'gpt-4 (PARIKSHA release)'.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _score_or_samples(cls, data: Any) -> Any:
+        # `score: null` is a recorded failure and stays valid; a mapping with neither key is a mistake.
+        if isinstance(data, dict):
+            if "score" in data and "samples" in data:
+                raise ValueError("give score or samples, not both (the score of samples is their mean or majority)")
+            if "score" not in data and "samples" not in data:
+                # Worded (and typed) like pydantic's own "missing" error, which it replaces.
+                raise PydanticCustomError(
+                    "missing_score", "missing required field 'score' (a number or null), or 'samples' (a list of them)"
+                )
+        return data
+
+
+def _labels_present(value: Any) -> Any:
+    # One bare label is one annotator's: {task_quality: 2} is {task_quality: [2]}.
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [value]
+    # An empty label list is a case nobody labelled: leave the metric out instead of [].
+    if isinstance(value, (list, dict)) and not value:
+        raise ValueError("no labels: give at least one, or leave the metric out of 'human'")
+    return value
+
+
+HumanLabels = Annotated[list[Number] | dict[str, Number], BeforeValidator(_labels_present)]
+"""One case's labels on one metric: one per annotator, as a list or by annotator id (finite numbers)."""
+
+
+class MessageConfig(_Strict):
+    """One turn of a conversation case."""
+
+    role: Literal["user", "assistant", "system"]
+    content: str
 
 
 class CaseConfig(_Strict):
@@ -270,8 +325,18 @@ class CaseConfig(_Strict):
     output: str | None = None
     reference: str | None = None
     context: list[str] | str | None = None
+    messages: list[MessageConfig] | None = Field(
+        None,
+        description="A conversation, [{role: user|assistant|system, content: ...}]: its last assistant turn is "
+        "the output under test unless 'output' is given (then 'output' answers the whole list).",
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
     recorded: dict[str, RecordedScore | Number] = Field(default_factory=dict)
+    human: dict[str, HumanLabels] = Field(
+        default_factory=dict,
+        description="Native-speaker labels per metric: a list [2, 1, 2], {annotator id: label} or one label; "
+        "aggregated per case as calibration sets do (majority, else rounded mean). Used by human_mean(...).",
+    )
     assert_: list[str] = Field(default_factory=list, alias="assert")
     tags: Tags = Field(
         default_factory=list, description="Names that select the case with `pytest -m` (e.g. [smoke, math])."
@@ -284,7 +349,10 @@ class CaseConfig(_Strict):
             raise ValueError(
                 "case ids can't contain '[', ']', '/', ':', newlines or edge spaces (they become node ids)"
             )
-        return value
+        problem = invisible_problem(value, "case id")
+        if problem is not None:
+            raise ValueError(problem)
+        return normalized(value)
 
 
 class OutputsConfig(_Strict):
@@ -313,9 +381,15 @@ class CasesFileConfig(_Strict):
     """A file of cases next to the suite (JSONL, CSV, TSV or Parquet), optionally filtered."""
 
     path: str
-    format: Literal["jsonl", "csv", "tsv", "parquet"] | None = Field(
-        None, description="The file's format (default: from its suffix; .csv, .tsv/.tab, .parquet, else JSONL)."
+    format: Literal["jsonl", "csv", "tsv", "parquet", "hf"] | None = Field(
+        None,
+        description="The file's format (default: from its suffix; .csv, .tsv/.tab, .parquet, hf:// or a "
+        "save_to_disk directory for a Hugging Face dataset, else JSONL).",
     )
+    sample: int | None = Field(
+        None, ge=1, description="Keep a seeded random sample of this many cases, stratified by language."
+    )
+    seed: int = Field(0, description="Seed of the sample.")
     columns: dict[str, str] = Field(
         default_factory=dict,
         description="Tables only: case field -> column, for headers that don't name the fields "
@@ -329,6 +403,11 @@ class CasesFileConfig(_Strict):
     )
     where: dict[str, Any] = Field(
         default_factory=dict, description="Keep only records whose top-level fields equal these values."
+    )
+    human: bool = Field(
+        True,
+        description="Read the records' 'human' labels; false drops them (e.g. to keep only a random sample's "
+        "labels, given in human_labels).",
     )
 
 
@@ -347,6 +426,29 @@ class AggregateConfig(_Strict):
     max_unscored_rate: float = Field(
         0.0, ge=0.0, le=1.0, description="Share of unscored cases tolerated before the aggregate fails (default 0)."
     )
+    min_labels: int = Field(
+        5,
+        ge=2,
+        description="human_mean/human_pass_rate: fewer human-labelled cases in a group is an error, not a pass.",
+    )
+    xfail: dict[str, str] = Field(
+        default_factory=dict,
+        description="Known failures: group or language (or 'all') -> reason; the row is an xfail (strict: a pass fails).",
+    )
+
+    scale: tuple[Number, Number] | None = Field(
+        None,
+        description="[low, high] the scores lie in, for a metric without a known scale (scores recorded under a "
+        "free name, a metric plugin): the mean's interval is then the betting interval, which holds its level at "
+        "every n. One declaration serves every aggregate of the metric. Rubrics and built-in metrics know their scale.",
+    )
+
+    @field_validator("scale")
+    @classmethod
+    def _scale_is_a_range(cls, value: tuple[float, float] | None) -> tuple[float, float] | None:
+        if value is not None and not (math.isfinite(value[0]) and math.isfinite(value[1]) and value[0] < value[1]):
+            raise ValueError(f"scale must be [low, high] with finite low < high, got {list(value)}")
+        return value
 
 
 class RegressionConfig(_Strict):
@@ -376,12 +478,43 @@ class RegressionConfig(_Strict):
     alpha: float = Field(0.05, gt=0.0, lt=1.0, description="Significance level of the one-sided test for a drop.")
     confidence: float = Field(0.95, gt=0.0, lt=1.0, description="Level of the reported confidence interval.")
     method: Literal["bootstrap", "permutation"] = Field(
-        "bootstrap", description="Paired bootstrap or permutation test."
+        "permutation",
+        description="Paired sign-flip permutation test (exact up to 24 changed pairs, else Monte Carlo), "
+        "or the paired bootstrap (opt-in; accurate only with many cases).",
     )
-    resamples: int | None = Field(None, ge=1, description="Resamples (default 2000 bootstrap, 10000 permutation).")
+    resamples: int | None = Field(
+        None, ge=1, description="Random sign flips / bootstrap resamples (default 10000 permutation, 2000 bootstrap)."
+    )
     seed: int = 0
     max_unscored_rate: float = Field(0.0, ge=0.0, le=1.0, description="Share of unscored candidate cases tolerated.")
     fail_on_missing: bool = Field(False, description="Fail (not only report) when cases are missing on either side.")
+    missing_suite: Literal["fail", "skip"] = Field(
+        "fail",
+        description="When the baseline this section names lacks the suite: fail (a renamed suite must not switch "
+        "its gate off) or skip (a new suite, not in the baseline yet).",
+    )
+    correction: Literal["holm", "bh", "bonferroni", "none"] = Field(
+        "holm",
+        description="Multiple-testing correction of the family's p-values: Holm (family-wise error, default), "
+        "Benjamini-Hochberg (false discovery rate), Bonferroni, or none.",
+    )
+    family: Literal["run", "suite", "metric"] = Field(
+        "run",
+        description="Which comparisons are corrected together: every regression item of the run (default), "
+        "of this suite, or of this suite and metric.",
+    )
+    fail_on: Literal["fail", "warn"] = Field(
+        "fail",
+        description="warn: an inconclusive drop or too few cases to decide fails the item too.",
+    )
+    mode: Literal["regression", "non_inferiority"] = Field(
+        "regression",
+        description="regression: fail on a drop beyond the margin that is shown; non_inferiority: pass only when "
+        "a drop beyond the margin is ruled out.",
+    )
+    per_metric_mode: dict[str, Literal["regression", "non_inferiority"]] = Field(
+        default_factory=dict, description="Mode per metric (wins over mode)."
+    )
 
     @field_validator("per_metric", "per_language", "per_group")
     @classmethod
@@ -408,6 +541,11 @@ class SuiteConfig(_Strict):
         None, description="JSONL file(s) next to the suite with one case per line."
     )
     cases: list[CaseConfig] = Field(default_factory=list)
+    human_labels: str | list[str] | None = Field(
+        None,
+        description="Native-speaker labels joined by case id: JSONL records {id, human: {metric: labels}} "
+        "(calibration.convert's items files) or CSV rows id,metric,label[,annotator]; paths relative to the suite.",
+    )
     assert_: list[str] = Field(
         default_factory=list, alias="assert", description="Case assertions applied to every case."
     )
@@ -422,6 +560,15 @@ class SuiteConfig(_Strict):
     tags: Tags = Field(
         default_factory=list, description="Tags of every case and aggregate of the suite (selected with `pytest -m`)."
     )
+
+    @field_validator("suite")
+    @classmethod
+    def _name_is_visible(cls, value: str) -> str:
+        # The name keys judge calls, records and baselines: two names that print alike must be one.
+        problem = invisible_problem(value, "suite name")
+        if problem is not None:
+            raise ValueError(problem)
+        return normalized(value)
 
     @model_validator(mode="after")
     def _has_cases(self) -> SuiteConfig:

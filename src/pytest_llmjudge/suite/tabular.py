@@ -1,4 +1,4 @@
-"""Cases from tables: CSV, TSV and Parquet files as ``cases_file`` sources.
+"""Cases from tables: CSV, TSV, Parquet files and Hugging Face datasets as ``cases_file`` sources.
 
 A table row becomes the same record a JSONL line is, so the suite builder validates,
 filters (``where:``) and locates errors in both the same way. The mapping from columns to
@@ -9,15 +9,16 @@ case fields:
 * ``columns: {id: qid, input: question}`` says which column holds which field, for
   headers that name them otherwise (a column can't feed two fields);
 * a column named ``field.key`` fills a mapping field: ``metadata.source``,
-  ``recorded.task_quality`` (a number), ``human.task_quality`` (``2`` or ``2|1|2``, one
+  ``recorded.task_quality`` (a number, or ``2|1|2``: one judgment per repeat, the case's
+  recorded ``samples``), ``human.task_quality`` (``2`` or ``2|1|2``, one
   label per annotator, when the case model has ``human``);
 * every other column goes into ``metadata`` under its header name.
 
 Cells are text. An empty cell is an absent value, except for ``input`` and ``output``,
 where it is the empty string (an empty answer is an answer to judge). A list field
-(``context``, ``tags``, ``assert``) takes a JSON list when the cell starts with ``[``,
+(``context``, ``tags``, ``assert``, ``messages``) takes a JSON list when the cell starts with ``[``,
 else the cell as one entry (``tags`` splits on commas). A ``recorded.*`` or ``human.*``
-cell must be a number (or numbers joined by ``|`` for ``human``).
+cell must be a number (or numbers joined by ``|``).
 
 Locations: a CSV/TSV record is located by the physical line it starts on (a quoted cell
 may hold newlines, so the row number and the line differ) and its column's header name;
@@ -53,7 +54,7 @@ PARQUET_SUFFIXES = frozenset({".parquet", ".pq"})
 MAX_CELL = 16 * 1024 * 1024
 """Largest cell read (the JSONL line limit); the csv module's own default is 128 KiB."""
 
-_LIST_FIELDS = frozenset({"context", "tags", "assert"})
+_LIST_FIELDS = frozenset({"context", "tags", "assert", "messages"})
 _KEEP_EMPTY = frozenset({"input", "output"})
 _NUMBER_MAPS = frozenset({"recorded", "human"})
 
@@ -184,6 +185,78 @@ def iter_parquet(path: Path) -> Iterator[tuple[int, list[str], dict[str, Any]]]:
             yield number, columns, {str(key): value for key, value in row.items()}
 
 
+HF_PREFIX = "hf://"
+
+
+def is_hf_dataset(path: Path, spec: str, declared: str | None) -> bool:
+    """Whether a ``cases_file`` names a Hugging Face dataset: ``hf://owner/name``, ``format: hf``,
+    or a directory written by ``Dataset.save_to_disk`` (it holds ``dataset_info.json`` or
+    ``dataset_dict.json``)."""
+    if spec.startswith(HF_PREFIX) or declared == "hf":
+        return True
+    local = path.parent / path.name.partition("?")[0] if "?" in path.name else path
+    return local.is_dir() and any((local / name).is_file() for name in ("dataset_info.json", "dataset_dict.json"))
+
+
+def iter_hf(spec: str, base_dir: Path) -> Iterator[tuple[int, list[str], dict[str, Any]]]:
+    """``(row number, columns, row)`` of a Hugging Face dataset, through the ``datasets`` library.
+
+    ``hf://owner/name?split=test&config=xx`` loads from the hub cache (offline with
+    ``HF_DATASETS_OFFLINE=1``: only what is cached is read; nothing here downloads in the
+    tests); a local path (``data/my_set?split=test``) loads a ``save_to_disk`` directory.
+    Rows are read from the memory-mapped Arrow table one at a time.
+    """
+    from urllib.parse import parse_qs
+
+    location, _, query = spec.partition("?")
+    options = {key: values[-1] for key, values in parse_qs(query).items()}
+    unknown = sorted(set(options) - {"split", "config", "revision"})
+    if unknown:
+        raise SuiteError(f"unknown dataset option(s) {unknown} in {spec!r}; known: split, config, revision")
+    try:
+        import datasets  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    except ImportError:
+        raise SuiteError(
+            f"reading the dataset {location!r} needs the datasets library",
+            hint="pip install 'pytest-llmjudge[datasets]', or export the cases as CSV or JSONL",
+        ) from None
+    split = options.get("split")
+    try:
+        if location.startswith(HF_PREFIX):
+            name = location.removeprefix(HF_PREFIX).strip("/")
+            loaded = datasets.load_dataset(
+                name, options.get("config"), split=split or "test", revision=options.get("revision")
+            )
+        else:
+            local = Path(location)
+            loaded = datasets.load_from_disk(str(local if local.is_absolute() else base_dir / local))
+            if isinstance(loaded, datasets.DatasetDict):
+                if split is None:
+                    raise SuiteError(
+                        f"the dataset {location!r} has splits {sorted(loaded)}: name one",
+                        hint=f"cases_file: {location}?split={sorted(loaded)[0]}",
+                    )
+                if split not in loaded:
+                    raise SuiteError(f"the dataset {location!r} has no split {split!r}; it has {sorted(loaded)}")
+                loaded = loaded[split]
+    except SuiteError:
+        raise
+    except Exception as exc:  # the library's own errors: offline misses, bad names, bad directories
+        offline = " (offline: only datasets already in the local cache can be read)" if _offline() else ""
+        raise SuiteError(f"can't load the dataset {location!r}{offline}: {type(exc).__name__}: {exc}") from None
+    columns = [str(name) for name in loaded.column_names]
+    for number, row in enumerate(loaded, start=1):
+        yield number, columns, {str(key): value for key, value in row.items()}
+
+
+def _offline() -> bool:
+    import os
+
+    return any(
+        os.environ.get(name, "").lower() in ("1", "true", "yes") for name in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE")
+    )
+
+
 def _cell_text(value: Any) -> str | None:
     if value is None:
         return None
@@ -220,14 +293,19 @@ def table_records(
     columns: Mapping[str, str],
     case_fields: frozenset[str],
     encoding: str | None = None,
+    source: str | None = None,
 ) -> Iterator[tuple[int, dict[str, Any], str]]:
     """``(location, record, where)`` for each row of a table, mapped to case fields.
 
-    ``where`` reads "line 12" (CSV/TSV) or "row 12" (Parquet) for messages; ``location``
-    is the line or row number the suite builder reports.
+    ``where`` reads "line 12" (CSV/TSV) or "row 12" (Parquet, datasets) for messages;
+    ``location`` is the line or row number the suite builder reports. ``source`` is the
+    ``cases_file`` text for a dataset (``hf://...``, ``dir?split=test``).
     """
     rows: Iterator[tuple[int, list[str], Mapping[str, Any]]]
-    if fmt == "parquet":
+    if fmt == "hf":
+        rows = iter_hf(str(path) if source is None else source, path.parent)
+        unit = "row"
+    elif fmt == "parquet":
         rows = iter_parquet(path)
         unit = "row"
     else:
@@ -240,7 +318,11 @@ def table_records(
         record: dict[str, Any] = {}
         metadata: dict[str, Any] = {}
         for column, field in fields_of.items():
-            text = _cell_text(row.get(column))
+            raw = row.get(column)
+            if isinstance(raw, (list, dict)) and not field.startswith("metadata."):
+                record[field] = raw  # a dataset's list or struct column needs no text form
+                continue
+            text = _cell_text(raw)
             where = f"{unit} {location}, column {column!r}"
             if field.startswith("metadata."):
                 metadata[field.partition(".")[2]] = "" if text is None else text
@@ -252,6 +334,11 @@ def table_records(
                 slot = record.setdefault(owner, {})
                 if owner == "human":
                     slot[key] = [_number(part.strip(), where, path, location, field) for part in text.split("|")]
+                elif owner == "recorded" and "|" in text:
+                    # One judgment per repeat: the case's recorded samples (pass_at_k, pass_hat_k).
+                    slot[key] = {
+                        "samples": [_number(part.strip(), where, path, location, field) for part in text.split("|")]
+                    }
                 elif owner in _NUMBER_MAPS:
                     slot[key] = _number(text.strip(), where, path, location, field)
                 else:

@@ -28,6 +28,7 @@ from pytest_llmjudge.testing.server import ReceivedRequest
 _BOUNDARY = re.compile(r"<<<(data-[0-9a-f]{16})")
 _LANGUAGE = re.compile(r"\(language code: (?P<code>[^)]+)\)")
 _METRICS = re.compile(r"## Metrics\n(?P<json>.*?)\n\n## Reply format", re.DOTALL)
+_TURN = re.compile(r"Conversation turn \d+ \((?P<role>user|assistant|system)\)")
 FRAMED = "<<<framed text>>>"
 """What :func:`read_prompt` puts in the skeleton in place of each framed text."""
 
@@ -73,6 +74,8 @@ class JudgeQuery:
     system: str
     user: str
     seed: int | None = None
+    turns: tuple[tuple[str, str], ...] = ()
+    """A conversation case's turns before the output, as (role, content), in order (empty: one turn)."""
 
 
 @dataclass
@@ -91,6 +94,9 @@ class ScriptedJudge:
             return json.dumps({"error": "not a pytest-llmjudge judge prompt"})
         metrics = [entry["name"] for entry in json.loads(metrics_match["json"])]
         language_match = _LANGUAGE.search(prompt.skeleton)
+        turns = tuple(
+            (match["role"], body) for title, body in prompt.texts.items() if (match := _TURN.fullmatch(title))
+        )
         reply: dict[str, dict[str, object]] = {}
         for metric in metrics:
             query = JudgeQuery(
@@ -101,6 +107,7 @@ class ScriptedJudge:
                 system=request.system,
                 user=user,
                 seed=request.seed,
+                turns=turns,
             )
             with self._lock:
                 self.queries.append(query)

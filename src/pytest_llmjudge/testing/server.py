@@ -134,6 +134,15 @@ SERVER_ERROR and OVERLOADED).  Faults apply to ``/v1/chat/completions`` and
     The socket is closed with ``SO_LINGER`` 0 (a TCP RST), no response.
 ``EMPTY_CONTENT``
     A valid envelope whose assistant text is ``""``.
+``TRICKLE``
+    A valid 200 whose head goes out at once and whose body then follows one
+    byte every ``trickle_interval`` seconds (default 1.0, settable while
+    serving): a server that never stalls long enough for a per-read timeout
+    but takes minutes per reply. Stops when the client closes the connection.
+``ECHO_HEADERS``
+    400 whose error message quotes every request header the server received,
+    credentials included (``authorization``, ``x-api-key``), as a misconfigured
+    gateway or proxy does.
 
 What the SDKs raise (openai 3.54 / anthropic 2.12, ``max_retries=0``)::
 
@@ -251,6 +260,8 @@ class Fault(str, Enum):
     TRUNCATED = "truncated"
     CONNECTION_RESET = "connection_reset"
     EMPTY_CONTENT = "empty_content"
+    TRICKLE = "trickle"
+    ECHO_HEADERS = "echo_headers"
 
 
 DEFAULT_RANDOM_FAULTS: tuple[Fault, ...] = (
@@ -350,6 +361,7 @@ class _Outcome:
     data: bytes = b""
     close: bool = False  # close (FIN) after writing ``data``
     rst: bool = False  # abort with SO_LINGER 0 (TCP RST), nothing written
+    trickle: bytes = b""  # written one byte per ``trickle_interval`` after ``data``
 
 
 @dataclass(frozen=True)
@@ -755,6 +767,7 @@ class LoopbackServer:
         models: Sequence[str] = ("loopback-judge",),
         batch_delay: float = 0.0,
         reject_structured_output: bool = False,
+        trickle_interval: float = 1.0,
     ) -> None:
         if latency < 0:
             raise ValueError("latency must be >= 0")
@@ -773,6 +786,7 @@ class LoopbackServer:
         self.seed = seed
         self.retry_after = retry_after
         self.hang_seconds = hang_seconds
+        self.trickle_interval = trickle_interval
         self.idle_timeout = idle_timeout
         self.models: tuple[str, ...] = tuple(models)
         self.reject_structured_output = reject_structured_output
@@ -1224,6 +1238,12 @@ class LoopbackServer:
             return False
         if outcome.data:
             writer.write(outcome.data)
+        for position in range(len(outcome.trickle)):
+            await writer.drain()
+            if writer.transport.is_closing() or reader.at_eof():
+                return False  # the client gave up
+            await asyncio.sleep(self.trickle_interval)
+            writer.write(outcome.trickle[position : position + 1])
         if outcome.close:
             await writer.drain()
             return False
@@ -1358,6 +1378,13 @@ class LoopbackServer:
             payload = _json_bytes(_success_body(received, "", reply.usage, request_id, reply))
             response = _http_response(200, payload, headers=extra, keep_alive=keep_alive)
             return _Outcome(status=200, data=response)
+        if fault is Fault.ECHO_HEADERS:
+            return error(400, f"headers received: {headers!r}", extra)
+        if fault is Fault.TRICKLE:
+            payload = _json_bytes(_success_body(received, reply.text, reply.usage, request_id))
+            response = _http_response(200, payload, headers=extra, keep_alive=False)
+            head = len(response) - len(payload)
+            return _Outcome(status=200, data=response[:head], trickle=response[head:], close=True)
         if reply.status >= 400:
             return error(reply.status, reply.text or f"loopback error {reply.status}", extra)
         payload = _json_bytes(_success_body(received, reply.text, reply.usage, request_id, reply))

@@ -20,6 +20,8 @@ Contract every store keeps (tests/stores/test_store_contract.py checks it on eac
   several concurrent owners wins a free lease.
 - ``release(key, owner)`` frees the lease only if ``owner`` still holds it; otherwise (it
   expired and someone else took it, or it was never taken) it does nothing.
+- ``lease_holder(key)`` (optional: :func:`lease_holder` asks for it): ``(owner, seconds
+  left)`` of a live lease, or None; for the messages of those who wait on it.
 - ``cleanup`` removes stale local leftovers (expired leases, temp files); remote stores
   expire leases themselves and do nothing. ``close`` releases connections and threads.
 
@@ -71,3 +73,12 @@ def check_ttl(ttl_seconds: float) -> None:
     """Reject a lease that would be expired the moment it is taken."""
     if not ttl_seconds > 0:
         raise ValueError(f"lease ttl must be positive, got {ttl_seconds!r}")
+
+
+def lease_holder(store: CacheStore, key: str) -> tuple[str, float] | None:
+    """``(owner, seconds left)`` of the live lease on ``key``, or None when it is free or the store can't say."""
+    method = getattr(store, "lease_holder", None)
+    if method is None:
+        return None
+    found: tuple[str, float] | None = method(key)
+    return found

@@ -12,6 +12,8 @@ projects with different prefixes.
   expires the lease on its own clock, so client clocks don't matter. If the key is taken,
   a Lua script restarts the ttl when the caller already is the owner (one round trip,
   atomic: no other command runs in between).
+- ``lease_holder`` reads a lease's owner and the time it has left (``PTTL``, the server's
+  clock) in one ``MULTI``, for the waiters' messages.
 - ``release`` is a Lua script that deletes the lease only while its value is the owner, so
   an owner whose lease expired and was taken over can't free the new owner's lease.
 
@@ -75,10 +77,23 @@ class RedisStore:
             else:
                 rest.append((name, value))
         try:
-            client = redis.Redis.from_url(urlunsplit(parts._replace(query=urlencode(rest))))
+            # Bounded waits (the URL's own socket_timeout / socket_connect_timeout win): a wrong
+            # host fails the start-up probe in seconds, not after the system's TCP timeout.
+            client = redis.Redis.from_url(
+                urlunsplit(parts._replace(query=urlencode(rest))), socket_connect_timeout=5.0, socket_timeout=30.0
+            )
         except ValueError as error:
             raise ConfigError(f"invalid Redis cache URL {_redact(url)}: {error}") from error
         return cls(client, prefix)
+
+    @property
+    def client(self) -> Any:
+        """The redis-py client (run history keeps its list beside the cache: ``history.py``)."""
+        return self._client
+
+    @property
+    def prefix(self) -> str:
+        return self._prefix
 
     def _entry(self, key: str) -> str:
         return f"{self._prefix}e:{key}"
@@ -108,6 +123,16 @@ class RedisStore:
 
     def release(self, key: str, owner: str) -> None:
         self._release(keys=[self._lease(key)], args=[owner])
+
+    def lease_holder(self, key: str) -> tuple[str, float] | None:
+        """(owner, seconds left by the server's clock) of the lease on ``key``, or None if it is free."""
+        pipeline = self._client.pipeline(transaction=True)  # MULTI/EXEC: both read at one moment
+        pipeline.get(self._lease(key))
+        pipeline.pttl(self._lease(key))
+        owner, left_ms = pipeline.execute()
+        if owner is None or left_ms is None or left_ms < 0:
+            return None
+        return bytes(owner).decode("utf-8", "replace"), left_ms / 1000.0
 
     def cleanup(self) -> None:
         """Nothing to do: Redis expires leases on its own clock."""

@@ -15,9 +15,15 @@ whose body is ``{"owner": ..., "expires": <unix time>}``.
 - ``release`` deletes the lease with ``DeleteObject(IfMatch=<etag>)`` only after reading that
   the caller owns it.
 
-Expiry is judged by the ``expires`` time written in the lease, that is by the writers'
-clocks (injectable as ``clock``): skew between machines moves expiry by the skew, so use a
-ttl well above it. An unreadable lease body counts as expired.
+Expiry is judged on the *server's* clock, so client clocks don't matter (a process whose
+clock is two minutes ahead can't take a live lease): a lease body is ``{"owner", "ttl"}``,
+the lease expires ``ttl`` seconds after the object's ``LastModified`` (set by the server at
+the create or the renewal), and "now" is the ``Date`` header of the server's answer to the
+read of the lease. Both have one-second resolution, so a lease may end up to a second early
+or late (far below the default 30 s ttl). A server that sends no ``Date`` header leaves
+"now" to this machine's clock, which then must agree with the server's within the ttl.
+With an injected ``clock`` (tests), expiry is judged by it instead: the body then says
+``expires`` (clock + ttl), as leases did before. An unreadable lease body counts as expired.
 
 Server support: AWS S3 has honoured ``If-None-Match`` on PutObject since August 2024 and
 ``If-Match`` on DeleteObject since September 2025. moto (5.x) checks both headers, but as a
@@ -31,9 +37,10 @@ wants it); a missing bucket is an error from the first call, not created here.
 
 from __future__ import annotations
 
+import email.utils
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -53,7 +60,7 @@ class S3Store:
         client: Any,
         bucket: str,
         prefix: str = DEFAULT_PREFIX,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] | None = None,
         *,
         owns_client: bool = False,
     ) -> None:
@@ -65,7 +72,7 @@ class S3Store:
         self._clock = clock
 
     @classmethod
-    def from_url(cls, url: str, *, clock: Callable[[], float] = time.time) -> S3Store:
+    def from_url(cls, url: str, *, clock: Callable[[], float] | None = None) -> S3Store:
         """``s3://bucket/prefix?endpoint_url=...&region=...&addressing_style=path|virtual``.
 
         Credentials come from boto3's usual chain (environment, config files, instance
@@ -90,10 +97,29 @@ class S3Store:
             "s3",
             endpoint_url=endpoint,
             region_name=options.get("region"),
-            config=Config(s3={"addressing_style": style}, max_pool_connections=32),
+            # A wrong endpoint fails the start-up probe in seconds (connect timeout, 3 attempts).
+            config=Config(
+                s3={"addressing_style": style},
+                max_pool_connections=32,
+                connect_timeout=5,
+                retries={"max_attempts": 3, "mode": "standard"},
+            ),
         )
         prefix = parts.path.lstrip("/")
         return cls(client, parts.netloc, prefix if prefix else DEFAULT_PREFIX, clock, owns_client=True)
+
+    @property
+    def client(self) -> Any:
+        """The boto3 client (run history keeps its objects beside the cache: ``history.py``)."""
+        return self._client
+
+    @property
+    def bucket(self) -> str:
+        return self._bucket
+
+    @property
+    def prefix(self) -> str:
+        return self._prefix
 
     def _entry(self, key: str) -> str:
         return f"{self._prefix}entries/{key}"
@@ -119,18 +145,21 @@ class S3Store:
         check_ttl(ttl_seconds)
         name = self._lease(key)
         for _ in range(_ROUNDS):
-            body = json.dumps({"owner": owner, "expires": self._clock() + ttl_seconds}).encode()
+            record: dict[str, Any] = {"owner": owner, "ttl": ttl_seconds}
+            if self._clock is not None:
+                record["expires"] = self._clock() + ttl_seconds
+            body = json.dumps(record).encode()
             if self._conditional(self._client.put_object, Bucket=self._bucket, Key=name, Body=body, IfNoneMatch="*"):
                 return True
             current = self._read_lease(name)
             if current is None:  # released between our create and our read: try again
                 continue
-            holder, expires, etag = current
+            holder, left, etag = current
             if holder == owner:
                 if self._conditional(self._client.put_object, Bucket=self._bucket, Key=name, Body=body, IfMatch=etag):
                     return True
                 continue
-            if expires > self._clock():
+            if left > 0:
                 return False
             self._conditional(self._client.delete_object, Bucket=self._bucket, Key=name, IfMatch=etag)
         return False
@@ -141,6 +170,13 @@ class S3Store:
         if current is not None and current[0] == owner:
             self._conditional(self._client.delete_object, Bucket=self._bucket, Key=name, IfMatch=current[2])
 
+    def lease_holder(self, key: str) -> tuple[str, float] | None:
+        """(owner, seconds left by the server's clock) of the live lease on ``key``, or None."""
+        current = self._read_lease(self._lease(key))
+        if current is None or current[1] <= 0:
+            return None
+        return current[0], current[1]
+
     def cleanup(self) -> None:
         """Nothing to do: an expired lease is removed by the next owner who wants the key."""
 
@@ -149,7 +185,7 @@ class S3Store:
             self._client.close()
 
     def _read_lease(self, name: str) -> tuple[str, float, str] | None:
-        """(owner, expires, etag) of the lease object, or None if there is none."""
+        """(owner, seconds left, etag) of the lease object, or None if there is none."""
         try:
             response = self._client.get_object(Bucket=self._bucket, Key=name)
         except self._client.exceptions.NoSuchKey:
@@ -157,9 +193,13 @@ class S3Store:
         etag = str(response["ETag"])
         try:
             record = json.loads(response["Body"].read())
-            return str(record["owner"]), float(record["expires"]), etag
-        except (ValueError, KeyError, TypeError):
-            return "", float("-inf"), etag  # unreadable: expired, so it can be taken over
+            owner = str(record["owner"])
+            if self._clock is not None:
+                return owner, float(record["expires"]) - self._clock(), etag
+            modified = response["LastModified"].timestamp()
+            return owner, modified + float(record["ttl"]) - _server_now(response), etag
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return "", float("-inf"), etag  # unreadable (or an old client's): expired, so it can be taken over
 
     @staticmethod
     def _conditional(call: Callable[..., Any], **kwargs: Any) -> bool:
@@ -173,3 +213,14 @@ class S3Store:
                 return False
             raise
         return True
+
+
+def _server_now(response: Mapping[str, Any]) -> float:
+    """The server's clock when it answered (its ``Date`` header); this machine's clock if it sent none."""
+    date = response.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
+    if date:
+        try:
+            return email.utils.parsedate_to_datetime(str(date)).timestamp()
+        except (TypeError, ValueError):
+            pass
+    return time.time()

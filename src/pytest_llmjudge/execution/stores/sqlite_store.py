@@ -181,6 +181,14 @@ class SQLiteStore:
     def release(self, key: str, owner: str) -> None:
         self._reader().execute("DELETE FROM leases WHERE key = ? AND owner = ?", (key, owner))
 
+    def lease_holder(self, key: str) -> tuple[str, float] | None:
+        """(owner, seconds left) of the unexpired lease on ``key``, or None."""
+        now = self._clock()
+        row = self._reader().execute("SELECT owner, expires FROM leases WHERE key = ?", (key,)).fetchone()
+        if row is None or float(row[1]) <= now:
+            return None
+        return str(row[0]), float(row[1]) - now
+
     def cleanup(self) -> None:
         """Delete expired leases."""
         self._reader().execute("DELETE FROM leases WHERE expires <= ?", (self._clock(),))
