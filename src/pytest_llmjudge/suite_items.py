@@ -90,6 +90,7 @@ def _case_record(
         unscored_reason=score.error,
         raw_reply=score.raw_reply,
         detail=dict(score.detail),
+        judge_identity=dict(score.identity) if score.identity else None,
         higher_is_better=score.higher_is_better,
         input=case.input,
         output=output,
