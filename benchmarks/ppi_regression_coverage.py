@@ -42,6 +42,7 @@ def _population(rng: np.random.Generator, size: int, p_drop: float) -> tuple[np.
 
 def run(replications: int, seed: int, floor: bool) -> None:
     rng = np.random.default_rng(seed)
+    coverages: list[float] = []
     print(f"{'N':>4} {'n':>4} {'p_drop':>6}  {'ppi++ cover':>11} {'human-only cover':>16}  {'width ppi/human':>15}")
     for size in (40, 120):
         for n in (5, 10, 20, 60):
@@ -80,11 +81,13 @@ def run(replications: int, seed: int, floor: bool) -> None:
                     covered["human"] += only.low <= truth <= only.high
                     if only.high > only.low:
                         widths.append((result.high - result.low) / (only.high - only.low))
+                coverages.append(covered["ppi"] / counted)
                 print(
                     f"{size:>4} {n:>4} {p_drop:>6.1f}  {covered['ppi'] / counted:>11.3f} "
                     f"{covered['human'] / counted:>16.3f}  {float(np.mean(widths)):>15.3f}"
                 )
     print(f"nominal coverage 0.95; {replications} replications per row, seed {seed}, floor {floor}")
+    print(f"min_coverage={min(coverages):.3f} max_coverage={max(coverages):.3f}")
 
 
 def main() -> None:
