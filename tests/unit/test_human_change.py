@@ -71,6 +71,10 @@ def test_too_few_or_no_labelled_pairs() -> None:
     cand = {f"c{i}": 1.0 for i in range(8)}
     base = {f"c{i}": 2.0 for i in range(8)}
     assert human_change(cand, base, {}, {"c0": 1.0}) is None
+    # Labels on both sides, but never on the same case: said, not silently dropped.
+    apart = human_change(cand, base, {"c1": 1.0}, {"c0": 1.0})
+    assert apart is not None and apart.value is None and (apart.n, apart.N) == (0, 8)
+    assert apart.text().startswith("only 0 of the 8 paired cases carry a human label on both sides")
     labelled = {f"c{i}": 1.0 for i in range(MIN_PAIRS - 1)}
     few = human_change(cand, base, labelled, labelled)
     assert few is not None and few.value is None and few.n == MIN_PAIRS - 1

@@ -27,8 +27,9 @@ What it is
 
     The estimate is information: the judge-scale test decides the item (``regression.compare``).
 
-Degenerate cases: fewer than :data:`MIN_PAIRS` doubly-labelled pairs give no estimate, only
-a note saying how many there were; a human label that is not a finite number is not used;
+Degenerate cases: no labels on one side gives nothing (None: the item shows no human line);
+fewer than :data:`MIN_PAIRS` doubly-labelled pairs (none in common included) give no
+estimate, only a line saying how many there were; a human label that is not a finite number is not used;
 a pair whose judge score is missing on either side is not one of the ``N`` (as in the test).
 """
 
@@ -103,18 +104,18 @@ def human_change(
     confidence: float = 0.95,
     floor: bool = True,
 ) -> HumanChange | None:
-    """The human-scale change of one comparison (module docstring), or None when no pair has labels.
+    """The human-scale change of one comparison (module docstring); None when one side has no labels.
 
     ``candidate``/``baseline``: judge scores by case id (None: unscored); ``*_human``: the
     aggregated human label of the labelled cases; ``scale``: the metric's (low, high).
     ``floor=False`` drops the residual-variance floor (for ``benchmarks/``: it undercovers).
     """
     paired = sorted(c for c in candidate if _finite(candidate[c]) and _finite(baseline.get(c)))
-    labelled = [c for c in paired if _finite(candidate_human.get(c)) and _finite(baseline_human.get(c))]
-    if not labelled:
+    if not candidate_human or not baseline_human:
         return None
+    labelled = [c for c in paired if _finite(candidate_human.get(c)) and _finite(baseline_human.get(c))]
     judged = {c: float(candidate[c] or 0.0) - float(baseline[c] or 0.0) for c in paired}
-    judge_change = math.fsum(judged.values()) / len(judged)
+    judge_change = math.fsum(judged.values()) / len(judged) if judged else None
     if len(labelled) < MIN_PAIRS:
         return HumanChange(None, None, None, len(labelled), len(paired), judge_change, confidence=confidence)
     labels = [candidate_human[c] - baseline_human[c] for c in labelled]
