@@ -181,6 +181,8 @@ class CaseRecord(ItemRecord):
     """A conversation case's whole conversation, the judged output as its last (assistant) turn."""
     baseline: BaselineCase | None = None
     """Set in the report when a regression record of the same suite and metric pairs this case."""
+    human: Real = None
+    """The case's human label on the metric (its annotators aggregated), when it has one; baselines save it."""
 
     def junit_properties(self) -> list[tuple[str, Any]]:
         return [
@@ -221,6 +223,8 @@ class CaseScore(Record):
     source: str
     judge: str | None = None
     higher_is_better: bool | None = None
+    human: Real = None
+    """The case's human label on the metric (annotators aggregated), when it has one."""
 
 
 class HumanEstimate(Record):
@@ -630,6 +634,15 @@ class RegressionRecord(ItemRecord):
     candidate_unscored: list[UnscoredCase] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     problem: str | None = None
+    human_delta: Real = None
+    """PPI++ estimate of the mean human-score change (candidate - baseline) over the ``n`` paired
+    cases, from the judge's change on all of them and the ``human_n`` pairs labelled on both sides
+    (``regression/human.py``); null when fewer than 5 such pairs. Information: it does not decide."""
+    human_delta_low: Real = None
+    human_delta_high: Real = None
+    human_n: int | None = None
+    """Pairs with a human label on both sides (null: none at all)."""
+    human_lambda: Real = None
 
     @property
     def status(self) -> Literal["fail", "warn", "undecided", "improved", "pass"]:

@@ -96,6 +96,7 @@ def _case_record(
         output=output,
         reference=case.reference,
         transcript=[Turn(role=turn.role, content=turn.content) for turn in case.transcript(output)] or None,
+        human=case.human.get(metric),
         **verdict,
     )
 
@@ -424,6 +425,7 @@ class AggregateItem(_SuiteItem):
                         source=score.source,
                         judge=score.judge,
                         higher_is_better=score.higher_is_better,
+                        human=case.human.get(metric),
                     )
                 )
                 if case.id in carried and not any(threshold.metric == metric for threshold in case.thresholds):
