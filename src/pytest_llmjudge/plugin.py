@@ -72,6 +72,7 @@ FEATURE_PLUGINS: tuple[str, ...] = (
     "pytest_llmjudge.selection_plugin",
     "pytest_llmjudge.progress_plugin",
     "pytest_llmjudge.sharding_plugin",
+    "pytest_llmjudge.canaries.plugin",
     "pytest_llmjudge.label_queue_plugin",
 )
 

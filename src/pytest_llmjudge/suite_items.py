@@ -91,11 +91,13 @@ def _case_record(
         unscored_reason=score.error,
         raw_reply=score.raw_reply,
         detail=dict(score.detail),
+        judge_identity=dict(score.identity) if score.identity else None,
         higher_is_better=score.higher_is_better,
         input=case.input,
         output=output,
         reference=case.reference,
         transcript=[Turn(role=turn.role, content=turn.content) for turn in case.transcript(output)] or None,
+        human=case.human.get(metric),
         **verdict,
     )
 
@@ -588,6 +590,7 @@ class AggregateItem(_SuiteItem):
                         source=score.source,
                         judge=score.judge,
                         higher_is_better=score.higher_is_better,
+                        human=case.human.get(metric),
                     )
                 )
                 if case.id in carried and not any(threshold.metric == metric for threshold in case.thresholds):

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from pytest_llmjudge.records import CaseDrop
     from pytest_llmjudge.regression.baseline import Baseline, BaselineError, MetricScores
     from pytest_llmjudge.regression.compare import RegressionResult, RegressionSettings
+    from pytest_llmjudge.regression.human import HumanChange
     from pytest_llmjudge.stats.grouping import Group
     from pytest_llmjudge.suite.model import Case, Suite
 
@@ -450,6 +451,15 @@ class RegressionItem(LLMJudgeItem):
             for case_id in sorted(set(candidate) | set(sorted(set(base) - set(candidate))[:MAX_LISTED]))
         ]
         listed = result.to_dict()
+        human = self._human_change(prepared)
+        if human is not None:
+            listed |= {
+                "human_delta": human.value,
+                "human_delta_low": human.low,
+                "human_delta_high": human.high,
+                "human_n": human.n,
+                "human_lambda": human.lam,
+            }
         for kind in ("missing_in_baseline", "missing_in_candidate", "baseline_unscored"):
             listed[f"{kind}_count"] = len(listed[kind])
             listed[kind] = listed[kind][:MAX_LISTED]
@@ -471,6 +481,8 @@ class RegressionItem(LLMJudgeItem):
         self.llmjudge_result = kept
         record(self, kept.junit_properties())
         message = self._explain(result, largest_drops)
+        if human is not None:
+            message += f"\n  human scale:  {human.text()}"
         missing = result.missing_in_baseline or result.missing_in_candidate or result.baseline_unscored
         if result.fails_run:
             raise RegressionFailure(message)
@@ -485,6 +497,25 @@ class RegressionItem(LLMJudgeItem):
                 f"the level {format_fixed(result.level, 4)}",
                 _use_item_location=True,
             )
+
+    def _human_change(self, prepared: _Prepared) -> HumanChange | None:
+        """The PPI++ human-scale change when cases carry human labels in the suite and the baseline."""
+        from pytest_llmjudge.regression.human import human_change
+
+        stored = self.baseline.metric(self.baseline_suite, self.metric)
+        if stored is None or not stored.human:
+            return None
+        labels = {case.id: case.human[self.metric] for case in self.cases if self.metric in case.human}
+        if not labels:
+            return None
+        return human_change(
+            prepared.candidate,
+            prepared.base,
+            labels,
+            stored.human.get(self.language, {}),
+            scale=self.suite.scale_of(self.metric),
+            confidence=self.settings().confidence,
+        )
 
     def _warn(self, warning: Warning) -> None:
         # Attributed to the suite file (line 0: no source line is echoed), not to this module.

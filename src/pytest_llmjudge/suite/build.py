@@ -275,6 +275,7 @@ def _rubric_from_config(name: str, config: RubricConfig) -> Rubric:
         higher_is_better=config.higher_is_better,
         needs=frozenset(config.needs),
         per_language=dict(config.per_language),
+        score_mode=config.scoring,
         target=config.target,
     )
 
