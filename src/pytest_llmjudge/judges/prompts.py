@@ -268,14 +268,22 @@ def build_request(
         "justification and an integer score from that metric's scale:\n{" + shape + "}"
     )
     seed = settings.seed + sample if settings.seed is not None else (sample if sample else None)
+    return judge_request(settings, system, "\n\n".join(parts), schema, seed=seed)
+
+
+def judge_request(
+    settings: JudgeSettings, system: str, user: str, schema: Mapping[str, Any] | None, *, seed: int | None = None
+) -> ProviderRequest:
+    """The request for one judge prompt: the judge's settings (model, sampling, structured
+    output, endpoint) around ``system`` and ``user``; ``seed`` defaults to the judge's."""
     return ProviderRequest(
         provider=settings.provider,
         model=settings.model,
         system=system,
-        user="\n\n".join(parts),
+        user=user,
         temperature=settings.temperature,
         max_tokens=settings.max_tokens,
-        seed=seed,
+        seed=settings.seed if seed is None else seed,
         json_schema=schema,
         structured_output=resolve_structured_output(settings),
         base_url=settings.base_url,

@@ -42,7 +42,7 @@ from pytest_llmjudge.judges.prompts import (
     data_instruction,
     frame_boundary,
     framed_section,
-    resolve_structured_output,
+    judge_request,
     trusted_section,
 )
 
@@ -101,18 +101,7 @@ def _request(
     parts = [trusted_section("Task", task_text)]
     parts.extend(framed_section(title, body, boundary) for title, body in framed)
     parts.append(trusted_section("Reply format", reply_format))
-    return ProviderRequest(
-        provider=settings.provider,
-        model=settings.model,
-        system=system,
-        user="\n\n".join(parts),
-        temperature=settings.temperature,
-        max_tokens=settings.max_tokens,
-        seed=settings.seed,
-        json_schema=schema,
-        structured_output=resolve_structured_output(settings),
-        base_url=settings.base_url,
-    )
+    return judge_request(settings, system, "\n\n".join(parts), schema)
 
 
 def _passages(context: Sequence[str]) -> list[tuple[str, str]]:

@@ -47,7 +47,7 @@ from pytest_llmjudge.judges.prompts import (
     data_instruction,
     frame_boundary,
     framed_section,
-    resolve_structured_output,
+    judge_request,
     trusted_section,
 )
 
@@ -134,18 +134,7 @@ def build_pairwise_request(
         'better, "B" if answer B is better, "tie" if neither is better, for example:\n'
         '{"justification": "...", "verdict": "A"}'
     )
-    return ProviderRequest(
-        provider=settings.provider,
-        model=settings.model,
-        system=system,
-        user="\n\n".join(parts),
-        temperature=settings.temperature,
-        max_tokens=settings.max_tokens,
-        seed=settings.seed,
-        json_schema=REPLY_SCHEMA,
-        structured_output=resolve_structured_output(settings),
-        base_url=settings.base_url,
-    )
+    return judge_request(settings, system, "\n\n".join(parts), REPLY_SCHEMA)
 
 
 def _slot_verdict(obj: dict[str, Any]) -> dict[str, Any] | None:
