@@ -304,7 +304,9 @@ class AggregateRecord(ItemRecord):
             ("ci_high", None if row is None else row.ci_high),
             ("n_scored", None if row is None else row.n_scored),
             ("n_unscored", None if row is None else row.n_unscored),
-        ]
+        ] + (
+            [] if self.release is None else [("p_value", self.release.p_value), ("p_adjusted", self.release.p_adjusted)]
+        )
 
 
 class UncalibratedRecord(ItemRecord):

@@ -36,8 +36,17 @@ def test_aggregate_rows_join_the_family_and_their_adjusted_p_decides_them(pytest
     assert rows_of(pytester)["hi"]["passed"] is True and rows_of(pytester)["hi"]["release"] is None
 
     pytester.makefile(".yaml", suite=suite_text('{expr: "lower(mean(task_quality)) >= 1.2", family: release}'))
-    result = pytester.runpytest("--llmjudge", "-k", "aggregate", "--llmjudge-report=json:r.json")
+    result = pytester.runpytest(
+        "--llmjudge",
+        "-k",
+        "aggregate",
+        "--llmjudge-report=json:r.json",
+        "--junitxml=j.xml",
+        "--llmjudge-junit-properties",
+    )
     result.assert_outcomes(passed=1, failed=3)
+    junit = (pytester.path / "j.xml").read_text(encoding="utf-8")
+    assert 'name="p_adjusted"' in junit and 'name="llmjudge_release_verdict"' in junit
     rows = rows_of(pytester)
     order = ["all", "de", "fr", "hi"]
     everything = [v for values in ROWS.values() for v in values]

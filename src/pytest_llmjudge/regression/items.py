@@ -19,6 +19,11 @@ first item of a family to run measures all of them (:func:`_family`), decides th
 theirs. Under pytest-xdist every worker has the same selected items and computes the same
 family from the same scores (the family is a function of the data and the settings, not of
 which worker runs which item), at the cost of each worker scoring the family's cases.
+Aggregate rows that joined the release family (``family: release`` on the aggregate, or
+``--llmjudge-family-include=aggregates``; the aggregate items' ``release_family_key``) are
+decided in the same pass (:func:`decide_family`): their betting p-values
+(``stats/betting.py``) are corrected with the regression items' and each row passes when its
+adjusted p is ``<= alpha`` (:class:`JoinedDecision`).
 
 Outcomes: a regression fails; an inconclusive drop passes with a
 :class:`~pytest_llmjudge.regression.compare.RegressionWarning`; "too few cases to decide" is
