@@ -27,7 +27,10 @@ The family (:func:`decide`)
     small enough (``2**-m'`` for ``m'`` changed pairs) is not counted: the correction runs
     over Tarone's ``K <= k`` testable comparisons (the others get adjusted p 1), and the
     per-item level ``a = alpha / K`` (``alpha`` without correction) is what one item must
-    reach alone. Per item, in the default ``mode: regression``:
+    reach alone. Aggregate bound checks that joined the family (``family: release``) bring
+    their betting p-values (:func:`decide_joined`): continuous tests, smallest possible p 0,
+    so Tarone always counts them; they are adjusted with the rest. Per item, in the default
+    ``mode: regression``:
 
     * **fail** ("regressed"): adjusted p ``<= alpha`` and ``D < -m``;
     * **undecided** ("too few cases to decide"): otherwise, when no outcome could have been
