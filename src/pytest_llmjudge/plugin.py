@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from pytest_llmjudge.execution.sharing import WorkerShare
     from pytest_llmjudge.fixture_judge import Judge
     from pytest_llmjudge.records import ItemRecord
+    from pytest_llmjudge.suite.model import Case, Suite
     from pytest_llmjudge.suite_items import SuiteFile
 
 # Heavy modules (numpy, scipy, the SDKs) are imported only once --llmjudge is given, so an
@@ -71,6 +72,7 @@ FEATURE_PLUGINS: tuple[str, ...] = (
     "pytest_llmjudge.selection_plugin",
     "pytest_llmjudge.progress_plugin",
     "pytest_llmjudge.sharding_plugin",
+    "pytest_llmjudge.canaries.plugin",
     "pytest_llmjudge.label_queue_plugin",
 )
 
@@ -502,6 +504,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     own = board.plan(needs)
     needed = board.plan(dependencies)
     planned = own + needed
+    _judge_sequentially(session, board, needs)
     # With a remote store the line is printed even when all is cached: a log should say which store served it.
     # With -q too for a remote store: a CI log must say which store a shard shared its replies through.
     if (planned and session.config.get_verbosity() >= 0) or (
@@ -520,6 +523,33 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             )
     if planned and not hasattr(session.config, "workerinput"):
         _import_summary_modules()
+
+
+def _judge_sequentially(session: pytest.Session, board: ScoreBoard, needs: list[tuple[Suite, Case, str]]) -> None:
+    """``--llmjudge-sequential``: judge the aggregate rows in rounds now, before the items run
+    (``suite_items.judge_sequentially``), and say what it saved."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    verbose = reporter is not None and session.config.get_verbosity() >= 0
+    if board.settings.batch:
+        if verbose and reporter is not None and board.settings.sequential:
+            reporter.write_line(
+                "llmjudge: --llmjudge-sequential is off in batch mode (a batch is sent at once, not in rounds): "
+                "every case is judged"
+            )
+        return
+    from pytest_llmjudge.suite_items import judge_sequentially
+
+    outcome = judge_sequentially(session.items, session.config, needs)
+    if outcome is None:
+        return
+    rows, settled, rounds, saved = outcome
+    if board.share is None or board.share.index == 0:  # the workers' stats are summed: count it once
+        board.runner.stats.not_needed += saved
+    if verbose and reporter is not None:
+        reporter.write_line(
+            f"llmjudge: sequential: {settled} of {rows} aggregate row(s) settled in {rounds} round(s); "
+            f"{saved} judge call(s) not needed"
+        )
 
 
 def _refuse_writes_over_inputs(session: pytest.Session) -> None:

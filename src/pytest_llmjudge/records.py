@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter
@@ -171,6 +171,8 @@ class CaseRecord(ItemRecord):
     raw_reply: str | None = None
     """The judge's reply when it could not be read as a score."""
     detail: dict[str, Json] = Field(default_factory=dict)
+    judge_identity: dict[str, str] | None = None
+    """Who served the judge score: ``served_model``, ``system_fingerprint`` (when given), ``rubric_version``."""
     higher_is_better: bool | None = None
     input: str | None = None
     output: str | None = None
@@ -179,6 +181,8 @@ class CaseRecord(ItemRecord):
     """A conversation case's whole conversation, the judged output as its last (assistant) turn."""
     baseline: BaselineCase | None = None
     """Set in the report when a regression record of the same suite and metric pairs this case."""
+    human: Real = None
+    """The case's human label on the metric (its annotators aggregated), when it has one; baselines save it."""
 
     def junit_properties(self) -> list[tuple[str, Any]]:
         return [
@@ -193,10 +197,21 @@ class CaseRecord(ItemRecord):
             ),
             ("source", self.source),
             ("judge", self.judge),
+            ("served", _served(self.judge_identity)),
             ("cached", None if self.cached is None else str(self.cached).lower()),
             ("spread", self.spread),
             ("unscored_reason", self.unscored_reason),
         ]
+
+
+def _served(identity: Mapping[str, str] | None) -> str | None:
+    """``model (fingerprint), rubric <hash>``: a judge score's served identity on one line."""
+    if not identity:
+        return None
+    text = identity.get("served_model") or "?"
+    if identity.get("system_fingerprint"):
+        text += f" ({identity['system_fingerprint']})"
+    return text + f", rubric {identity.get('rubric_version', '?')}"
 
 
 class CaseScore(Record):
@@ -208,6 +223,8 @@ class CaseScore(Record):
     source: str
     judge: str | None = None
     higher_is_better: bool | None = None
+    human: Real = None
+    """The case's human label on the metric (annotators aggregated), when it has one."""
 
 
 class HumanEstimate(Record):
@@ -385,6 +402,9 @@ class GateRecord(ItemRecord):
     calibration: str
     calibration_path: str
     judge: str
+    judge_identity: dict[str, str] | None = None
+    """Who served the scores the gate certified (live judges): ``served_model``, ``system_fingerprint``,
+    ``rubric_version``."""
     scores: str | None = None
     """The suite whose scores the calibration set holds, when it names one."""
     xfail: str | bool | None = None
@@ -438,6 +458,7 @@ class GateRecord(ItemRecord):
                 ("group", self.group if self.group != self.language else None),
                 ("metric", self.metric),
                 ("judge", self.judge),
+                ("served", _served(self.judge_identity)),
                 ("f1", self.f1),
                 ("threshold", self.threshold),
                 ("compared", self.compared),
@@ -633,6 +654,15 @@ class RegressionRecord(ItemRecord):
     candidate_unscored: list[UnscoredCase] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     problem: str | None = None
+    human_delta: Real = None
+    """PPI++ estimate of the mean human-score change (candidate - baseline) over the ``n`` paired
+    cases, from the judge's change on all of them and the ``human_n`` pairs labelled on both sides
+    (``regression/human.py``); null when fewer than 5 such pairs. Information: it does not decide."""
+    human_delta_low: Real = None
+    human_delta_high: Real = None
+    human_n: int | None = None
+    """Pairs with a human label on both sides (null: none at all)."""
+    human_lambda: Real = None
 
     @property
     def status(self) -> Literal["fail", "warn", "undecided", "improved", "pass"]:
@@ -863,6 +893,123 @@ class RankingCheckRecord(ItemRecord):
         ]
 
 
+class DriftRecord(ItemRecord):
+    """The drift sentinel of one calibrated judge in one language x metric (``calibration/drift/``)."""
+
+    kind: Literal["drift"] = "drift"
+    suite: str
+    calibration: str
+    judge: str
+    language: str
+    metric: str
+    certified: dict[str, str] | None = None
+    """The certified served identity (``served_model``, ``system_fingerprint``, ``rubric_version``)."""
+    served: dict[str, str] | None = None
+    """The identity that served this run's uncached sample."""
+    gate_served: dict[str, str] | None = None
+    """The identity behind the gate's (possibly cached) scores this run."""
+    before: Real = None
+    """Weighted F1 on the sample when the identity was certified."""
+    after: Real = None
+    """Weighted F1 on the same sample now, uncached."""
+    ci_low: Real = None
+    ci_high: Real = None
+    n: int = 0
+    tolerance: Real = None
+    certified_now: bool = False
+    certified_path: str | None = None
+    problem: str | None = None
+    warning: str | None = None
+
+    def junit_properties(self) -> list[tuple[str, Any]]:
+        return _rounded(
+            [
+                ("suite", self.suite),
+                ("calibration", self.calibration),
+                ("language", self.language),
+                ("metric", self.metric),
+                ("judge", self.judge),
+                ("certified", _served(self.certified)),
+                ("served", _served(self.served)),
+                ("before", self.before),
+                ("after", self.after),
+                ("ci_low", self.ci_low),
+                ("ci_high", self.ci_high),
+                ("n", self.n),
+                ("problem", self.problem),
+                ("warning", self.warning),
+            ]
+        )
+
+
+class JuryRecord(ItemRecord):
+    """Several judges on one calibration group x metric: each one's agreement, theirs among themselves, the choice."""
+
+    kind: Literal["jury"] = "jury"
+    calibration: str
+    calibration_path: str
+    language: str
+    group: str
+    metric: str
+    judges: list[dict[str, Json]] = Field(default_factory=list)
+    """Per judge: ``judge``, ``f1``, ``passed``, ``calls``, ``cached``."""
+    alpha: Real = None
+    level: str
+    error_correlation: dict[str, Real] = Field(default_factory=dict)
+    effective_committee_size: Real = None
+    combined_f1: dict[str, Real] = Field(default_factory=dict)
+    combine: str
+    chosen: str | None = None
+    problem: str | None = None
+
+    def junit_properties(self) -> list[tuple[str, Any]]:
+        shown = "; ".join(
+            f"{j.get('judge')}: F1 {format_value(j.get('f1'))} {'pass' if j.get('passed') else 'fail'}, "
+            f"{j.get('calls')} calls ({j.get('cached')} cached)"
+            for j in self.judges
+        )
+        return _rounded(
+            [
+                ("calibration", self.calibration),
+                ("language", self.language),
+                ("group", self.group if self.group != self.language else None),
+                ("metric", self.metric),
+                ("judges", shown or None),
+                ("alpha", self.alpha),
+                ("effective_committee_size", self.effective_committee_size),
+                ("chosen", self.chosen),
+                ("problem", self.problem),
+            ]
+        )
+
+
+class CanaryRecord(ItemRecord):
+    """One injection canary (``judge.canaries``): the judge's scores of a clean and an attacked twin."""
+
+    kind: Literal["canary"] = "canary"
+    suite: str
+    judge: str
+    language: str
+    attack: str
+    scores: dict[str, dict[str, ScoreValue]] = Field(default_factory=dict)
+    """Per rubric: ``clean`` and ``attacked`` scores (None: unscored)."""
+    problem: str | None = None
+
+    def junit_properties(self) -> list[tuple[str, Any]]:
+        shown = "; ".join(
+            f"{metric}: clean {format_value(pair.get('clean'))}, attacked {format_value(pair.get('attacked'))}"
+            for metric, pair in self.scores.items()
+        )
+        return [
+            ("suite", self.suite),
+            ("language", self.language),
+            ("attack", self.attack),
+            ("judge", self.judge),
+            ("scores", shown or None),
+            ("problem", self.problem),
+        ]
+
+
 AnyRecord = Annotated[
     CaseRecord
     | AggregateRecord
@@ -873,13 +1020,23 @@ AnyRecord = Annotated[
     | RegressionRecord
     | LeaderboardRecord
     | SurrogateRecord
-    | RankingCheckRecord,
+    | RankingCheckRecord
+    | DriftRecord
+    | CanaryRecord
+    | JuryRecord,
     Field(discriminator="kind"),
 ]
 """Any item record, told apart by ``kind``."""
 
 OtherRecord = Annotated[
-    UncalibratedRecord | ConsistencyRecord | SensitivityRecord | SurrogateRecord | RankingCheckRecord,
+    UncalibratedRecord
+    | ConsistencyRecord
+    | SensitivityRecord
+    | SurrogateRecord
+    | RankingCheckRecord
+    | DriftRecord
+    | CanaryRecord
+    | JuryRecord,
     Field(discriminator="kind"),
 ]
 """The records of the report's ``other`` section."""

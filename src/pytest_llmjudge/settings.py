@@ -30,6 +30,9 @@ command line           environment                      ini (pytest.ini/pyprojec
 --llmjudge-max-tokens  LLMJUDGE_MAX_TOKENS              llmjudge_max_tokens         (no cap)
 --llmjudge-cache-fallback LLMJUDGE_CACHE_FALLBACK       llmjudge_cache_fallback     none
 --llmjudge-lease-ttl   LLMJUDGE_LEASE_TTL               llmjudge_lease_ttl          30 (seconds)
+--llmjudge-sequential  LLMJUDGE_SEQUENTIAL              llmjudge_sequential         false
+--llmjudge-sequential-round LLMJUDGE_SEQUENTIAL_ROUND   llmjudge_sequential_round   20 (cases per row)
+--llmjudge-sequential-seed  LLMJUDGE_SEQUENTIAL_SEED    llmjudge_sequential_seed    0
 =====================  ===============================  ==========================  ===========
 
 ``--llmjudge-cache`` is one of ``use`` (read and write), ``refresh`` (write only: re-judge
@@ -113,6 +116,12 @@ class Settings:
     """What a remote cache store that fails its start-up probe does: stop the run, or use the cache dir."""
     lease_ttl: float = 30.0
     """Seconds a lease on a shared store lives without a heartbeat (renewed every third of it)."""
+    sequential: bool = False
+    """Judge aggregate rows in rounds and stop a row once its verdict is settled (``execution/sequential.py``)."""
+    sequential_round: int = 20
+    """Cases per aggregate row per round of sequential judging."""
+    sequential_seed: int = 0
+    """Seed of sequential judging's case order."""
 
 
 @dataclass(frozen=True)
@@ -302,6 +311,28 @@ OPTIONS: tuple[Option, ...] = (
         "Seconds a prompt's lease on a shared cache store lives without its holder's heartbeat (default 30).",
         30.0,
     ),
+    Option(
+        "sequential",
+        "--llmjudge-sequential",
+        "LLMJUDGE_SEQUENTIAL",
+        "Judge each aggregate row's cases in seeded random rounds and stop once an anytime-valid bound "
+        "settles its verdict (docs/scale.md).",
+        False,
+    ),
+    Option(
+        "sequential_round",
+        "--llmjudge-sequential-round",
+        "LLMJUDGE_SEQUENTIAL_ROUND",
+        "Cases per aggregate row per round of sequential judging (default 20).",
+        20,
+    ),
+    Option(
+        "sequential_seed",
+        "--llmjudge-sequential-seed",
+        "LLMJUDGE_SEQUENTIAL_SEED",
+        "Seed of sequential judging's case order (default 0).",
+        0,
+    ),
 )
 
 
@@ -428,6 +459,9 @@ def resolve_settings(
         "tokens_per_minute": _positive_float,
         "rate_limits": _rate_limits,
         "batch": _boolean,
+        "sequential": _boolean,
+        "sequential_round": _positive_int,
+        "sequential_seed": _non_negative_int,
         "batch_poll": _positive_float,
         "batch_wait": _positive_float,
         "retry_backoff": _positive_float,

@@ -23,7 +23,7 @@ the report plugin redacts that text and makes its control characters visible.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ from pytest_llmjudge.aggregate import (
 from pytest_llmjudge.errors import ItemFailure, LLMJudgeError
 from pytest_llmjudge.escaping import ONE_LINE, escape_controls
 from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
+from pytest_llmjudge.execution.sequential import NOT_NEEDED, SEQUENTIAL_STATS, RowRun, order_key, run_rounds
 from pytest_llmjudge.execution.spend import NOT_JUDGED
 from pytest_llmjudge.formatting import format_fixed, format_value
 from pytest_llmjudge.label_queue_plugin import queue_key
@@ -90,11 +91,13 @@ def _case_record(
         unscored_reason=score.error,
         raw_reply=score.raw_reply,
         detail=dict(score.detail),
+        judge_identity=dict(score.identity) if score.identity else None,
         higher_is_better=score.higher_is_better,
         input=case.input,
         output=output,
         reference=case.reference,
         transcript=[Turn(role=turn.role, content=turn.content) for turn in case.transcript(output)] or None,
+        human=case.human.get(metric),
         **verdict,
     )
 
@@ -144,7 +147,8 @@ class SuiteFile(pytest.File):
                 # Node ids reach the terminal and JUnit raw: a control character in a case id shows as text.
                 name = escape_controls(f"{case.id}[{threshold.metric}]", ONE_LINE)
                 if name in names:
-                    name = f"{case.id}[{threshold.metric} {threshold.op} {threshold.value}]"
+                    # A second threshold on one metric: named by what it asserts (``de-1[chrf <= 99]``).
+                    name = escape_controls(f"{case.id}[{threshold.render()}]", ONE_LINE)
                 names.add(name)
                 yield CaseItem.from_parent(
                     self, name=name, suite=suite, case=case, threshold=threshold, judge_problem=problem
@@ -185,6 +189,165 @@ _check_scores_key = pytest.StashKey[dict[tuple[int, int], _CheckScores]]()
 
 _carriers_key = pytest.StashKey[dict[tuple[str, str], dict[str, set[str]]]]()
 """(suite path, metric) -> aggregate item node id -> ids of the unasserted cases whose records it carries."""
+
+
+_sequential_key = pytest.StashKey[dict[tuple[int, int], dict[str, RowRun]]]()
+"""(id of the suite, id of the check) -> row name -> how sequential judging ran that row (``judge_sequentially``)."""
+
+
+def sequential_scale(board: ScoreBoard, suite: Suite, check: AggregateCheck) -> tuple[float, float] | None:
+    """The scale a check's rows are judged sequentially on, or None when they are judged in full:
+    sequential mode off or in batch mode, or a check it does not apply to (``execution/sequential.py``)."""
+    settings = board.settings
+    spec = check.spec
+    if not _sequential_settings(board, suite)[0] or settings.batch or spec.stat not in SEQUENTIAL_STATS:
+        return None
+    if suite.metric_kinds.get(spec.metric) != "rubric":
+        return None  # recorded scores and reference metrics cost no judge call: nothing to save
+    if spec.stat == "pass_rate":
+        return (0.0, 1.0)
+    return suite.scale_of(spec.metric)
+
+
+def _sequential_settings(board: ScoreBoard, suite: Suite) -> tuple[bool, int, int]:
+    """(on, round, seed) of a suite: its ``sequential:`` setting over the run's options."""
+    settings = board.settings
+    on, size, seed = suite.sequential or (settings.sequential, None, None)
+    return on, size or settings.sequential_round, settings.sequential_seed if seed is None else seed
+
+
+def _sequential_value(
+    spec_inner: Threshold | None, case: Case, score: Score, scale: tuple[float, float]
+) -> float | None:
+    """A judged case's value for the confidence sequence: its score (``mean``) or 1/0 for
+    passing (``pass_rate``); None (the row is then judged in full) when it is unscored,
+    categorical or off the scale."""
+    if not score.scored or isinstance(score.value, str) or score.value is None:
+        return None
+    if spec_inner is not None:
+        return 1.0 if spec_inner.holds(score.value, case.language) else 0.0
+    value = float(score.value)
+    return value if scale[0] <= value <= scale[1] else None
+
+
+def judge_sequentially(
+    items: list[pytest.Item], config: pytest.Config, paid_needs: Iterable[tuple[Suite, Case, str]] = ()
+) -> tuple[int, int, int, int] | None:
+    """Judge the selected sequential aggregate rows in rounds (``execution/sequential.py``);
+    ``paid_needs``: the calls the run plans for its other items.
+
+    Runs where the calls are planned (``pytest_collection_finish``), in every xdist worker
+    alike: each worker sends the calls it owns and waits for the others' replies, so all see
+    the same scores in the same order and reach the same decisions. Returns (rows, settled
+    rows, rounds, judge calls not needed), or None when no row is sequential.
+    """
+    board = _scoreboard(config)
+    checks: dict[tuple[int, int], list[AggregateItem]] = {}
+    for item in items:
+        if isinstance(item, AggregateItem) and item.sequential:
+            checks.setdefault((id(item.suite), id(item.check)), []).append(item)
+    if not checks:
+        return None
+    # Cases whose calls the other selected items pay for anyway (case items, regression items: their
+    # metric, or any rubric of a compound judge): a row of such cases only is judged in full, its
+    # verdict the full run's. From the items' needs, not from what was sent, so every xdist worker
+    # (which sends only the calls it owns) agrees.
+    asserted: set[tuple[int, str, str]] = set()
+    for suite, case, metric in paid_needs:
+        compound = suite.judge.mode == "compound" and suite.metric_kinds.get(metric) == "rubric"
+        asserted.add((id(suite), case.key, "*" if compound else metric))
+    runs: dict[tuple[int, int], dict[str, RowRun]] = {}
+    where: dict[int, tuple[Suite, AggregateCheck, tuple[float, float]]] = {}
+    by_key: dict[str, Case] = {}
+    for key, members in checks.items():
+        suite, check = members[0].suite, members[0].check
+        scale = sequential_scale(board, suite, check)
+        assert scale is not None
+        _, size, seed = _sequential_settings(board, suite)
+        groups = {group.name: group for group in check.groups(suite.cases)}
+        rows: dict[str, RowRun] = {}
+        for name in dict.fromkeys(member.language for member in members):
+            spec = check.spec if name == ALL_LANGUAGES else check.for_group(groups[name])
+            cases = [case for case in suite.cases if name == ALL_LANGUAGES or case.group(check.group_by).name == name]
+            cases.sort(key=lambda case: order_key(seed, case.key))
+            by_key.update((case.key, case) for case in cases)
+            keys = [case.key for case in cases]
+            # The ``all`` row holds every group: it takes a round of each per round, so it reaches
+            # its end in as many rounds as a group (not one round per ``size`` of all the cases).
+            step = size * max(len(groups), 1) if name == ALL_LANGUAGES else size
+            row = RowRun(name, keys, spec.op, spec.value, scale, min_cases=check.min_cases, size=step)
+            # ``==``/``!=`` (the sequence can't decide them), or nothing to save: judged in full.
+            paid = bool(cases) and all(
+                (id(suite), case.key, check.spec.metric) in asserted or (id(suite), case.key, "*") in asserted
+                for case in cases
+            )
+            row.full = spec.op not in (">=", ">", "<=", "<") or paid
+            rows[name] = row
+            where[id(row)] = (suite, check, scale)
+        runs[key] = rows
+
+    def judge(batch: list[tuple[RowRun, list[str]]]) -> list[list[float | None]]:
+        needs = [(where[id(row)][0], by_key[k], where[id(row)][1].spec.metric) for row, keys in batch for k in keys]
+        board.plan(needs)
+        results: list[list[float | None]] = []
+        for row, keys in batch:
+            suite, check, scale = where[id(row)]
+            results.append(
+                [
+                    _sequential_value(
+                        check.spec.inner, by_key[k], board.score(suite, by_key[k], check.spec.metric), scale
+                    )
+                    for k in keys
+                ]
+            )
+        return results
+
+    every = [row for rows in runs.values() for row in rows.values()]
+    rounds = run_rounds(every, judge)
+    config.stash[_sequential_key] = runs
+    skipped = [
+        (suite, by_key[k], check.spec.metric)
+        for key, rows in runs.items()
+        for k in _not_needed(rows)
+        for suite, check, _ in [where[id(next(iter(rows.values())))]]
+    ]
+    settled = sum(1 for row in every if not row.full and row.decision is not None and row.decision.settled)
+    return len(every), settled, rounds, board.unplanned(skipped)
+
+
+def _not_needed(rows: dict[str, RowRun]) -> dict[str, str]:
+    """Case key -> why it was not judged, for the cases no row of a check needed."""
+    needed = {k for row in rows.values() for k in row.case_keys[: len(row.case_keys) - len(row.not_needed)]}
+    reasons: dict[str, str] = {}
+    # A case's own group's reason first; the ``all`` row's for cases only it had.
+    for name in sorted(rows, key=lambda name: name == ALL_LANGUAGES):
+        row = rows[name]
+        for k in row.not_needed:
+            if k not in needed:
+                reasons.setdefault(k, row.reason)
+    return reasons
+
+
+def _sequential_row(row: AggregateRow, run: RowRun | None) -> AggregateRow:
+    """``row`` as sequential judging decided it: a settled row's verdict, value and bounds are the
+    confidence sequence's at its stop; a ``lower``/``upper`` row that ran to the end keeps its
+    sequence's bounds (its verdict reads them); any other row is the full run's."""
+    if run is None or run.full or run.decision is None:
+        return row
+    decision = run.decision
+    if not decision.settled and row.spec.bound is None:
+        return row
+    values = run.values
+    seq = replace(
+        row,
+        n_scored=len(values),
+        n_unscored=0,
+        value=sum(values) / len(values) if values else None,
+        ci_low=decision.low,
+        ci_high=decision.high,
+    )
+    passed = decision.passed if decision.settled else row.spec.holds(seq.asserted)
+    return replace(seq, passed=row.problem is None and bool(passed))
 
 
 def _assign_carriers(items: list[pytest.Item], suite_path: str, metric: str) -> dict[str, set[str]]:
@@ -414,6 +577,11 @@ class AggregateItem(_SuiteItem):
         carried = self._carried_cases()
         for case, score, group in shared.scored:
             if self.language in (ALL_LANGUAGES, group):
+                if score.error is not None and score.error.startswith(NOT_NEEDED):
+                    # Never judged: no score for baselines, but its record says why.
+                    if case.id in carried and not any(threshold.metric == metric for threshold in case.thresholds):
+                        self.unasserted.append(self._unasserted_record(case, score))
+                    continue
                 self.case_scores.append(
                     CaseScore(
                         case=case.id,
@@ -422,6 +590,7 @@ class AggregateItem(_SuiteItem):
                         source=score.source,
                         judge=score.judge,
                         higher_is_better=score.higher_is_better,
+                        human=case.human.get(metric),
                     )
                 )
                 if case.id in carried and not any(threshold.metric == metric for threshold in case.thresholds):
@@ -459,12 +628,19 @@ class AggregateItem(_SuiteItem):
             cases = [
                 case for case in self.suite.cases if wanted is None or case.group(self.check.group_by).name in wanted
             ]
-            board.plan((self.suite, case, metric) for case in cases)
+            runs = self.config.stash.get(_sequential_key, {}).get(key)
+            skipped = _not_needed(runs) if runs else {}
+            board.plan((self.suite, case, metric) for case in cases if case.key not in skipped)
             scored: list[tuple[Case, Score, str]] = []
             values = []
             for case in cases:
-                score = board.score(self.suite, case, metric)
                 group = case.group(self.check.group_by).name
+                if case.key in skipped:  # sequential judging settled its row first: no call, no value
+                    scored.append(
+                        (case, Score(metric=metric, value=None, source="judge", error=skipped[case.key]), group)
+                    )
+                    continue
+                score = board.score(self.suite, case, metric)
                 scored.append((case, score, group))
                 values.append(
                     ScoredValue(
@@ -490,6 +666,8 @@ class AggregateItem(_SuiteItem):
             if wanted is not None:
                 # The ``all`` row of a subset of the groups is no row of the suite: not shown.
                 rows = [row for row in rows if row.language != ALL_LANGUAGES]
+            if runs:
+                rows = [_sequential_row(row, runs.get(row.language)) for row in rows]
             queue = self.config.stash.get(queue_key, None)
             if queue is not None and self.check.spec.stat in HUMAN_STATS:
                 queue.append((self.suite, self.check, scored, self.suite.scale_of(metric)))
@@ -526,7 +704,9 @@ class AggregateItem(_SuiteItem):
         from pytest_llmjudge.regression.items import state_key as regression_key
 
         state = self.config.stash.get(regression_key, None)
-        if state is None or not self.check.joinable:
+        if state is None or not self.check.joinable or self.sequential:
+            # A row judged in rounds stopped when its anytime bound settled: a fixed-n p-value of
+            # the cases it judged would not be valid after that optional stopping.
             return None
         included = "aggregates" in state.include and self.suite.scale_of(self.check.spec.metric) is not None
         if self.check.family != "release" and not included:
@@ -569,6 +749,12 @@ class AggregateItem(_SuiteItem):
         from pytest_llmjudge.regression.items import decide_family
         from pytest_llmjudge.regression.items import state_key as regression_key
 
+        if self.check.family == "release" and self.sequential and row.problem is None:
+            problem = (
+                "family: release needs the row judged in full, but it is judged sequentially (a fixed-n p-value "
+                "is not valid after stopping early); set sequential: false on the suite"
+            )
+            return replace(row, problem=problem, passed=False), None
         key = self.release_family_key()
         if key is None:
             return row, None
@@ -671,7 +857,27 @@ class AggregateItem(_SuiteItem):
         raise CaseFailure(
             f"{verdict}: {row.spec.label} for {self.language} = {format_value(row.asserted)}, "
             f"expected {row.spec.op} {row.spec.value:g}{detail}\n"
-            f"{judged_by}{render_table(rows, highlight=self.language)}{per_case}"
+            f"{judged_by}{self._sequential_note()}{render_table(rows, highlight=self.language)}{per_case}"
+        )
+
+    def _sequential_note(self) -> str:
+        """How sequential judging decided this row, for its failure message ('' when it did not)."""
+        runs = self.config.stash.get(_sequential_key, {}).get((id(self.suite), id(self.check)))
+        run = runs.get(self.language) if runs else None
+        if run is None or run.full or run.decision is None:
+            return ""
+        how = "settled" if run.decision.settled else "not settled"
+        return (
+            f"  sequential: {how} after {run.judged} of {len(run.case_keys)} cases; anytime-valid 95% bounds "
+            f"[{format_value(run.decision.low)}, {format_value(run.decision.high)}]\n"
+        )
+
+    @property
+    def sequential(self) -> bool:
+        """Whether this row's cases are judged in rounds (``judge_sequentially``), not planned up front."""
+        return (
+            self.judge_problem is None
+            and sequential_scale(_scoreboard(self.config), self.suite, self.check) is not None
         )
 
     def _pass_k_cases(self, row: AggregateRow, shown: int = 10) -> str:
@@ -697,7 +903,7 @@ class AggregateItem(_SuiteItem):
     def planned_calls(self) -> list[tuple[Suite, Case, str]]:
         # This row's cases only (every case for ``all``): a row selected alone (-k, -m,
         # --llmjudge-language) pays for its own group, not for the groups left out.
-        if self.judge_problem is not None:
+        if self.judge_problem is not None or self.sequential:
             return []
         return [(self.suite, case, self.check.spec.metric) for case in self.cases]
 

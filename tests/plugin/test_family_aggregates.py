@@ -8,6 +8,7 @@ import pytest
 from statsmodels.stats.multitest import multipletests
 
 from pytest_llmjudge.stats.betting import betting_pvalue
+from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
 
 ROWS = {"de": [2] * 6 + [1] * 6, "fr": [2] * 9 + [1] * 3, "hi": [2] * 10 + [1] * 2}
 
@@ -111,3 +112,32 @@ def test_family_release_on_a_check_without_a_p_value_is_a_suite_error(pytester: 
     result.stdout.fnmatch_lines(
         ["*suite.yaml:42: aggregate[[]0[]].family: family: release needs a bound check on a mean*"]
     )
+
+
+@pytest.fixture
+def scripted_judge() -> ScriptedJudge:
+    return ScriptedJudge(lambda query: 2)
+
+
+def test_a_sequentially_judged_row_does_not_join(pytester: pytest.Pytester, loopback: LoopbackServer) -> None:
+    """Sequential judging stops a row early; a fixed-n p-value of what it judged would not be valid."""
+    cases = "\n".join(
+        f"  - {{id: {lang}-{i}, language: {lang}, input: 'q {i}', output: 'a {lang} {i}'}}"
+        for lang in ("de", "hi")
+        for i in range(20)
+    )
+
+    def text(aggregate: str) -> str:
+        return (
+            f"suite: seq\njudge: {{provider: openai, model: loopback-judge, base_url: '{loopback.openai_base_url}'}}\n"
+            f"sequential: {{round: 10}}\naggregate:\n  - {aggregate}\ncases:\n{cases}\n"
+        )
+
+    pytester.makefile(".yaml", suite=text('{expr: "lower(mean(task_quality)) >= 1.0", family: release}'))
+    result = pytester.runpytest("--llmjudge")
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines(["*family: release needs the row judged in full, but it is judged sequentially*"])
+    pytester.makefile(".yaml", suite=text('"lower(mean(task_quality)) >= 1.0"'))
+    result = pytester.runpytest("--llmjudge", "--llmjudge-family-include=aggregates", "--llmjudge-report=json:r.json")
+    result.assert_outcomes(passed=3)
+    assert all(row["release"] is None for row in rows_of(pytester).values())

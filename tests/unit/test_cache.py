@@ -83,6 +83,7 @@ def test_the_key_does_not_ignore_list_order() -> None:
         ("json_schema", None),
         ("structured_output", "json_object"),
         ("base_url", "http://127.0.0.1:8000/v1"),
+        ("top_logprobs", 20),
     ],
 )
 def test_every_field_of_the_request_changes_the_key(field: str, value: Any) -> None:
@@ -92,7 +93,10 @@ def test_every_field_of_the_request_changes_the_key(field: str, value: Any) -> N
 
 def test_the_payload_covers_every_request_field() -> None:
     # A new ProviderRequest field must be added to cache_payload (or deliberately left out).
-    assert set(BASE.cache_payload()) == {f.name for f in dataclasses.fields(ProviderRequest)}
+    # top_logprobs enters only when set, so that every key written before it stays the same.
+    asked = dataclasses.replace(BASE, top_logprobs=20)
+    assert set(asked.cache_payload()) == {f.name for f in dataclasses.fields(ProviderRequest)}
+    assert set(BASE.cache_payload()) == {f.name for f in dataclasses.fields(ProviderRequest)} - {"top_logprobs"}
 
 
 def test_rubric_text_changes_the_key_through_the_prompt() -> None:
@@ -121,6 +125,31 @@ def test_put_then_get_round_trips(tmp_path: Path) -> None:
     assert hit.key == key
     assert hit.reply == REPLY
     assert (hit.reply.text, hit.reply.model, hit.reply.usage) == ('{"score": 2}', "gpt-4o-mini-2024", Usage(120, 9))
+
+
+def test_the_served_fingerprint_round_trips_and_entries_without_one_keep_their_checksum(tmp_path: Path) -> None:
+    """The drift sentinel's served identity: OpenAI's system_fingerprint is stored with the reply
+    when it had one, and an entry without one (every entry written before) reads as before."""
+    cache = JudgeCache(tmp_path)
+    key = key_of(BASE)
+    printed = dataclasses.replace(REPLY, fingerprint="fp_44709d6fcb")
+    cache.put(key, BASE.cache_payload(), printed)
+    hit = cache.get(key)
+    assert hit is not None and hit.reply == printed
+    assert json.loads(read_entry(tmp_path, key))["reply"]["system_fingerprint"] == "fp_44709d6fcb"
+    cache.put(key, BASE.cache_payload(), REPLY)
+    assert "system_fingerprint" not in json.loads(read_entry(tmp_path, key))["reply"]
+    hit = cache.get(key)
+    assert hit is not None and hit.reply.fingerprint is None
+
+
+def test_the_score_tokens_log_probabilities_round_trip(tmp_path: Path) -> None:
+    cache = JudgeCache(tmp_path)
+    key = key_of(BASE)
+    tokens = ((12, "2", (("2", -0.51), (" 1", -0.92))),)
+    cache.put(key, BASE.cache_payload(), dataclasses.replace(REPLY, digit_tokens=tokens))
+    hit = cache.get(key)
+    assert hit is not None and hit.reply.digit_tokens == tokens
 
 
 def test_entry_layout_and_content(tmp_path: Path) -> None:

@@ -19,14 +19,17 @@ from pytest_llmjudge.records import (
     AnyRecord,
     BaselineCase,
     Battle,
+    CanaryRecord,
     CaseDrop,
     CaseRecord,
     CaseScore,
     ConsistencyRecord,
     ConsistencyResult,
+    DriftRecord,
     GateRecord,
     Interval,
     ItemRecord,
+    JuryRecord,
     LeaderboardRecord,
     PairedCase,
     Perturbation,
@@ -250,6 +253,48 @@ def _samples() -> list[ItemRecord]:
             detail={"rank": 1, "of": 4, "strength": 0.5, "measured": True},
             passed=True,
         ),
+        DriftRecord(
+            suite="s",
+            calibration="cal",
+            judge="openai:m",
+            language="hi",
+            metric="task_quality",
+            certified={"served_model": "m-1", "rubric_version": "abc"},
+            served={"served_model": "m-2", "system_fingerprint": "fp_2", "rubric_version": "abc"},
+            before=0.9,
+            after=0.7,
+            ci_low=0.5,
+            ci_high=0.85,
+            n=20,
+            tolerance=0.1,
+            problem="agreement dropped",
+            passed=False,
+        ),
+        CanaryRecord(
+            suite="s",
+            judge="openai:m",
+            language="hi",
+            attack="target_script",
+            scores={"task_quality": {"clean": 0.0, "attacked": 2.0}},
+            problem="moved",
+            passed=False,
+        ),
+        JuryRecord(
+            calibration="cal",
+            calibration_path="/r/cal.yaml",
+            language="hi",
+            group="hi",
+            metric="task_quality",
+            judges=[{"judge": "openai:a", "f1": 0.9, "passed": True, "calls": 40, "cached": 40}],
+            alpha=0.61234567,
+            level="ordinal",
+            error_correlation={"openai:a | openai:b": 0.4},
+            effective_committee_size=1.43,
+            combined_f1={"best": 0.9, "majority": 0.8},
+            combine="best",
+            chosen="openai:a",
+            passed=True,
+        ),
     ]
 
 
@@ -284,7 +329,7 @@ def test_nan_and_infinities_become_none_at_every_depth() -> None:
     )
     assert (row.value, row.threshold.value) == (None, None)
     # Diagnostic detail keeps the domain's shape; its wire form still holds no NaN.
-    check = _samples()[-1]
+    check = _samples()[-4]
     assert isinstance(check, RankingCheckRecord)
     check.detail = {"ci_low": NAN, "nested": {"p": float("inf")}}
     assert check.to_wire()["detail"] == {"ci_low": None, "nested": {"p": None}}
@@ -317,7 +362,21 @@ def test_a_wire_form_without_a_kind_or_not_a_mapping_raises() -> None:
 
 
 def test_junit_properties_name_what_the_items_recorded() -> None:
-    case, aggregate, uncalibrated, gate, consistency, sensitivity, regression, board, surrogate, check = _samples()
+    (
+        case,
+        aggregate,
+        uncalibrated,
+        gate,
+        consistency,
+        sensitivity,
+        regression,
+        board,
+        surrogate,
+        check,
+        drift,
+        canary,
+        jury,
+    ) = _samples()
     assert case.junit_properties() == [
         ("suite", "s"),
         ("case", "hi-1"),
@@ -327,6 +386,7 @@ def test_junit_properties_name_what_the_items_recorded() -> None:
         ("threshold", ">= 1"),
         ("source", "judge"),
         ("judge", "openai:m"),
+        ("served", None),
         ("cached", "false"),
         ("spread", 1.0),
         ("unscored_reason", None),
@@ -361,3 +421,11 @@ def test_junit_properties_name_what_the_items_recorded() -> None:
     check_props = check.junit_properties()
     assert check_props[4:6] == [("score", 1.0), ("threshold", "<= 2")]
     assert ("measured", True) not in check_props and ("rank", 1) in check_props
+    drift_props = dict(drift.junit_properties())
+    assert drift_props["certified"] == "m-1, rubric abc"
+    assert drift_props["served"] == "m-2 (fp_2), rubric abc", "the fingerprint shown when the reply had one"
+    assert (drift_props["before"], drift_props["after"], drift_props["n"]) == (0.9, 0.7, 20)
+    assert dict(canary.junit_properties())["scores"] == "task_quality: clean 0, attacked 2"
+    jury_props = dict(jury.junit_properties())
+    assert jury_props["judges"] == "openai:a: F1 0.9 pass, 40 calls (40 cached)"
+    assert (jury_props["alpha"], jury_props["chosen"]) == (0.612346, "openai:a")

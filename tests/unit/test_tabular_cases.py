@@ -253,3 +253,22 @@ def test_a_sample_is_stratified_by_language_seeded_and_stable(tmp_path: Path, re
     (tmp_path / "cases.csv").write_text(table_text(more), encoding="utf-8")
     grown = build(tmp_path, registry, suite_text("\n  path: cases.csv\n  sample: 20\n  seed: 1\n"))
     assert [c.id for c in grown if c.language == "hi"] == [c.id for c in picked if c.language == "hi"]
+
+
+def test_a_second_threshold_on_one_metric_is_named_as_written(pytester: pytest.Pytester) -> None:
+    (pytester.path / "cases.jsonl").write_text(
+        json.dumps(
+            {
+                "id": "de-01",
+                "language": "de",
+                "output": "x",
+                "assert": ["task_quality >= 2.0"],
+                "recorded": {"task_quality": 2},
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    pytester.makefile(".yaml", s="suite: s\ncases_file: cases.jsonl\nassert:\n  - task_quality >= 1\n")
+    result = pytester.runpytest("--llmjudge", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["s.yaml::de-01[[]task_quality[]]", "s.yaml::de-01[[]task_quality >= 2[]]"])

@@ -35,6 +35,7 @@ from pytest_llmjudge.calibration.schema import (
     CalibrationItemConfig,
     CorrectionConfig,
     ItemsFileConfig,
+    JuryConfig,
     SanityConfig,
 )
 from pytest_llmjudge.errors import SuiteError
@@ -171,6 +172,8 @@ class CalibrationSet:
     """Line of the ``gate:`` key, for reports."""
     listed_languages: tuple[str, ...] = ()
     """The ``languages:`` list as written (each one is gated even without items)."""
+    jury: JuryConfig | None = None
+    """Several judges scored on the same items (``calibration/jury.py``)."""
 
     def groups(self) -> list[tuple[str, str]]:
         """Every gated (group, metric): pairs with items, plus all metrics of listed languages
@@ -534,4 +537,5 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
         description=config.description,
         line=at("gate"),
         listed_languages=tuple(config.languages or ()),
+        jury=config.jury,
     )

@@ -32,7 +32,7 @@ import threading
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -48,10 +48,13 @@ from pytest_llmjudge.calibration.sanity import (
     summarize_sensitivity,
 )
 from pytest_llmjudge.errors import LLMJudgeError, SuiteError
-from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
+from pytest_llmjudge.execution.scoreboard import JuryChoice, Score, ScoreBoard
 from pytest_llmjudge.suite.expressions import Threshold
 from pytest_llmjudge.suite.model import Case, Suite
 from pytest_llmjudge.suite.schema import JudgeConfig
+
+if TYPE_CHECKING:
+    from pytest_llmjudge.calibration.jury import JuryResult
 
 __all__ = ["CalibrationCheck", "GateComputer", "SensitivityRun", "judge_scored_languages"]
 
@@ -132,6 +135,7 @@ class GateComputer:
         self._consistency: dict[tuple[Path, str, str], ConsistencyResult] = {}
         self._sensitivity: dict[tuple[Path, str], SensitivityRun] = {}
         self._perturbed: dict[tuple[Path, str], list[tuple[Case, Case | None, Perturbation | None]]] = {}
+        self._juries: dict[tuple[Path, str, str], JuryResult] = {}
 
     # -- files ---------------------------------------------------------------------------
 
@@ -157,7 +161,16 @@ class GateComputer:
     def gate_judge(self, cal: CalibrationSet, judge: JudgeConfig | None = None) -> JudgeConfig:
         """The judge config used to score the set: a suite's judge or the set's own, one repeat."""
         base = judge if judge is not None else cal.judge
-        return base.model_copy(update={"repeats": 1, "calibration": None, "correction": False, "uncalibrated": "fail"})
+        return base.model_copy(
+            update={
+                "repeats": 1,
+                "calibration": None,
+                "correction": False,
+                "uncalibrated": "fail",
+                "drift": None,
+                "scoring": "sampled",
+            }
+        )
 
     def _suite(self, cal: CalibrationSet, judge: JudgeConfig, purpose: str) -> Suite:
         key = (cal.path, judge.model_dump_json(), purpose)
@@ -366,6 +379,101 @@ class GateComputer:
             self._gates[key] = result
             return result
 
+    def scores_of(
+        self, cal: CalibrationSet, group: str, metric: str, judge: JudgeConfig | None = None
+    ) -> tuple[list[float], int]:
+        """``judge``'s scores of a group's items (NaN: unscored) and how many came from the cache."""
+        values, _ = self._judge_scores(cal, judge, cal.items(group, metric), metric)
+        if cal.scores == "recorded":
+            return values, 0
+        suite = self.scoring_suite(cal, judge)
+        cases = self._by_id(suite)
+        cached = sum(bool(self.board.score(suite, cases[i.case.id], metric).cached) for i in cal.items(group, metric))
+        return values, cached
+
+    def jury(self, cal: CalibrationSet, group: str, metric: str) -> JuryResult:
+        """The set's jury on one group x metric (``calibration/jury.py``), computed once."""
+        from pytest_llmjudge.calibration.jury import JuryMember, evaluate_jury
+        from pytest_llmjudge.stats.annotators import aggregate_labels
+
+        assert cal.jury is not None
+        key = (cal.path, group, metric)
+        with self._lock:
+            found = self._juries.get(key)
+            if found is not None:
+                return found
+            labels = [self.judge_label(cal, judge) for judge in cal.jury.judges]
+            members = []
+            for index, judge in enumerate(cal.jury.judges):
+                scores, cached = self.scores_of(cal, group, metric, judge)
+                label = labels[index]
+                if labels.count(label) > 1:  # one model at two endpoints: judges are told apart by position
+                    label += f" #{index + 1}"
+                gate = self.gate(cal, group, metric, judge)
+                members.append(JuryMember(label, gate, tuple(scores), len(scores), cached))
+            items = cal.items(group, metric)
+            scale = cal.rubrics[metric].scale
+            human = aggregate_labels(self.label_matrix(items, cal.ceiling), cal.aggregation, scale).labels
+            threshold = self.options(cal, group, metric).threshold
+            found = self._juries[key] = evaluate_jury(cal.jury, group, metric, members, list(human), scale, threshold)
+            return found
+
+    def jury_choice(self, suite: Suite, case: Case, metric: str) -> JuryChoice:
+        """Who of the calibration set's jury scores ``case`` on ``metric`` (``judge.jury``)."""
+        assert suite.judge.calibration is not None
+        try:
+            cal = self.load(suite.judge.calibration)
+        except SuiteError as exc:
+            return JuryChoice("best", problem=f"judge.jury: invalid calibration set: {exc}")
+        if cal.jury is None:
+            return JuryChoice("best", problem=f"judge.jury: calibration set {cal.name!r} has no jury")
+        groups = cal.language_groups(case.language, metric)
+        if not groups:
+            return JuryChoice(
+                "best", problem=f"jury: calibration set {cal.name!r} has no {case.language} items for {metric}"
+            )
+        result = self.jury(cal, groups[0], metric)
+        if cal.jury.combine == "best":
+            if result.chosen is None:
+                return JuryChoice("best", problem=f"jury: no judge passes its gate in {groups[0]} ({metric})")
+            indices = [next(i for i, m in enumerate(result.members) if m.label == result.chosen)]
+        else:
+            indices = list(range(len(cal.jury.judges)))
+        output = case.output if case.output is not None else self.board.output(suite, case)
+        members = []
+        for index in indices:
+            member = self._jury_suite(suite, index, cal.jury.judges[index])
+            member_case = replace(case, suite=member.name, output=output)
+            members.append((member, member_case, result.members[index].f1 or 0.0))
+        return JuryChoice(cal.jury.combine, tuple(members))
+
+    def _jury_suite(self, suite: Suite, index: int, judge: JudgeConfig) -> Suite:
+        key = (suite.path, f"{suite.name}@jury{index}", "jury")
+        with self._lock:
+            found = self._suites.get(key)
+            if found is None:
+                member = judge.model_copy(update={"calibration": None, "jury": False, "drift": None})
+                found = self._suites[key] = replace(
+                    suite, name=f"{suite.name}@jury{index}", judge=member, output_target=None
+                )
+            return found
+
+    def gate_identity(
+        self, cal: CalibrationSet, group: str, metric: str, judge: JudgeConfig | None = None
+    ) -> dict[str, str] | None:
+        """Who served the scores a live gate certified (``served_model``, ``system_fingerprint``,
+        ``rubric_version``; several values comma-separated), or None for recorded scores."""
+        if cal.scores == "recorded":
+            return None
+        suite = self.scoring_suite(cal, judge)
+        cases = self._by_id(suite)
+        seen: dict[str, set[str]] = {}
+        for item in cal.items(group, metric):
+            identity = self.board.score(suite, cases[item.case.id], metric).identity or {}
+            for name, value in identity.items():
+                seen.setdefault(name, set()).update(part for part in value.split(", ") if part)
+        return {name: ", ".join(sorted(values)) for name, values in sorted(seen.items())} or None
+
     # -- suites relying on a calibration --------------------------------------------------
 
     def check(self, suite: Suite, language: str, metric: str) -> CalibrationCheck:
@@ -389,6 +497,16 @@ class GateComputer:
         groups = cal.language_groups(language, metric)
         if not groups:
             return verdict(None, f"{prefix}: calibration set {cal.name!r} has no {language} items for {metric}")
+        if suite.judge.jury:
+            if cal.jury is None:
+                return verdict(None, f"{prefix}: judge.jury, but calibration set {cal.name!r} has no jury")
+            results = [self.jury(cal, group, metric) for group in groups]
+            failing = next((r for r in results if r.problem is not None), None)
+            if failing is None:
+                return verdict(None, None)
+            return verdict(
+                None, f"jury is not calibrated for {language}: {failing.problem} ({metric}, calibration {cal.name!r})"
+            )
         # With group_by beyond language, the judge is calibrated in a language when every
         # group of that language passes; the first failing group is reported.
         gates = [self.gate(cal, group, metric, suite.judge) for group in groups]
@@ -426,9 +544,11 @@ class GateComputer:
             if languages is None
             else {(group, metric) for language, metric in languages for group in cal.language_groups(language, metric)}
         )
-        for need in self.gate_needs(cal, suite.judge, only):
-            if suite.judge.calibration_covers(need[2]):
-                yield need
+        judges = cal.jury.judges if suite.judge.jury and cal.jury is not None else [suite.judge]
+        for judge in judges:
+            for need in self.gate_needs(cal, judge, only):
+                if suite.judge.calibration_covers(need[2]):
+                    yield need
 
     def adjust(self, suite: Suite, case: Case, score: Score) -> Score:
         """The score correction (``judge.correction: true``) applied to one live judge score."""

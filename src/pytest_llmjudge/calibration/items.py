@@ -38,6 +38,7 @@ from pytest_llmjudge.records import (
     ConsistencyRecord,
     GateRecord,
     ItemRecord,
+    JuryRecord,
     Perturbation,
     SensitivityRecord,
     UncalibratedRecord,
@@ -102,6 +103,18 @@ class CalibrationFile(pytest.File):
             if reason is not None:
                 item.add_marker(pytest.mark.xfail(reason=reason, strict=True, raises=GateFailure))
             yield item
+        if cal.jury is not None:
+            for group, metric in cal.groups():
+                yield JuryItem.from_parent(
+                    self,
+                    name=f"jury[{group}-{metric}]",
+                    calibration=cal,
+                    language=group,
+                    metric=metric,
+                    judge_problem=next(
+                        (p for p in (store.judge_problem(cal, judge) for judge in cal.jury.judges) if p), None
+                    ),
+                )
         if cal.sanity is None:
             return
         problem = store.judge_problem(cal)
@@ -207,6 +220,7 @@ class GateItem(_CalibrationItem):
                 judge=judge,
                 scores=cal.scores,
                 xfail=xfail,
+                judge_identity=store.gate_identity(cal, self.language, self.metric),
                 **result.to_dict(),
             )
         )
@@ -216,6 +230,47 @@ class GateItem(_CalibrationItem):
         if result.problem is not None:
             raise GateError(message)
         raise GateFailure(message)
+
+
+class JuryItem(_CalibrationItem):
+    """Every judge of the calibration set's jury on one group x metric (``calibration/jury.py``)."""
+
+    def planned_calls(self) -> list[tuple[Suite, Case, str]]:
+        if self.judge_problem is not None or self.calibration.jury is None:
+            return []
+        only = {(self.language, self.metric)}
+        return [
+            need
+            for judge in self.calibration.jury.judges
+            for need in self.store.gate_needs(self.calibration, judge, only)
+        ]
+
+    def runtest(self) -> None:
+        cal, store = self.calibration, self.store
+        result = store.jury(cal, self.language, self.metric)
+        members = result.members
+        data = result.to_dict()
+        self._keep(
+            JuryRecord(
+                calibration=cal.name,
+                calibration_path=str(cal.path),
+                language=cal.group_language(self.language),
+                group=data.pop("group"),
+                metric=data.pop("metric"),
+                judges=data.pop("judges"),
+                passed=result.problem is None,
+                **data,
+            )
+        )
+        if result.problem is not None:
+            lines = [f"{cal.name}: jury, {self.language} {self.metric}: {result.problem}"]
+            for member in members:
+                f1 = "-" if member.f1 is None else f"{member.f1:.3f}"
+                verdict = "passes" if member.gate.passed else "fails"
+                lines.append(f"  {member.label:<40} weighted F1 {f1}, {verdict} its gate")
+            alpha = "undefined" if result.alpha is None else f"{result.alpha:.3f}"
+            lines.append(f"  Krippendorff's alpha ({result.level}) among the judges: {alpha}")
+            raise GateFailure("\n".join(lines))
 
 
 class ConsistencyItem(_CalibrationItem):

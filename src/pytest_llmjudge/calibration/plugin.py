@@ -24,7 +24,7 @@ once, inside the ``llmjudge summary`` section, from the items' records
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +36,7 @@ from pytest_llmjudge.session.state import has_top_level_key, is_enabled, scorebo
 if TYPE_CHECKING:
     from pytest_llmjudge.calibration.calibrated_judge import CalibratedJudge
     from pytest_llmjudge.calibration.items import CalibrationFile
-    from pytest_llmjudge.execution.scoreboard import Score
+    from pytest_llmjudge.execution.scoreboard import JuryChoice, Score
     from pytest_llmjudge.fixture_judge import Judge
     from pytest_llmjudge.suite.model import Case, Suite
 
@@ -46,6 +46,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     help_text = "Calibration set that the llmjudge_calibrated_judge fixture checks the judge against."
     group.addoption("--llmjudge-calibration", default=None, dest="llmjudge_calibration", help=help_text)
     parser.addini("llmjudge_calibration", help_text, default=None)
+    group.addoption(
+        "--llmjudge-recertify",
+        action="store_true",
+        default=False,
+        dest="llmjudge_recertify",
+        help="Drift sentinel (judge.drift): certify the judge's served identity anew, replacing the stored one.",
+    )
 
 
 @pytest.hookimpl(trylast=True)
@@ -65,7 +72,43 @@ def pytest_configure(config: pytest.Config) -> None:
         return get_store(config).adjust(suite, case, score)
 
     board.score_adjusters.append(adjust)
+
+    def watch_identity(suite: Suite, case: Case, score: Score) -> Score:
+        # Only suites with a drift sentinel compare served identities (calibration/drift/items.py).
+        if suite.judge.drift is None or score.identity is None:
+            return score
+        from pytest_llmjudge.calibration.drift.items import served_check
+
+        return served_check(config, suite, case, score)
+
+    board.score_adjusters.append(watch_identity)
+
+    def jury_choice(suite: Suite, case: Case, metric: str) -> JuryChoice | None:
+        # Suites with judge.jury only: the calibration set's jury decides who scores (calibration/jury.py).
+        if not suite.judge.jury or suite.judge.calibration is None:
+            return None
+        from pytest_llmjudge.calibration.items import get_store
+
+        return get_store(config).jury_choice(suite, case, metric)
+
+    board.juries.append(jury_choice)
     config.stash.setdefault(planners_key, []).append(lambda items: _calibrated_gate_needs(config, items))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """A suite file whose judge has ``judge.drift`` gets its drift sentinel items after its own."""
+    report = yield
+    suite = getattr(collector, "suite", None)
+    judge = getattr(suite, "judge", None)
+    if getattr(judge, "drift", None) is not None and report.passed and is_enabled(collector.config):
+        from pytest_llmjudge.calibration.drift.items import drift_items
+
+        assert suite is not None
+        report.result.extend(drift_items(collector, suite))
+    return report
 
 
 def _calibrated_suite(item: pytest.Item) -> Suite | None:

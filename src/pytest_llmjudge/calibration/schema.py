@@ -242,6 +242,29 @@ class SanityConfig(_Strict):
     languages: list[str] | None = Field(None, description="Languages to check (default: all of the set).")
 
 
+class JuryConfig(_Strict):
+    """Several live judges scored on the same items (``calibration/jury.py``)."""
+
+    judges: list[JudgeConfig] = Field(..., min_length=2, description="The jury's judges (provider, model, ...).")
+    level: Literal["nominal", "ordinal", "interval"] = Field(
+        "ordinal", description="Level of measurement of Krippendorff's alpha among the judges."
+    )
+    min_alpha: float | None = Field(
+        None, ge=-1.0, le=1.0, description="Fail a language whose inter-judge Krippendorff's alpha is below this."
+    )
+    combine: Literal["best", "majority", "mean", "weighted"] = Field(
+        "best",
+        description="Which jury verdict a language uses: the best-agreeing judge that passes the gate, or the "
+        "judges' majority, rounded mean, or agreement-weighted rounded mean.",
+    )
+
+    @model_validator(mode="after")
+    def _plain_judges(self) -> JuryConfig:
+        if any(judge.calibration is not None or judge.correction for judge in self.judges):
+            raise ValueError("a jury's judges can't name a calibration set or enable correction")
+        return self
+
+
 class CalibrationConfig(_Strict):
     """A whole calibration file."""
 
@@ -281,6 +304,9 @@ class CalibrationConfig(_Strict):
     gate: GateConfig
     correction: CorrectionConfig = Field(default_factory=CorrectionConfig)
     sanity: SanityConfig | None = None
+    jury: JuryConfig | None = Field(
+        None, description="Several judges scored per language and metric; needs scores: judge (calibration.md, Juries)."
+    )
 
     @model_validator(mode="after")
     def _has_items(self) -> CalibrationConfig:
@@ -292,4 +318,6 @@ class CalibrationConfig(_Strict):
             raise ValueError("agreement_convention 'metal' pairs three label slots; use it with ceiling: slots")
         if self.group_by[0] != "language" or len(set(self.group_by)) != len(self.group_by):
             raise ValueError("group_by must start with 'language' and name each field once, e.g. [language, task]")
+        if self.jury is not None and self.scores != "judge":
+            raise ValueError("a jury asks its judges live: set scores: judge")
         return self

@@ -9,7 +9,9 @@ credential-like query parameters a URL can carry (``judges.base.public_url``). R
 counts and timeouts are left out: they don't change a reply.
 
 An entry is one canonical JSON object: ``key``, ``request`` (the payload), ``reply``
-(text, model, usage), ``reply_sha256`` (sha256 of the reply's canonical JSON), creation
+(text, the served model, usage, and OpenAI's ``system_fingerprint`` when the reply had one:
+the served identity the drift sentinel compares, ``calibration/drift/``; and the integer
+tokens' log-probabilities when ``scoring: expected`` asked for them, ``judges/logprobs.py``), ``reply_sha256`` (sha256 of the reply's canonical JSON), creation
 time, and with a secret (``LLMJUDGE_CACHE_SECRET``) ``hmac_sha256`` = HMAC-SHA256(secret,
 key NL canonical request NL canonical reply). ``request`` is its last member, so a read
 hashes the request's stored bytes as they are (no re-serialising): verifying costs two
@@ -110,6 +112,16 @@ def redact(text: str, secrets: Iterable[str]) -> str:
         if form in text:
             text = text.replace(form, "***")
     return text
+
+
+def _digit_tokens(value: Any) -> tuple[tuple[int, str, tuple[tuple[str, float], ...]], ...] | None:
+    """A stored reply's integer tokens (``ProviderReply.digit_tokens``); ``TypeError`` when malformed."""
+    if value is None:
+        return None
+    return tuple(
+        (int(offset), str(token), tuple((str(alt), float(logprob)) for alt, logprob in alternatives))
+        for offset, token, alternatives in value
+    )
 
 
 _CAUSES = {
@@ -230,11 +242,13 @@ class JudgeCache:
             text, model, usage = reply["text"], reply["model"], reply["usage"]
             tokens_in, tokens_out = usage["input_tokens"], usage["output_tokens"]
             checksum, created = record["reply_sha256"], record.get("created_unix")
+            fingerprint = reply.get("system_fingerprint")
+            tokens = _digit_tokens(reply.get("digit_tokens"))
         except (ValueError, KeyError, TypeError, AttributeError):
             return "not a cache entry"
         if not (
             isinstance(text, str) and isinstance(model, str) and type(tokens_in) is int and type(tokens_out) is int
-        ):
+        ) or not (fingerprint is None or isinstance(fingerprint, str)):
             return "wrongly shaped entry"
         if hashlib.sha256(request).hexdigest() != key:
             return "its request does not hash to its key (a copied or misplaced entry)"
@@ -249,7 +263,9 @@ class JudgeCache:
                 return "its signature does not verify with this cache secret"
         return CachedReply(
             key=key,
-            reply=ProviderReply(text=text, model=model, usage=Usage(tokens_in, tokens_out)),
+            reply=ProviderReply(
+                text=text, model=model, usage=Usage(tokens_in, tokens_out), fingerprint=fingerprint, digit_tokens=tokens
+            ),
             created=float(created) if isinstance(created, (int, float)) else None,
         )
 
@@ -336,7 +352,11 @@ class JudgeCache:
         """
         if self.secrets:
             reply = ProviderReply(
-                text=redact(reply.text, self.secrets), model=redact(reply.model, self.secrets), usage=reply.usage
+                text=redact(reply.text, self.secrets),
+                model=redact(reply.model, self.secrets),
+                usage=reply.usage,
+                fingerprint=reply.fingerprint,
+                digit_tokens=reply.digit_tokens,
             )
         if self.mode == "off" or self.store is None:
             return None, reply
@@ -347,11 +367,15 @@ class JudgeCache:
             actual = hashlib.sha256(canonical_request).hexdigest()
         if actual != key:
             raise ValueError(f"cache key {key[:12]}... is not the hash of the request it is stored with")
-        stored = {
+        stored: dict[str, Any] = {
             "text": reply.text,
             "model": reply.model,
             "usage": {"input_tokens": reply.usage.input_tokens, "output_tokens": reply.usage.output_tokens},
         }
+        if reply.fingerprint is not None:  # only when given: entries without one keep their checksum
+            stored["system_fingerprint"] = reply.fingerprint
+        if reply.digit_tokens is not None:  # scoring: expected reads them from cached replies too
+            stored["digit_tokens"] = [[o, t, [list(a) for a in alts]] for o, t, alts in reply.digit_tokens]
         canonical_reply = canonical_json(stored)
         record: dict[str, Any] = {
             "key": key,

@@ -90,6 +90,7 @@ from pytest_llmjudge.judges.base import (
     reply_too_large,
 )
 from pytest_llmjudge.judges.diagnosis import PROVIDER_FAILED, EndpointTally, classify, endpoint_label
+from pytest_llmjudge.judges.logprobs import score_distribution
 from pytest_llmjudge.judges.parsing import Verdict, parse_reply
 from pytest_llmjudge.judges.rubrics import Rubric
 
@@ -112,6 +113,8 @@ class CallOutcome:
     provider_calls: int = 0
     usage: Usage = field(default_factory=Usage)
     model: str = ""
+    fingerprint: str | None = None
+    """The served backend's ``system_fingerprint`` of the reply used, when the provider gave one."""
 
 
 @dataclass(frozen=True)
@@ -152,6 +155,8 @@ class RunnerStats:
     """Cache entries that failed verification (misplaced, edited, wrongly shaped, unsigned): re-asked."""
     cache_unparseable: int = 0
     """Cached replies of earlier runs that did not parse: asked again instead of replayed."""
+    not_needed: int = 0
+    """Judge calls sequential judging never made: their rows' verdicts settled first (``sequential.py``)."""
 
 
 @dataclass
@@ -160,6 +165,7 @@ class _Asked:
 
     model: str
     cached: bool = True
+    fingerprint: str | None = None
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -360,10 +366,12 @@ class JudgeRunner:
         if hit is None:
             return None
         results: dict[str, Verdict | UnscoredError] = {}
-        if self._merge(results, hit.reply, rubrics) is not None:
+        if self._merge(results, hit.reply, rubrics, request.top_logprobs is not None) is not None:
             return None
         self._count(request, None)
-        return CallOutcome(results=results, cached=True, model=hit.reply.model or request.model)
+        return CallOutcome(
+            results=results, cached=True, model=hit.reply.model or request.model, fingerprint=hit.reply.fingerprint
+        )
 
     def _endpoint(self, request: ProviderRequest) -> str:
         # Labelled once per endpoint and set of secrets: redacting the URL per call was a
@@ -491,6 +499,7 @@ class JudgeRunner:
                         self.stats.shared_hits += 1
                 problem = interpret(reply)
             asked.model = reply.model or asked.model
+            asked.fingerprint = reply.fingerprint
             asked.problem = problem
             if asked.problem is None or reask == max_reasks:
                 return
@@ -570,7 +579,7 @@ class JudgeRunner:
             await self._ask(
                 provider,
                 request,
-                lambda reply: self._merge(results, reply, rubrics),
+                lambda reply: self._merge(results, reply, rubrics, request.top_logprobs is not None),
                 max_reasks,
                 owner_elsewhere,
                 asked,
@@ -581,6 +590,7 @@ class JudgeRunner:
                 provider_calls=asked.calls,
                 usage=asked.usage,
                 model=asked.model,
+                fingerprint=asked.fingerprint,
             )
             if not owner_elsewhere:
                 self._count(request, None)
@@ -666,13 +676,32 @@ class JudgeRunner:
 
     @staticmethod
     def _merge(
-        results: dict[str, Verdict | UnscoredError], reply: ProviderReply, rubrics: tuple[Rubric, ...]
+        results: dict[str, Verdict | UnscoredError],
+        reply: ProviderReply,
+        rubrics: tuple[Rubric, ...],
+        logprobs: bool = False,
     ) -> str | None:
-        """Fold one reply's verdicts into ``results``; return what is still wrong, if anything."""
+        """Fold one reply's verdicts into ``results``; return what is still wrong, if anything.
+
+        ``logprobs``: the request asked for token log-probabilities (``scoring: expected``), so
+        each verdict gets the distribution at its score token, or why there is none.
+        """
         try:
             parsed: dict[str, Verdict | UnscoredError] = parse_reply(reply.text, rubrics)
         except UnscoredError as exc:
             parsed = {r.name: exc for r in rubrics}
+        if logprobs:
+            names = tuple(r.name for r in rubrics)
+            scales = {r.name: r.scale for r in rubrics}
+            parsed = {
+                name: replace(
+                    value,
+                    distribution=score_distribution(reply.text, reply.digit_tokens, name, scales[name], names),
+                )
+                if isinstance(value, Verdict)
+                else value
+                for name, value in parsed.items()
+            }
         for name, value in parsed.items():
             if not isinstance(results.get(name), Verdict):
                 results[name] = value

@@ -35,7 +35,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pytest_llmjudge.errors import LLMJudgeError, MetricError, TargetTimeoutError, UnscoredError
@@ -48,6 +48,7 @@ from pytest_llmjudge.execution.spend import NOT_JUDGED, SpendCap, SpendLimits
 from pytest_llmjudge.execution.stores import open_store
 from pytest_llmjudge.execution.stores.namespace import check_signing, key_id
 from pytest_llmjudge.judges.base import JudgeProvider, LazyProvider, ProviderRequest
+from pytest_llmjudge.judges.logprobs import ScoreDistribution
 from pytest_llmjudge.judges.parsing import Verdict
 from pytest_llmjudge.judges.prompts import JudgedText, JudgeSettings, build_request
 from pytest_llmjudge.judges.rubrics import Rubric
@@ -79,6 +80,9 @@ class Score:
     higher_is_better: bool = True
     raw_reply: str | None = None
     """The judge's reply when it could not be parsed into a score (after the re-asks)."""
+    identity: Mapping[str, str] | None = None
+    """Who served a judge score: ``served_model`` (the replies' ``model``), ``system_fingerprint``
+    (when the provider gave one) and ``rubric_version`` (the rubric's hash); see :func:`served_identity`."""
 
     @property
     def scored(self) -> bool:
@@ -203,8 +207,35 @@ def combine_samples(samples: Sequence[float], how: Literal["mean", "majority"]) 
     return min(value for value, count in counts.items() if count == best)
 
 
+@dataclass(frozen=True)
+class JuryChoice:
+    """How a suite's jury scores one case (decided by the calibration plugin: ``calibration/jury.py``).
+
+    ``members``: ``(judge suite, case, weight)`` per judge used (one for ``best``); ``problem``:
+    why the case can't be scored by the jury (no judge passes its gate in the language).
+    """
+
+    combine: str
+    members: tuple[tuple[Suite, Case, float], ...] = ()
+    problem: str | None = None
+
+
+TOP_LOGPROBS = 20
+"""Alternatives asked per token for ``scoring: expected`` (OpenAI's maximum)."""
+
+
+def scoring_of(rubric: Rubric, judge: JudgeConfig) -> Literal["sampled", "expected"]:
+    """A rubric's scoring: its own ``scoring``, else the judge's."""
+    return rubric.score_mode or judge.scoring
+
+
 def verdict_score(
-    rubric: Rubric, label: str, outcomes: Sequence[CallOutcome], how: Literal["mean", "majority"] = "mean"
+    rubric: Rubric,
+    label: str,
+    outcomes: Sequence[CallOutcome],
+    how: Literal["mean", "majority"] = "mean",
+    scoring: Literal["sampled", "expected"] = "sampled",
+    fallback: Literal["unscored", "sampled"] = "unscored",
 ) -> Score:
     """The score the judge gave on ``rubric``: one call's outcome per sample, combined by ``how``.
 
@@ -227,7 +258,7 @@ def verdict_score(
             )
         verdicts.append(result)
     samples = tuple(v.score for v in verdicts)
-    return Score(
+    score = Score(
         metric=rubric.name,
         value=combine_samples(samples, how),
         source="judge",
@@ -236,7 +267,56 @@ def verdict_score(
         cached=all(outcome.cached for outcome in outcomes),
         samples=samples if len(samples) > 1 else (),
         higher_is_better=rubric.higher_is_better,
+        identity=served_identity(rubric, outcomes),
     )
+    return score if scoring == "sampled" else expected_score(score, verdicts, rubric, fallback)
+
+
+def expected_score(
+    sampled: Score, verdicts: Sequence[Verdict], rubric: Rubric, fallback: Literal["unscored", "sampled"]
+) -> Score:
+    """``scoring: expected``: the mean over samples of each one's probability-weighted score (G-Eval).
+
+    ``detail`` keeps the distribution (probabilities averaged over the samples) and the sampled
+    score. Without a distribution for every sample the score is unscored, or (``fallback:
+    sampled``) the sampled score with ``detail.scoring`` saying why: never silently.
+    """
+    distributions = [v.distribution for v in verdicts]
+    missing = next((d for d in distributions if not isinstance(d, ScoreDistribution)), None)
+    if missing is not None:
+        reason = missing if isinstance(missing, str) else "no token log-probabilities were asked for"
+        if fallback == "unscored":
+            return replace(sampled, value=None, error=f"scoring: expected: {reason}", samples=())
+        return replace(sampled, detail={**sampled.detail, "scoring": f"sampled (fallback: {reason})"})
+    found = [d for d in distributions if isinstance(d, ScoreDistribution)]
+    expected = [d.expected for d in found]
+    averaged = {s: statistics.fmean(d.probabilities[s] for d in found) for s in rubric.scale}
+    detail = {
+        "scoring": "expected",
+        "probabilities": {str(s): round(p, 6) for s, p in averaged.items()},
+        "mass": round(min(d.mass for d in found), 6),
+        "sampled": sampled.value,
+    }
+    return replace(
+        sampled,
+        value=statistics.fmean(expected),
+        samples=tuple(expected) if len(expected) > 1 else (),
+        detail={**sampled.detail, **detail},
+    )
+
+
+def served_identity(rubric: Rubric, outcomes: Sequence[CallOutcome]) -> dict[str, str]:
+    """The served identity behind a score: the model(s) the replies named, their fingerprint(s), the rubric hash.
+
+    Several samples served by different models (a swap between two cached repeats) list
+    each, comma-separated, so the identity can't look like one model's.
+    """
+    models = sorted({outcome.model for outcome in outcomes if outcome.model})
+    prints = sorted({outcome.fingerprint for outcome in outcomes if outcome.fingerprint})
+    identity = {"served_model": ", ".join(models), "rubric_version": rubric.version}
+    if prints:
+        identity["system_fingerprint"] = ", ".join(prints)
+    return identity
 
 
 def lease_ttl(settings: Settings) -> float:
@@ -322,6 +402,8 @@ class ScoreBoard:
         self.notify: Callable[[str], None] | None = None
         """Where lines about shared-store leases go (the plugin sets the terminal)."""
         self.score_adjusters: list[Callable[[Suite, Case, Score], Score]] = []
+        self.juries: list[Callable[[Suite, Case, str], JuryChoice | None]] = []
+        """Who scores a case of a suite with ``judge.jury`` (the calibration plugin registers one)."""
         """Applied in order to every live judge score (e.g. the calibration's score correction)."""
 
     # -- judges ------------------------------------------------------------------------
@@ -458,6 +540,8 @@ class ScoreBoard:
         for suite, case, metric in needs:
             if suite.metric_kinds.get(metric) != "rubric" or metric in case.recorded:
                 continue
+            if suite.judge.jury:
+                continue  # its judges' calls are submitted when the jury has chosen (ScoreBoard._jury_score)
             for group in self.rubric_groups(suite, case):
                 if metric in {rubric.name for rubric in group}:
                     for sample in range(suite.judge.repeats):
@@ -499,7 +583,10 @@ class ScoreBoard:
             context=case.context,
             messages=tuple((turn.role, turn.content) for turn in case.messages),
         )
-        return build_request(group, text, self.judge_settings(suite.judge), task=suite.task, sample=sample)
+        request = build_request(group, text, self.judge_settings(suite.judge), task=suite.task, sample=sample)
+        if any(scoring_of(rubric, suite.judge) == "expected" for rubric in group):
+            request = replace(request, top_logprobs=TOP_LOGPROBS)
+        return request
 
     def plan(self, needs: Iterable[tuple[Suite, Case, str]]) -> int:
         """Submit every judge call the needs require; returns how many were submitted.
@@ -693,7 +780,10 @@ class ScoreBoard:
                 higher_is_better=rubric.higher_is_better if rubric else True,
             )
         if kind == "rubric":
-            judged = self._judge_score(suite, case, metric)
+            choice = self._jury(suite, case, metric)
+            judged = (
+                self._judge_score(suite, case, metric) if choice is None else self._jury_score(suite, choice, metric)
+            )
             for adjust in self.score_adjusters:
                 judged = adjust(suite, case, judged)
             return self.noted(judged)
@@ -731,7 +821,59 @@ class ScoreBoard:
                 return _unscored(metric, "judge", str(exc), judge=label, higher_is_better=rubric.higher_is_better)
             except Exception as exc:
                 return _unscored(metric, "judge", target_failure(exc), judge=label)
-        return verdict_score(rubric, label, outcomes, suite.judge.repeat_aggregate)
+        return verdict_score(
+            rubric,
+            label,
+            outcomes,
+            suite.judge.repeat_aggregate,
+            scoring_of(rubric, suite.judge),
+            suite.judge.scoring_fallback,
+        )
+
+    def _jury(self, suite: Suite, case: Case, metric: str) -> JuryChoice | None:
+        if not suite.judge.jury:
+            return None
+        for resolve in self.juries:
+            found = resolve(suite, case, metric)
+            if found is not None:
+                return found
+        return JuryChoice("best", problem="judge.jury: no jury resolver is registered")
+
+    def _jury_score(self, suite: Suite, choice: JuryChoice, metric: str) -> Score:
+        """The jury's score: the chosen judge's (``best``), or the judges' combination with each one's in ``detail``."""
+        rubric = suite.rubrics[metric]
+        if choice.problem is not None or not choice.members:
+            return _unscored(
+                metric,
+                "judge",
+                choice.problem or "the jury has no judge",
+                judge="jury",
+                higher_is_better=rubric.higher_is_better,
+            )
+        scores = [(self._judge_score(member, case, metric), weight) for member, case, weight in choice.members]
+        if choice.combine == "best":
+            only = scores[0][0]
+            return replace(only, judge=f"jury best: {only.judge}")
+        label = f"jury {choice.combine}: " + ", ".join(str(score.judge) for score, _ in scores)
+        missing = [score for score, _ in scores if not score.scored]
+        if missing:
+            reasons = "; ".join(f"{score.judge}: {score.error}" for score in missing)
+            return _unscored(metric, "judge", f"jury judge unscored ({reasons})", judge=label)
+        from pytest_llmjudge.stats.committee import combine_scores
+
+        values = {f"{i}": [float(score.value)] for i, (score, _) in enumerate(scores)}  # type: ignore[arg-type]
+        weights = {f"{i}": weight for i, (_, weight) in enumerate(scores)}
+        [value] = combine_scores(values, choice.combine, weights, rubric.scale)
+        return Score(
+            metric=metric,
+            value=value,
+            source="judge",
+            justification=scores[0][0].justification,
+            judge=label,
+            cached=all(bool(score.cached) for score, _ in scores),
+            higher_is_better=rubric.higher_is_better,
+            detail={"jury": {str(score.judge): score.value for score, _ in scores}},
+        )
 
     def noted(self, score: Score) -> Score:
         """``score``, remembered in :attr:`not_judged` when the spend cap kept its call from being

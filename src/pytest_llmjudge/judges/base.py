@@ -145,6 +145,8 @@ class ProviderRequest:
     json_schema: Mapping[str, Any] | None = None
     structured_output: str = "none"
     base_url: str | None = None
+    top_logprobs: int | None = None
+    """Ask for token log-probabilities with this many alternatives (``scoring: expected``; OpenAI only)."""
 
     def __post_init__(self) -> None:
         # A lone surrogate can't be sent (no UTF-8 form: the SDK failed to encode the body, five
@@ -163,7 +165,7 @@ class ProviderRequest:
         The endpoint enters without the credentials a URL can carry (:func:`public_url`);
         they still reach the SDK through ``base_url``.
         """
-        return {
+        payload = {
             "provider": self.provider,
             "base_url": public_url(self.base_url),
             "model": self.model,
@@ -175,6 +177,9 @@ class ProviderRequest:
             "json_schema": self.json_schema,
             "structured_output": self.structured_output,
         }
+        if self.top_logprobs is not None:  # only when asked: every other key stays as it was
+            payload["top_logprobs"] = self.top_logprobs
+        return payload
 
     @cached_property
     def canonical_payload(self) -> bytes:
@@ -198,7 +203,13 @@ class Usage:
 class ProviderReply:
     text: str
     model: str
+    """The served model the reply names (which may differ from the requested one)."""
     usage: Usage = field(default_factory=Usage)
+    fingerprint: str | None = None
+    """The backend configuration the provider says served the reply (OpenAI's ``system_fingerprint``)."""
+    digit_tokens: tuple[tuple[int, str, tuple[tuple[str, float], ...]], ...] | None = None
+    """The reply's integer tokens with their top log-probabilities, when asked for and given
+    (``judges.logprobs.digit_tokens``); None when the provider gave none."""
 
 
 class ProviderCallError(Exception):

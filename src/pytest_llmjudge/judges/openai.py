@@ -14,6 +14,7 @@ OpenAI-compatible servers get ``max_tokens``, which they all understand.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pytest_llmjudge.judges.base import (
@@ -26,6 +27,9 @@ from pytest_llmjudge.judges.base import (
     sdk_response_class,
 )
 from pytest_llmjudge.judges.connection_pool import sdk_http_client
+from pytest_llmjudge.judges.logprobs import digit_tokens
+
+_REJECTED_SETTING = re.compile(r"'?\b(logprobs|top_logprobs|temperature)\b'?", re.IGNORECASE)
 
 
 class OpenAIProvider:
@@ -80,12 +84,18 @@ class OpenAIProvider:
             }
         elif request.structured_output == "json_object":
             kwargs["response_format"] = {"type": "json_object"}
+        if request.top_logprobs is not None:
+            kwargs["logprobs"] = True
+            kwargs["top_logprobs"] = request.top_logprobs
         return kwargs
 
     async def complete(self, request: ProviderRequest) -> ProviderReply:
-        body = await post_through_sdk(
-            self._openai, self._client, "/chat/completions", self.request_body(request), self._response_class
-        )
+        try:
+            body = await post_through_sdk(
+                self._openai, self._client, "/chat/completions", self.request_body(request), self._response_class
+            )
+        except ProviderCallError as exc:
+            raise rejected_setting(exc, request) from None
         return self.parse_body(body, request)
 
     @staticmethod
@@ -100,6 +110,9 @@ class OpenAIProvider:
         except (KeyError, IndexError, TypeError):
             raise ProviderCallError("malformed response: no message content", retryable=True) from None
         usage = body.get("usage") or {}
+        fingerprint = body.get("system_fingerprint")
+        logprobs = body["choices"][0].get("logprobs")
+        tokens = digit_tokens(logprobs.get("content")) if isinstance(logprobs, dict) else None
         return ProviderReply(
             text=text,
             model=str(body.get("model") or request.model),
@@ -107,7 +120,30 @@ class OpenAIProvider:
                 input_tokens=int(usage.get("prompt_tokens") or 0),
                 output_tokens=int(usage.get("completion_tokens") or 0),
             ),
+            fingerprint=fingerprint if isinstance(fingerprint, str) and fingerprint else None,
+            digit_tokens=tokens if request.top_logprobs is not None else None,
         )
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+def rejected_setting(exc: ProviderCallError, request: ProviderRequest) -> ProviderCallError:
+    """A 400 that refuses ``temperature`` or ``logprobs`` (reasoning models do), said with the setting to change.
+
+    Not retryable: the same request gets the same refusal. Other failures pass unchanged.
+    """
+    if exc.status != 400:
+        return exc
+    found = _REJECTED_SETTING.search(str(exc))
+    if found is None:
+        return exc
+    setting = found[1].lower()
+    if setting == "temperature":
+        hint = f"model {request.model} does not accept temperature {request.temperature:g}: set judge.temperature to 1"
+    else:
+        hint = (
+            f"model {request.model} does not return token log-probabilities ({setting}): "
+            "scoring: expected needs them; use scoring: sampled for this judge"
+        )
+    return ProviderCallError(f"{hint} ({exc})", retryable=False, status=400)

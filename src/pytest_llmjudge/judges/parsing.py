@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_llmjudge.errors import UnscoredError
+from pytest_llmjudge.judges.logprobs import ScoreDistribution
 from pytest_llmjudge.judges.rubrics import Rubric
 
 
@@ -36,6 +37,8 @@ class Verdict:
     metric: str
     score: float
     justification: str
+    distribution: ScoreDistribution | str | None = None
+    """With ``scoring: expected``: the judge's probabilities at its score token, or why there are none."""
 
 
 class _ConflictingKeys(Exception):

@@ -73,6 +73,8 @@ class Rubric:
     per_language: Mapping[str, str] = field(default_factory=dict)
     detailed_description: str = ""
     score_reasons: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
+    score_mode: Literal["sampled", "expected"] | None = None
+    """The rubric's own ``scoring`` (over ``judge.scoring``); not part of ``version``: the prompt is the same."""
     target: RubricTarget = "output"
     """What the judge rates: the output (a conversation's last assistant turn) or the whole conversation."""
 

@@ -25,7 +25,8 @@ baseline diffs one case per line)::
               "higher_is_better": true,
               "sources": ["judge"],
               "judges": ["openai:gpt-4o-mini"],
-              "scores": {"<language>": {"<case id>": 2.0, "<case id>": null}}
+              "scores": {"<language>": {"<case id>": 2.0, "<case id>": null}},
+              "human": {"<language>": {"<case id>": 1.5}}
             }
           },
           "outputs": {"<case id>": "the judged output text"}
@@ -38,7 +39,11 @@ output target): it is kept so a later comparison reports it instead of silently 
 Categorical values (a detected language code) are not saved: they have no mean difference.
 ``outputs`` (optional; written since the reports show per case what changed) holds each
 case's judged output, so a later report can show old and new output side by side; a
-baseline without it loads the same and shows old scores only.
+baseline without it loads the same and shows old scores only. ``human`` (optional, per
+metric) holds the aggregated human label of each case that had one in the saved run
+(``human:`` on a case, a ``human_labels:`` file): a later comparison with labels of its own
+estimates the human-scale change (``regression/human.py``). A baseline without it loads the
+same and gets no human-scale estimate.
 
 Where
     A bare NAME (letters, digits, ``.``, ``_``, ``-``) is ``<baseline dir>/NAME.json``, the
@@ -100,6 +105,8 @@ class MetricScores:
     sources: set[str] = field(default_factory=set)
     judges: set[str] = field(default_factory=set)
     scores: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    human: dict[str, dict[str, float]] = field(default_factory=dict)
+    """``human[language][case_id]``: the case's aggregated human label (empty in older baselines)."""
 
     def language(self, language: str) -> dict[str, float | None]:
         return self.scores.get(language, {})
@@ -164,6 +171,16 @@ class Baseline:
                                 language: dict(sorted(cases.items()))
                                 for language, cases in sorted(metric.scores.items())
                             },
+                            **(
+                                {
+                                    "human": {
+                                        language: dict(sorted(cases.items()))
+                                        for language, cases in sorted(metric.human.items())
+                                    }
+                                }
+                                if metric.human
+                                else {}
+                            ),
                         }
                         for metric_name, metric in sorted(suite.metrics.items())
                     },
@@ -251,6 +268,8 @@ def build_baseline(
         if score.judge is not None:
             metric.judges.add(score.judge)
         metric.scores.setdefault(score.language, {}).setdefault(score.case, value)
+        if score.human is not None:
+            metric.human.setdefault(score.language, {}).setdefault(score.case, score.human)
         if isinstance(score, CaseRecord) and score.output is not None:
             suite.outputs.setdefault(score.case, score.output)
 
@@ -365,11 +384,24 @@ def load_baseline(path: Path) -> Baseline:
                         raise _fail(path, f"{where}, case {case_id!r}: score {value!r} is not a finite number")
                     parsed[str(case_id)] = score
                 scores[str(language)] = parsed
+            human_raw = metric_raw.get("human", {})
+            if not isinstance(human_raw, dict):
+                raise _fail(path, f"{where}: 'human' must map languages to case labels")
+            human: dict[str, dict[str, float]] = {}
+            for language, cases in human_raw.items():
+                if not isinstance(cases, dict):
+                    raise _fail(path, f"{where}, language {language!r}: human labels must map case ids to numbers")
+                for case_id, value in cases.items():
+                    label = number(value)
+                    if label is None:
+                        raise _fail(path, f"{where}, case {case_id!r}: human label {value!r} is not a finite number")
+                    human.setdefault(str(language), {})[str(case_id)] = label
             metrics[str(metric_name)] = MetricScores(
                 higher_is_better=bool(metric_raw.get("higher_is_better", True)),
                 sources=set(metric_raw.get("sources") or []),
                 judges=set(metric_raw.get("judges") or []),
                 scores=scores,
+                human=human,
             )
         path_text = suite_raw.get("path")
         outputs = suite_raw.get("outputs", {})

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from pytest_llmjudge.records import CaseDrop
     from pytest_llmjudge.regression.baseline import Baseline, BaselineError, MetricScores
     from pytest_llmjudge.regression.compare import RegressionResult, RegressionSettings
+    from pytest_llmjudge.regression.human import HumanChange
     from pytest_llmjudge.stats.grouping import Group
     from pytest_llmjudge.suite.model import Case, Suite
 
@@ -516,6 +517,15 @@ class RegressionItem(LLMJudgeItem):
             for case_id in sorted(set(candidate) | set(sorted(set(base) - set(candidate))[:MAX_LISTED]))
         ]
         listed = result.to_dict()
+        human = self._human_change(prepared)
+        if human is not None:
+            listed |= {
+                "human_delta": human.value,
+                "human_delta_low": human.low,
+                "human_delta_high": human.high,
+                "human_n": human.n,
+                "human_lambda": human.lam,
+            }
         for kind in ("missing_in_baseline", "missing_in_candidate", "baseline_unscored"):
             listed[f"{kind}_count"] = len(listed[kind])
             listed[kind] = listed[kind][:MAX_LISTED]
@@ -537,6 +547,8 @@ class RegressionItem(LLMJudgeItem):
         self.llmjudge_result = kept
         record(self, kept.junit_properties())
         message = self._explain(result, largest_drops)
+        if human is not None:
+            message += f"\n  human scale:  {human.text()}"
         missing = result.missing_in_baseline or result.missing_in_candidate or result.baseline_unscored
         if result.fails_run:
             raise RegressionFailure(message)
@@ -552,10 +564,31 @@ class RegressionItem(LLMJudgeItem):
                 _use_item_location=True,
             )
 
+    def _human_change(self, prepared: _Prepared) -> HumanChange | None:
+        """The PPI++ human-scale change when cases carry human labels in the suite and the baseline."""
+        from pytest_llmjudge.regression.human import human_change
+
+        stored = self.baseline.metric(self.baseline_suite, self.metric)
+        if stored is None or not stored.human:
+            return None
+        labels = {case.id: case.human[self.metric] for case in self.cases if self.metric in case.human}
+        if not labels:
+            return None
+        return human_change(
+            prepared.candidate,
+            prepared.base,
+            labels,
+            stored.human.get(self.language, {}),
+            scale=self.suite.scale_of(self.metric),
+            confidence=self.settings().confidence,
+        )
+
     def _warn(self, warning: Warning) -> None:
         # Attributed to the suite file (line 0: no source line is echoed), not to this module.
         try:
-            warnings.warn_explicit(warning, type(warning), filename=str(self.path), lineno=0, module=__name__)
+            warnings.warn_explicit(
+                warning, type(warning), filename=shown_path(self.path, self.config), lineno=0, module=__name__
+            )
         except type(warning) as raised:
             # -W error::RegressionWarning: the same text as a failure, not a traceback through the plugin.
             raise RegressionFailure(str(raised)) from None
@@ -662,3 +695,12 @@ class RegressionItem(LLMJudgeItem):
         else:
             need = "margin 0: set a margin to get the cases needed to rule out a drop"
         return f"{bound}; {detect}; {need}"
+
+
+def shown_path(path: Path, config: pytest.Config) -> str:
+    """``path`` relative to the rootdir when it is inside it: what pytest's own lines show, and
+    what reads the same on every machine (a warning's location, a saved baseline's path)."""
+    try:
+        return Path(path).resolve().relative_to(Path(config.rootpath).resolve()).as_posix()
+    except ValueError:
+        return str(path)

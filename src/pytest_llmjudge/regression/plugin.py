@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_llmjudge.regression.items import UNDECIDED, RegressionFile, RegressionState, state_key
+from pytest_llmjudge.regression.items import UNDECIDED, RegressionFile, RegressionState, shown_path, state_key
 from pytest_llmjudge.session.collector import results_key
 from pytest_llmjudge.session.state import claim_write_targets, is_enabled, writes_allowed
 
@@ -289,7 +289,7 @@ def _save(session: pytest.Session, exitstatus: int) -> None:
         return
     metrics = sum(len(s.metrics) for s in baseline.suites.values())
     state.saved = (
-        f"baseline {baseline.name!r} saved to {state.save_path}: {len(baseline.suites)} suite(s), "
+        f"baseline {baseline.name!r} saved to {shown_path(state.save_path, config)}: {len(baseline.suites)} suite(s), "
         f"{metrics} metric(s), {baseline.n_scores} case scores"
     )
 

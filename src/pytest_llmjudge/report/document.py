@@ -115,6 +115,8 @@ class Accounting(Record):
     cache_rejected: int = 0
     cache_unparseable: int = 0
     shared_hits: int = 0
+    not_needed: int = 0
+    """Judge calls ``--llmjudge-sequential`` did not make (verdicts settled first)."""
     batched: int = 0
     retries: int = 0
     rate_limited: int = 0

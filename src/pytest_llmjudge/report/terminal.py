@@ -179,7 +179,7 @@ def every_case_unscored(row: SummaryRow) -> bool:
     return row.n > 0 and row.n_unscored == row.n
 
 
-def _metric_heading(metric: str, rows: Sequence[SummaryRow], width: int = WIDTH) -> str:
+def _metric_heading(metric: str, rows: Sequence[SummaryRow], width: int = WIDTH) -> list[str]:
     thresholds: list[Threshold] = []
     overrides: dict[str, list[str]] = defaultdict(list)
     checks: dict[str, str] = {}
@@ -201,7 +201,9 @@ def _metric_heading(metric: str, rows: Sequence[SummaryRow], width: int = WIDTH)
             default = counted.most_common(1)[0][0]
         odd = [t for t in overrides[label] if t.split(" ", 1)[1] != default]
         parts.append(f"{label} {default}" + (f" ({', '.join(odd)})" if odd else ""))
-    return _cut(f"  {metric}: " + "; ".join(parts), width)
+    # Several thresholds wrap onto indented lines at a "; " rather than being cut.
+    lines = textwrap.wrap(f"  {metric}: " + "; ".join(parts), width, subsequent_indent="      ", break_on_hyphens=False)
+    return [_cut(line, width) for line in lines] or [f"  {metric}:"]
 
 
 def _case_threshold_parts(thresholds: Sequence[Threshold]) -> list[str]:
@@ -330,6 +332,12 @@ def accounting_line(accounting: Accounting | None) -> str | None:
     line += f"; tokens in/out {_tokens(accounting.input_tokens)}/{_tokens(accounting.output_tokens)}"
     if accounting.estimated_cost_usd is not None:
         line += f"; est. ${accounting.estimated_cost_usd:.4f} ({accounting.cost_model})"
+    if accounting.not_needed:
+        line += f"; {accounting.not_needed} calls not needed (sequential)"
+        if accounting.estimated_cost_usd is not None and accounting.provider_calls:
+            # Priced at this run's mean cost per request: the calls not made are the same kind.
+            per_call = accounting.estimated_cost_usd / accounting.provider_calls
+            line += f", about ${accounting.not_needed * per_call:.4f} saved"
     return line
 
 
@@ -365,7 +373,7 @@ def summary_lines(document: ReportDocument, *, quiet: bool = False, width: int =
             for row in rows:
                 by_metric[row.metric].append(row)
             for metric in sorted(by_metric):
-                lines.append((_metric_heading(metric, by_metric[metric], width), None))
+                lines.extend((text, None) for text in _metric_heading(metric, by_metric[metric], width))
                 for row in by_metric[metric]:
                     text = _table_row(row, with_agreement)
                     lines.append((_cut(text, WIDTH), STATUS_STYLE.get(row.status)))

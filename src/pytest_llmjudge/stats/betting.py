@@ -110,6 +110,7 @@ __all__ = [
     "TRUNCATION",
     "BettingInterval",
     "betting_confidence_sequence",
+    "betting_sequence_extend",
     "betting_interval",
     "betting_intervals",
     "betting_lower_bounds",
@@ -268,28 +269,29 @@ def betting_interval(
     return BettingInterval(float(lows[0]), float(highs[0]))
 
 
-def _per_time_lower(x: FloatArray, level: float, truncation: float) -> FloatArray:
-    """``sup {m : K_t^+(m) >= 1/a}`` for every t (no running intersection yet), with the
-    anytime bets. ``O(n^2)`` per halving, in blocks of rows to bound memory."""
+def _per_time_lower(x: FloatArray, level: float, truncation: float, first: int = 0) -> FloatArray:
+    """``sup {m : K_t^+(m) >= 1/a}`` for t = first+1 .. n (no running intersection yet), with the
+    anytime bets. ``O(n^2)`` per halving, in blocks of rows to bound memory; ``first`` skips the
+    times an earlier look already has (each time's bound uses its prefix only)."""
     n = x.size
     bets = _bets(x[np.newaxis, :], level, fixed_n=False)[0]
     threshold = math.log(1.0 / level)
-    means = np.cumsum(x) / np.arange(1, n + 1)
-    below = np.zeros(n)
+    means = (np.cumsum(x) / np.arange(1, n + 1))[first:]
+    below = np.zeros(n - first)
     above = means.copy()
     block = max(1, 2**20 // max(n, 1))
     for _ in range(_HALVINGS):
         m = (below + above) / 2.0
-        rejected = np.empty(n, dtype=bool)
-        for start in range(0, n, block):
+        rejected = np.empty(n - first, dtype=bool)
+        for start in range(first, n, block):
             stop = min(n, start + block)
-            rows = m[start:stop, np.newaxis]  # candidate mean for time t = start+1 .. stop
+            rows = m[start - first : stop - first, np.newaxis]  # candidate mean for time t = start+1 .. stop
             lam = np.minimum(bets[np.newaxis, :stop], truncation / np.maximum(rows, np.finfo(float).tiny))
             with np.errstate(divide="ignore"):
                 terms = np.log1p(lam * (x[np.newaxis, :stop] - rows))
             # Only the first t observations count towards K_t.
             mask = np.arange(stop)[np.newaxis, :] <= np.arange(start, stop)[:, np.newaxis]
-            rejected[start:stop] = np.where(mask, terms, 0.0).sum(axis=1) >= threshold
+            rejected[start - first : stop - first] = np.where(mask, terms, 0.0).sum(axis=1) >= threshold
         below = np.where(rejected, m, below)
         above = np.where(rejected, above, m)
     return below
@@ -364,3 +366,33 @@ def betting_pvalue(
     with np.errstate(divide="ignore"):
         log_capital = np.cumsum(np.log1p(lam * (x - m)))
     return float(min(1.0, math.exp(-min(float(log_capital.max()), 745.0))))
+
+
+def betting_sequence_extend(
+    values: Sequence[float] | npt.ArrayLike,
+    low: float,
+    high: float,
+    previous: tuple[float, float, int],
+    *,
+    confidence: float = 0.95,
+    truncation: float = TRUNCATION,
+) -> tuple[float, float]:
+    """The last ``(low, high)`` of :func:`betting_confidence_sequence` of ``values``, given its
+    last bounds after the first ``k`` values, ``previous = (low_k, high_k, k)``: only the times
+    after ``k`` are computed (each time's bound rests on its prefix alone, and the running
+    intersection carries the rest). Sequential judging looks after every round this way, which
+    costs ``O(new x n)`` per halving instead of ``O(n^2)``."""
+    _check(confidence, truncation)
+    x = _unit(values, low, high)
+    lows_before, highs_before, first = previous
+    if x.ndim != 1 or not 0 <= first <= x.size:
+        raise ValueError(f"values must be one sequence of at least {first} values, got shape {x.shape}")
+    if first == x.size:
+        return lows_before, highs_before
+    level = (1.0 - confidence) / 2.0
+    span = high - low
+    new_low = low + span * float(np.max(_per_time_lower(x, level, truncation, first)))
+    new_high = low + span * float(np.min(1.0 - _per_time_lower(1.0 - x, level, truncation, first)))
+    if first == 0:
+        return new_low, new_high
+    return max(lows_before, new_low), min(highs_before, new_high)

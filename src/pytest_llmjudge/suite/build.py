@@ -43,7 +43,14 @@ from pytest_llmjudge.suite.expressions import (
 from pytest_llmjudge.suite.identity import normalized
 from pytest_llmjudge.suite.loader import LocatedDocument, iter_jsonl, line_for, load_yaml
 from pytest_llmjudge.suite.model import AggregateCheck, Case, Message, MetricKind, RecordedValue, Suite
-from pytest_llmjudge.suite.schema import AggregateConfig, CaseConfig, CasesFileConfig, RubricConfig, SuiteConfig
+from pytest_llmjudge.suite.schema import (
+    AggregateConfig,
+    CaseConfig,
+    CasesFileConfig,
+    RubricConfig,
+    SequentialConfig,
+    SuiteConfig,
+)
 from pytest_llmjudge.suite.tabular import is_hf_dataset, table_format, table_records
 
 
@@ -268,6 +275,7 @@ def _rubric_from_config(name: str, config: RubricConfig) -> Rubric:
         higher_is_better=config.higher_is_better,
         needs=frozenset(config.needs),
         per_language=dict(config.per_language),
+        score_mode=config.scoring,
         target=config.target,
     )
 
@@ -826,6 +834,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
         target_timeout=config.outputs.timeout if config.outputs is not None else None,
         regression=config.regression,
         group_by=tuple(config.group_by),
+        sequential=_sequential(config.sequential),
         tags=tuple(config.tags),
         sources=tuple(dict.fromkeys(base_dir / entry.path for entry in _cases_files(config)))
         + ((base_dir / config.outputs.file,) if config.outputs is not None and config.outputs.file else ()),
@@ -888,6 +897,15 @@ def _conversation(
     if case_input is None:
         case_input = next((turn.content for turn in reversed(turns) if turn.role == "user"), None)
     return tuple(turns), output, case_input
+
+
+def _sequential(setting: bool | SequentialConfig | None) -> tuple[bool, int | None, int | None] | None:
+    """A suite's ``sequential:`` as (on, round, seed); None when the suite leaves it to the run."""
+    if setting is None:
+        return None
+    if isinstance(setting, bool):
+        return (setting, None, None)
+    return (True, setting.round, setting.seed)
 
 
 def _check_group_names(

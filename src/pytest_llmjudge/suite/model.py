@@ -169,6 +169,8 @@ class Suite:
     """The suite's ``regression:`` section (baseline comparison), if any."""
     group_by: tuple[str, ...] = ("language",)
     """The suite's ``group_by``: aggregates and regressions without their own use it."""
+    sequential: tuple[bool, int | None, int | None] | None = None
+    """The suite's ``sequential:`` as (on, round, seed; None: the run's); None: the run decides."""
     tags: tuple[str, ...] = ()
     """The suite's ``tags``: markers of every item of the suite (each case adds its own)."""
     sources: tuple[Path, ...] = ()

@@ -22,7 +22,9 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    Discriminator,
     Field,
+    Tag,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -80,6 +82,21 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
 
+class DriftConfig(_Strict):
+    """The drift sentinel of a calibrated judge (``calibration/drift/``, docs/judges.md "Drift")."""
+
+    sample: int = Field(
+        20, ge=2, le=10_000, description="Calibration items per language and metric re-asked, uncached, every run."
+    )
+    on_change: Literal["fail", "warn"] = Field(
+        "fail", description="What a served model or fingerprint other than the certified one does: fail or warn."
+    )
+    tolerance: float = Field(
+        0.1, ge=0.0, le=1.0, description="Largest drop of weighted F1 on the sample (certified minus now) that passes."
+    )
+    seed: int = Field(0, description="Seed of the sample (the same items every run, so before and after compare).")
+
+
 class JudgeConfig(_Strict):
     """Which model judges, and how it is asked."""
 
@@ -116,6 +133,16 @@ class JudgeConfig(_Strict):
     max_reasks: int = Field(
         2, ge=0, le=10, description="Re-asks after an unparseable reply before the case is unscored."
     )
+    scoring: Literal["sampled", "expected"] = Field(
+        "sampled",
+        description="sampled: the score the judge wrote; expected: its probability-weighted expected score over "
+        "the scale (G-Eval), from token log-probabilities (OpenAI and compatible servers).",
+    )
+    scoring_fallback: Literal["unscored", "sampled"] = Field(
+        "unscored",
+        description="With scoring: expected, when the provider gives no log-probabilities (Anthropic): the item "
+        "is unscored, or keeps the sampled score with a note saying so.",
+    )
     calibration: str | None = Field(
         None,
         description="Calibration set (path relative to the suite) this judge must pass per language; "
@@ -130,6 +157,21 @@ class JudgeConfig(_Strict):
         "fail", description="What judge-scored items do in a language where the judge failed its calibration."
     )
     correction: bool = Field(False, description="Apply the calibration set's per-language score correction.")
+    jury: bool = Field(
+        False,
+        description="Score with the jury of the calibration set (judge.calibration): per language its best-agreeing "
+        "judge that passes, or its combination (the set's jury.combine).",
+    )
+    canaries: bool = Field(
+        False,
+        description="Injection canaries: per suite language, built-in outputs that try to steer the judge, each "
+        "judged with its clean twin; an item fails when the attacked twin scores better (4 calls per language and rubric).",
+    )
+    drift: DriftConfig | None = Field(
+        None,
+        description="Drift sentinel: re-ask a seeded sample of the calibration items uncached each run, fail when "
+        "agreement dropped beyond tolerance or the served model differs from the certified one.",
+    )
     required: bool | None = Field(
         None,
         description="Whether items fail (true) or are skipped (false) when this judge can't be called; "
@@ -174,6 +216,10 @@ class JudgeConfig(_Strict):
             raise ValueError("correction needs a calibration set: set judge.calibration")
         if self.calibration_metrics is not None and self.calibration is None:
             raise ValueError("calibration_metrics names what a calibration set covers: set judge.calibration")
+        if self.drift is not None and self.calibration is None:
+            raise ValueError("drift watches a calibrated judge: set judge.calibration")
+        if self.jury and self.calibration is None:
+            raise ValueError("jury: the judges and their agreement come from a calibration set: set judge.calibration")
         return self
 
     def calibration_covers(self, metric: str) -> bool:
@@ -198,6 +244,9 @@ class RubricConfig(_Strict):
     )
     per_language: dict[str, str] = Field(
         default_factory=dict, description="Extra rubric text for a language, e.g. {ja: 'Keigo must match ...'}."
+    )
+    scoring: Literal["sampled", "expected"] | None = Field(
+        None, description="This rubric's scoring, over judge.scoring: sampled, or expected (probability-weighted)."
     )
 
     @field_validator("scale")
@@ -484,6 +533,23 @@ class RegressionConfig(_Strict):
         return value
 
 
+class SequentialConfig(_Strict):
+    """A suite's ``sequential:`` mapping (``execution/sequential.py``)."""
+
+    round: int = Field(20, ge=1, description="Cases per aggregate row per round (default 20).")
+    seed: int = Field(0, ge=0, description="Seed of the case order (default 0).")
+
+
+def _sequential_kind(value: Any) -> str:
+    # One branch per shape, so a bad ``round`` is reported as that, not as "not a boolean" too.
+    return "switch" if isinstance(value, bool) else "settings"
+
+
+SequentialSetting = Annotated[
+    Annotated[bool, Tag("switch")] | Annotated[SequentialConfig, Tag("settings")], Discriminator(_sequential_kind)
+]
+
+
 class SuiteConfig(_Strict):
     """A whole suite file."""
 
@@ -516,6 +582,12 @@ class SuiteConfig(_Strict):
         "e.g. [language, task]; a field is a case key or a metadata key. The first must be language.",
     )
     regression: RegressionConfig | None = Field(None, description="Compare with a stored baseline (docs/baselines.md).")
+    sequential: SequentialSetting | None = Field(
+        None,
+        description="Judge the aggregates' cases in seeded rounds and stop a row once an anytime-valid bound "
+        "settles its verdict: true, false (never, even with --llmjudge-sequential) or {round, seed} "
+        "(docs/scale.md).",
+    )
     tags: Tags = Field(
         default_factory=list, description="Tags of every case and aggregate of the suite (selected with `pytest -m`)."
     )

@@ -25,7 +25,7 @@ Endpoints
 ---------
 ``POST /v1/chat/completions``
     OpenAI Chat Completions.  Answers a ``chat.completion`` object: ``id``,
-    ``object``, ``created``, ``model`` (the request's model, echoed),
+    ``object``, ``created``, ``model`` (the request's model, echoed, or ``Reply.model``),
     ``choices[{index, message{role: "assistant", content, refusal: null},
     finish_reason: "stop", logprobs: null}]`` (``n`` choices when ``n`` is
     given) and ``usage{prompt_tokens, completion_tokens, total_tokens}``.
@@ -33,7 +33,8 @@ Endpoints
     ``logprobs{content: [{token, logprob, bytes, top_logprobs}], refusal: null}``:
     the reply split into GPT-like tokens (words, single digits, punctuation
     runs), each with logprob -0.01 and ``top_logprobs`` copies of itself (what
-    deepeval's G-Eval reads to weight its score).
+    deepeval's G-Eval reads to weight its score); ``Reply.score_logprobs``
+    gives the integer token after ``"score":`` a distribution of alternatives.
 ``POST /v1/messages``
     Anthropic Messages.  Answers a ``message`` object: ``id``,
     ``type: "message"``, ``role: "assistant"``, ``model`` (echoed),
@@ -320,6 +321,14 @@ class Reply:
     fault: Fault | None = None
     usage: tuple[int, int] | None = None
     """``(input_tokens, output_tokens)`` to report instead of the estimate."""
+    model: str | None = None
+    """The served model the answer names (``model``); ``None`` echoes the request's (a provider
+    that swaps the model behind a name answers another one)."""
+    system_fingerprint: str | None = None
+    """OpenAI's ``system_fingerprint`` to answer instead of ``fp_loopback`` (Anthropic has none)."""
+    score_logprobs: dict[str, float] | None = None
+    """With ``logprobs: true``: the alternatives (token -> logprob) of every integer token that follows
+    ``"score":`` in the text, as a judge's uncertainty between scores; the written token gets its own entry."""
 
 
 ResponderResult = Reply | str
@@ -506,8 +515,10 @@ def _error_body(provider: Provider, status: int, message: str, request_id: str) 
 
 
 def _success_body(
-    request: ReceivedRequest, text: str, usage: tuple[int, int] | None, request_id: str
+    request: ReceivedRequest, text: str, usage: tuple[int, int] | None, request_id: str, reply: Reply | None = None
 ) -> dict[str, Any]:
+    served = reply.model if reply is not None and reply.model is not None else request.model
+    fingerprint = reply.system_fingerprint if reply is not None and reply.system_fingerprint else "fp_loopback"
     if usage is None:
         prompt = estimate_tokens(request.system) + sum(estimate_tokens(t) + 4 for _, t in request.messages)
         usage = (prompt, estimate_tokens(text))
@@ -517,7 +528,7 @@ def _success_body(
             "id": f"msg_loopback{request.index:08d}",
             "type": "message",
             "role": "assistant",
-            "model": request.model,
+            "model": served,
             "content": tool_uses or [{"type": "text", "text": text}],
             "stop_reason": "tool_use" if tool_uses else "end_turn",
             "stop_sequence": None,
@@ -526,7 +537,9 @@ def _success_body(
     n = _as_int(request.body.get("n"))
     n = 1 if n is None else min(max(n, 1), 128)
     logprobs = (
-        _logprobs_block(text, _as_int(request.body.get("top_logprobs")) or 0)
+        _logprobs_block(
+            text, _as_int(request.body.get("top_logprobs")) or 0, reply.score_logprobs if reply is not None else None
+        )
         if request.body.get("logprobs") is True
         else None
     )
@@ -534,7 +547,7 @@ def _success_body(
         "id": f"chatcmpl-loopback{request.index:08d}",
         "object": "chat.completion",
         "created": int(request.received_at),
-        "model": request.model,
+        "model": served,
         "choices": [
             {
                 "index": i,
@@ -549,7 +562,7 @@ def _success_body(
             "completion_tokens": usage[1] * n,
             "total_tokens": usage[0] + usage[1] * n,
         },
-        "system_fingerprint": "fp_loopback",
+        "system_fingerprint": fingerprint,
     }
 
 
@@ -617,12 +630,28 @@ def _structured_output_problem(request: ReceivedRequest, *, rejected: bool) -> s
 _GPT_LIKE_TOKEN = re.compile(r"\s?[A-Za-z]+|\d|\s?[^\sA-Za-z\d]+|\s")
 
 
-def _logprobs_block(text: str, top: int) -> dict[str, Any]:
-    """A Chat Completions ``logprobs`` block for ``text``: GPT-like tokens, each sure of itself."""
+_AFTER_SCORE = re.compile(r'"score"\s*:\s*$')
+
+
+def _logprobs_block(text: str, top: int, score_logprobs: dict[str, float] | None = None) -> dict[str, Any]:
+    """A Chat Completions ``logprobs`` block for ``text``: GPT-like tokens, each sure of itself.
+
+    With ``score_logprobs``, an integer token right after ``"score":`` gets those alternatives
+    instead (the ``top`` most likely, most likely first) and the logprob they give it.
+    """
     content = []
+    spelled = ""
+    count = min(max(top, 0), 20)
     for token in _GPT_LIKE_TOKEN.findall(text):
         entry = {"token": token, "logprob": -0.01, "bytes": list(token.encode("utf-8"))}
-        content.append({**entry, "top_logprobs": [dict(entry) for _ in range(min(max(top, 0), 20))]})
+        if score_logprobs and token.strip().isdigit() and _AFTER_SCORE.search(spelled):
+            ranked = sorted(score_logprobs.items(), key=lambda item: -item[1])[:count]
+            alternatives = [{"token": t, "logprob": lp, "bytes": list(t.encode("utf-8"))} for t, lp in ranked]
+            chosen = score_logprobs.get(token, -9999.0)
+            content.append({**entry, "logprob": chosen, "top_logprobs": alternatives})
+        else:
+            content.append({**entry, "top_logprobs": [dict(entry) for _ in range(count)]})
+        spelled += token
     return {"content": content, "refusal": None}
 
 
@@ -1336,7 +1365,7 @@ class LoopbackServer:
             response = _http_response(200, payload, headers=extra, keep_alive=keep_alive)
             return _Outcome(status=200, data=response)
         if fault is Fault.TRUNCATED:
-            full = _json_bytes(_success_body(received, reply.text, reply.usage, request_id))
+            full = _json_bytes(_success_body(received, reply.text, reply.usage, request_id, reply))
             response = _http_response(
                 200,
                 full[: max(1, len(full) // 2)],
@@ -1346,7 +1375,7 @@ class LoopbackServer:
             )
             return _Outcome(status=200, data=response, close=True)
         if fault is Fault.EMPTY_CONTENT:
-            payload = _json_bytes(_success_body(received, "", reply.usage, request_id))
+            payload = _json_bytes(_success_body(received, "", reply.usage, request_id, reply))
             response = _http_response(200, payload, headers=extra, keep_alive=keep_alive)
             return _Outcome(status=200, data=response)
         if fault is Fault.ECHO_HEADERS:
@@ -1358,7 +1387,7 @@ class LoopbackServer:
             return _Outcome(status=200, data=response[:head], trickle=response[head:], close=True)
         if reply.status >= 400:
             return error(reply.status, reply.text or f"loopback error {reply.status}", extra)
-        payload = _json_bytes(_success_body(received, reply.text, reply.usage, request_id))
+        payload = _json_bytes(_success_body(received, reply.text, reply.usage, request_id, reply))
         response = _http_response(reply.status, payload, headers=extra, keep_alive=keep_alive)
         return _Outcome(status=reply.status, data=response)
 
@@ -1412,7 +1441,7 @@ class LoopbackServer:
             await asyncio.sleep(reply.latency)
         fault = reply.fault
         if fault is Fault.EMPTY_CONTENT:
-            return 200, _success_body(received, "", reply.usage, request_id)
+            return 200, _success_body(received, "", reply.usage, request_id, reply)
         if fault is not None or reply.status >= 400:
             status = (
                 {
@@ -1428,7 +1457,7 @@ class LoopbackServer:
                 else f"batch line failed ({fault.value if fault else status})"
             )
             return status, _error_body(provider, status, message, request_id)
-        return 200, _success_body(received, reply.text, reply.usage, request_id)
+        return 200, _success_body(received, reply.text, reply.usage, request_id, reply)
 
     async def _call_responder(self, request: ReceivedRequest) -> Reply:
         try:
