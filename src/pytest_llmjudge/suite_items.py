@@ -750,11 +750,11 @@ class AggregateItem(_SuiteItem):
         from pytest_llmjudge.regression.items import state_key as regression_key
 
         if self.check.family == "release" and self.sequential and row.problem is None:
-            problem = (
+            stopped = (
                 "family: release needs the row judged in full, but it is judged sequentially (a fixed-n p-value "
                 "is not valid after stopping early); set sequential: false on the suite"
             )
-            return replace(row, problem=problem, passed=False), None
+            return replace(row, problem=stopped, passed=False), None
         key = self.release_family_key()
         if key is None:
             return row, None
