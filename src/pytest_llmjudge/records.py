@@ -260,6 +260,22 @@ class AggregateRow(Record):
     """``human_mean``/``human_pass_rate`` rows: n labelled, N, the judge's value, the human-only estimate, the bias."""
 
 
+class ReleaseMember(Record):
+    """An aggregate row decided in the release family (``family: release``; ``regression/items.py``)."""
+
+    family: str
+    """The family's scope: run, suite or metric."""
+    correction: str
+    alpha: float
+    p_value: float | None
+    """The betting test's p-value of the bound check (None: the row is an error and is not counted)."""
+    p_adjusted: float | None
+    design_level: float
+    """The one-sided level the test's bets were tuned to (``alpha / k``)."""
+    size: int
+    """Comparisons in the family (regression items and joined rows)."""
+
+
 class AggregateRecord(ItemRecord):
     """One suite aggregate asserted for one group; ``rows`` holds every group of the aggregate."""
 
@@ -277,6 +293,8 @@ class AggregateRecord(ItemRecord):
     """The full records of cases that have no threshold of their own on ``metric`` (what was
     judged, so the reports show it), each carried by one selected aggregate item of its suite
     and metric; the report moves them to its ``cases``."""
+    release: ReleaseMember | None = None
+    """Set when the row joined the release family: its raw and adjusted p decide it."""
 
     def row(self) -> AggregateRow | None:
         """This item's own row (the one of its ``language``)."""
@@ -303,7 +321,9 @@ class AggregateRecord(ItemRecord):
             ("ci_high", None if row is None else row.ci_high),
             ("n_scored", None if row is None else row.n_scored),
             ("n_unscored", None if row is None else row.n_unscored),
-        ]
+        ] + (
+            [] if self.release is None else [("p_value", self.release.p_value), ("p_adjusted", self.release.p_adjusted)]
+        )
 
 
 class UncalibratedRecord(ItemRecord):

@@ -46,7 +46,7 @@ from pytest_llmjudge.execution.sequential import NOT_NEEDED, SEQUENTIAL_STATS, R
 from pytest_llmjudge.execution.spend import NOT_JUDGED
 from pytest_llmjudge.formatting import format_fixed, format_value
 from pytest_llmjudge.label_queue_plugin import queue_key
-from pytest_llmjudge.records import AggregateRecord, CaseRecord, CaseScore, HumanEstimate, Turn
+from pytest_llmjudge.records import AggregateRecord, CaseRecord, CaseScore, HumanEstimate, ReleaseMember, Turn
 from pytest_llmjudge.records import AggregateRow as RecordRow
 from pytest_llmjudge.records import Threshold as RecordThreshold
 from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem, record
@@ -698,10 +698,109 @@ class AggregateItem(_SuiteItem):
             self.config, self.suite, case, metric, score, threshold=None, passed=None, aggregates=aggregates
         )
 
+    def release_family_key(self) -> tuple[str, ...] | None:
+        """The release family this row joins (``family: release``, ``--llmjudge-family-include``), or None."""
+        from pytest_llmjudge.regression.items import family_key_of
+        from pytest_llmjudge.regression.items import state_key as regression_key
+
+        state = self.config.stash.get(regression_key, None)
+        if state is None or not self.check.joinable or self.sequential:
+            # A row judged in rounds stopped when its anytime bound settled: a fixed-n p-value of
+            # the cases it judged would not be valid after that optional stopping.
+            return None
+        included = "aggregates" in state.include and self.suite.scale_of(self.check.spec.metric) is not None
+        if self.check.family != "release" and not included:
+            return None
+        return family_key_of(self.config, self.suite, self.check.spec.metric)
+
+    def release_pvalue(self, design_level: float) -> float | None:
+        """The betting p-value of this row's bound check (``stats/betting.py``); None for an error row."""
+        from pytest_llmjudge.aggregate import compute_row
+        from pytest_llmjudge.stats.betting import betting_pvalue
+
+        metric = self.check.spec.metric
+        scale = self.suite.scale_of(metric)
+        if scale is None:
+            return None
+        board = _scoreboard(self.config)
+        board.plan((self.suite, case, metric) for case in self.cases)
+        values = [
+            ScoredValue(case.language, score.value, score.scored, group=case.group(self.check.group_by).name)
+            for case in self.cases
+            for score in [board.score(self.suite, case, metric)]
+        ]
+        specs = {group.name: self.check.for_group(group) for group in self.check.groups(self.suite.cases)}
+        spec = self.check.spec if self.language == ALL_LANGUAGES else specs.get(self.language, self.check.spec)
+        row = compute_row(
+            self.language,
+            spec,
+            values,
+            min_cases=self.check.min_cases,
+            max_unscored_rate=self.check.max_unscored_rate,
+            scale=scale,
+        )
+        if row.problem is not None or spec.bound is None:
+            return None
+        numbers = [float(v.value) for v in values if v.scored and isinstance(v.value, (int, float))]
+        return betting_pvalue(numbers, scale[0], scale[1], spec.value, side=spec.bound, design_level=design_level)
+
+    def _release(self, row: AggregateRow) -> tuple[AggregateRow, ReleaseMember | None]:
+        """The row decided by its release family (adjusted p <= alpha), when it joined one."""
+        from pytest_llmjudge.regression.items import decide_family
+        from pytest_llmjudge.regression.items import state_key as regression_key
+
+        if self.check.family == "release" and self.sequential and row.problem is None:
+            stopped = (
+                "family: release needs the row judged in full, but it is judged sequentially (a fixed-n p-value "
+                "is not valid after stopping early); set sequential: false on the suite"
+            )
+            return replace(row, problem=stopped, passed=False), None
+        key = self.release_family_key()
+        if key is None:
+            return row, None
+        joined = self.config.stash[regression_key].joined
+        if self.nodeid not in joined:
+            decide_family(self, key)
+        d = joined[self.nodeid]
+        problem = row.problem
+        if problem is None and d.p_value is None:
+            problem = f"family: release needs a known scale of {self.check.spec.metric} (a rubric, or scale:)"
+        member = ReleaseMember(
+            family=d.family,
+            correction=d.correction,
+            alpha=d.alpha,
+            p_value=d.p_value,
+            p_adjusted=d.p_adjusted,
+            design_level=d.design_level,
+            size=d.size,
+        )
+        return replace(row, problem=problem, passed=problem is None and d.passed), member
+
+    def _sibling_decided(self, row: AggregateRow) -> AggregateRow:
+        """Another row of the table as its own item's family decided it (if it joined one and was decided)."""
+        from pytest_llmjudge.regression.items import state_key as regression_key
+
+        state = self.config.stash.get(regression_key, None)
+        if state is None or not state.joined or row.problem is not None:
+            return row
+        sibling = next(
+            (
+                item
+                for item in self.session.items
+                if isinstance(item, AggregateItem) and item.check is self.check and item.language == row.language
+            ),
+            None,
+        )
+        decision = state.joined.get(sibling.nodeid) if sibling is not None else None
+        return row if decision is None else replace(row, passed=decision.passed)
+
     def runtest(self) -> None:
         rows = self.rows()
         row = next(r for r in rows if r.language == self.language)
+        row, release = self._release(row)
+        rows = [row if r.language == self.language else self._sibling_decided(r) for r in rows]
         result = AggregateRecord(
+            release=release,
             suite=self.suite.name,
             suite_path=str(self.suite.path),
             aggregate=self.check.spec.label,
@@ -745,6 +844,14 @@ class AggregateItem(_SuiteItem):
         if row.spec.stat in HUMAN_STATS:
             raise CaseFailure(human_message(self.suite.name, row, rows, self.language, judges))
         detail = f" ({row.problem})" if row.problem else ""
+        if release is not None and release.p_adjusted is not None:
+            from pytest_llmjudge.stats.multiplicity import method_name
+
+            detail += (
+                f" (release family: p = {format_fixed(release.p_value, 4)}, adjusted "
+                f"{format_fixed(release.p_adjusted, 4)} > alpha {release.alpha:g}, {method_name(release.correction)} "
+                f"over {release.size} comparison(s) ({release.family}))"
+            )
         judged_by = f"  judge: {judges}\n" if judges else ""  # where CI shows only the failure message
         per_case = self._pass_k_cases(row) if row.spec.stat in PASS_K_STATS else ""
         raise CaseFailure(

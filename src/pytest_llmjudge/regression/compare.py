@@ -27,7 +27,10 @@ The family (:func:`decide`)
     small enough (``2**-m'`` for ``m'`` changed pairs) is not counted: the correction runs
     over Tarone's ``K <= k`` testable comparisons (the others get adjusted p 1), and the
     per-item level ``a = alpha / K`` (``alpha`` without correction) is what one item must
-    reach alone. Per item, in the default ``mode: regression``:
+    reach alone. Aggregate bound checks that joined the family (``family: release``) bring
+    their betting p-values (:func:`decide_joined`): continuous tests, smallest possible p 0,
+    so Tarone always counts them; they are adjusted with the rest. Per item, in the default
+    ``mode: regression``:
 
     * **fail** ("regressed"): adjusted p ``<= alpha`` and ``D < -m``;
     * **undecided** ("too few cases to decide"): otherwise, when no outcome could have been
@@ -329,24 +332,57 @@ def decide(family: Sequence[RegressionResult], *, bounds: bool = True) -> list[R
     comparisons by them). Errors keep their gate and do not count in ``k``. ``bounds=False``
     leaves ``drop_upper`` unset (the gates do not depend on it; simulations skip its cost).
     """
+    return decide_joined(family, (), bounds=bounds).results
+
+
+@dataclass(frozen=True)
+class JoinedFamily:
+    """A family decided with checks that joined it (aggregate bound checks, ``family: release``).
+
+    ``joined_adjusted[i]`` is the adjusted p of ``joined[i]`` (None: it had no p-value, an
+    error row, and does not count); ``size`` the comparisons tested, ``testable`` Tarone's K.
+    """
+
+    results: list[RegressionResult]
+    joined_adjusted: list[float | None]
+    size: int
+    testable: int
+
+
+def decide_joined(
+    family: Sequence[RegressionResult],
+    joined: Sequence[float | None],
+    *,
+    bounds: bool = True,
+    correction: str = "holm",
+    alpha: float = 0.05,
+) -> JoinedFamily:
+    """Decide ``family`` together with the raw p-values of checks that joined it.
+
+    A joined check's test is continuous (a betting test, ``stats/betting.py``), so its
+    smallest possible p-value is 0: Tarone always counts it. ``correction``/``alpha`` are used
+    when the family has no regression comparison (the first one's settings otherwise).
+    """
     tested = [r for r in family if r.gate != "error" and r.primary_p is not None]
-    if not tested:
-        return list(family)
-    settings = tested[0].settings
-    k = len(tested)
+    joined_p = [p for p in joined if p is not None]
+    if not tested and not joined_p:
+        return JoinedFamily(list(family), [None] * len(joined), 0, 0)
+    if tested:
+        correction, alpha = tested[0].settings.correction, tested[0].settings.alpha
+    k = len(tested) + len(joined_p)
     # Tarone: only the comparisons that could reach significance count (module docstring).
-    K, eligible = tarone([r.min_p if r.min_p is not None else 1.0 for r in tested], settings.alpha, settings.correction)
-    counted = [r for r, ok in zip(tested, eligible, strict=True) if ok]
+    min_p = [r.min_p if r.min_p is not None else 1.0 for r in tested] + [0.0] * len(joined_p)
+    K, eligible = tarone(min_p, alpha, correction)
+    counted = [r for r, ok in zip(tested, eligible, strict=False) if ok]
+    raw = [float(r.primary_p or 1.0) for r in counted] + joined_p
+    adjusted_all = adjust(raw, correction, size=K)
     adjusted = {id(r): 1.0 for r in tested}
-    adjusted.update(
-        zip(
-            map(id, counted),
-            adjust([float(r.primary_p or 1.0) for r in counted], settings.correction, size=K),
-            strict=True,
-        )
-    )
-    level = per_item_level(settings.alpha, K, settings.correction)
-    return [_decide_one(r, adjusted[id(r)], k, K, level, bounds) if id(r) in adjusted else r for r in family]
+    adjusted.update(zip(map(id, counted), adjusted_all[: len(counted)], strict=True))
+    rest = iter(adjusted_all[len(counted) :])
+    joined_adjusted = [None if p is None else next(rest) for p in joined]
+    level = per_item_level(alpha, K, correction)
+    results = [_decide_one(r, adjusted[id(r)], k, K, level, bounds) if id(r) in adjusted else r for r in family]
+    return JoinedFamily(results, joined_adjusted, k, K)
 
 
 def _decide_one(

@@ -19,6 +19,11 @@ first item of a family to run measures all of them (:func:`_family`), decides th
 theirs. Under pytest-xdist every worker has the same selected items and computes the same
 family from the same scores (the family is a function of the data and the settings, not of
 which worker runs which item), at the cost of each worker scoring the family's cases.
+Aggregate rows that joined the release family (``family: release`` on the aggregate, or
+``--llmjudge-family-include=aggregates``; the aggregate items' ``release_family_key``) are
+decided in the same pass (:func:`decide_family`): their betting p-values
+(``stats/betting.py``) are corrected with the regression items' and each row passes when its
+adjusted p is ``<= alpha`` (:class:`JoinedDecision`).
 
 Outcomes: a regression fails; an inconclusive drop passes with a
 :class:`~pytest_llmjudge.regression.compare.RegressionWarning`; "too few cases to decide" is
@@ -95,6 +100,77 @@ class RegressionState:
     save_problem: str | None = None
     history: History | None = None
     """``--llmjudge-history``: where ``history:BRANCH`` baselines live."""
+    joined: dict[str, JoinedDecision] = field(default_factory=dict)
+    """Node id of an aggregate item that joined a family -> its decision (:func:`decide_family`)."""
+    include: tuple[str, ...] = ()
+    """``--llmjudge-family-include``: kinds of checks that join the family without a ``family:`` of their own."""
+
+
+@dataclass(frozen=True)
+class JoinedDecision:
+    """An aggregate bound check decided in a release family (``family: release``).
+
+    ``p_value`` is the betting test's (``stats/betting.py``, bets at ``design_level``),
+    ``p_adjusted`` after the family's correction; the row passes when ``p_adjusted <= alpha``.
+    """
+
+    p_value: float | None
+    p_adjusted: float | None
+    design_level: float
+    family: str
+    correction: str
+    alpha: float
+    size: int
+    testable: int
+
+    @property
+    def passed(self) -> bool:
+        return self.p_adjusted is not None and self.p_adjusted <= self.alpha
+
+
+def family_key_of(config: pytest.Config, suite: Suite, metric: str) -> tuple[str, ...]:
+    """The family key (as :meth:`RegressionItem.family_key`) of a check on ``metric`` of ``suite``."""
+    from pytest_llmjudge.regression.compare import RegressionSettings
+
+    state = config.stash[state_key]
+    rc = suite.regression
+    values: dict[str, Any] = {}
+    if rc is not None:
+        values = {"alpha": rc.alpha, "correction": rc.correction, "family": rc.family}
+    for name in ("alpha", "correction", "family"):
+        if getattr(state, name) is not None:
+            values[name] = getattr(state, name)
+    s = RegressionSettings(**values)
+    where = {"run": (), "suite": (str(suite.path),), "metric": (str(suite.path), metric)}
+    return (s.family, *where[s.family], s.correction, repr(s.alpha))
+
+
+def decide_family(item: pytest.Item, key: tuple[str, ...]) -> None:
+    """Decide the family ``key``: its regression items and the aggregate checks that joined it.
+
+    Aggregate items join by having ``release_family_key()`` return ``key``; their raw p-value
+    (``release_pvalue(level)``) is computed with the bets tuned to the level one item must
+    reach in a family of this size (``per_item_level``; a function of the family's size, not
+    of the scores, so the p-value stays valid).
+    """
+    from pytest_llmjudge.regression.compare import decide_joined
+    from pytest_llmjudge.stats.multiplicity import per_item_level
+
+    state = item.config.stash[state_key]
+    items = list(item.session.items)
+    if item not in items:
+        items.append(item)
+    regression = [i for i in items if isinstance(i, RegressionItem) and i.family_key() == key]
+    joined = [i for i in items if (f := getattr(i, "release_family_key", None)) is not None and f() == key]
+    correction, alpha = key[-2], float(key[-1])
+    design = per_item_level(alpha, max(1, len(regression) + len(joined)), correction)
+    raw: list[float | None] = [i.release_pvalue(design) for i in joined]  # type: ignore[attr-defined]
+    decided = decide_joined([i.measure() for i in regression], raw, correction=correction, alpha=alpha)
+    state.families[key] = {i.nodeid: r for i, r in zip(regression, decided.results, strict=True)}
+    for i, p, adjusted in zip(joined, raw, decided.joined_adjusted, strict=True):
+        state.joined[i.nodeid] = JoinedDecision(
+            p, adjusted, design, key[0], correction, alpha, decided.size, decided.testable
+        )
 
 
 state_key = pytest.StashKey[RegressionState]()
@@ -403,22 +479,12 @@ class RegressionItem(LLMJudgeItem):
 
     def decided(self) -> RegressionResult:
         """This comparison decided with its family (computed by the family's first item to run)."""
-        from pytest_llmjudge.regression.compare import decide
-
         state = self.config.stash[state_key]
         key = self.family_key()
         family = state.families.get(key)
         if family is None or self.nodeid not in family:
-            members = [
-                item
-                for item in self.session.items
-                if isinstance(item, RegressionItem) and item.family_key() == key and item.nodeid != self.nodeid
-            ]
-            members.append(self)
-            family = state.families[key] = {
-                item.nodeid: result
-                for item, result in zip(members, decide([item.measure() for item in members]), strict=False)
-            }
+            decide_family(self, key)
+            family = state.families[key]
         return family[self.nodeid]
 
     def runtest(self) -> None:

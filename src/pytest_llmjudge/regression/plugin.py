@@ -110,6 +110,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="regression: fail on a shown drop; non_inferiority: pass only when a drop beyond the margin "
         "is ruled out (overrides suites; default regression).",
     )
+    group.addoption(
+        "--llmjudge-family-include",
+        default=None,
+        choices=("aggregates",),
+        dest="llmjudge_family_include",
+        help="aggregates: every lower(mean(...)) >= t / upper(mean(...)) <= t aggregate row on a known scale joins "
+        "the release family (its betting p-value is corrected with the regression items'); default: only "
+        "aggregates with family: release.",
+    )
     parser.addini(
         "llmjudge_baseline_dir",
         "Directory of named baselines (default llmjudge_baselines under the rootdir).",
@@ -146,6 +155,8 @@ def pytest_configure(config: pytest.Config) -> None:
     state.family = config.getoption("llmjudge_family")
     state.fail_on = config.getoption("llmjudge_fail_on")
     state.mode = config.getoption("llmjudge_regression_mode")
+    include = config.getoption("llmjudge_family_include")
+    state.include = (include,) if include else ()
     try:
         name = config.getoption("llmjudge_baseline")
         if name:
@@ -236,13 +247,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def _verdict(config: pytest.Config) -> ReleaseVerdict | None:
-    from pytest_llmjudge.records import RegressionRecord
+    from pytest_llmjudge.records import AggregateRecord, RegressionRecord
     from pytest_llmjudge.regression.verdict import release_verdict
 
     collected = config.stash.get(results_key, None)
     if collected is None:
         return None
-    return release_verdict([r for r in collected.records if isinstance(r, RegressionRecord)])
+    return release_verdict(
+        [r for r in collected.records if isinstance(r, RegressionRecord)],
+        [r for r in collected.records if isinstance(r, AggregateRecord)],
+    )
 
 
 def _save(session: pytest.Session, exitstatus: int) -> None:

@@ -19,7 +19,12 @@ What it is
     property) show this same line, built from the items' records, so it is the same under
     pytest-xdist (the controller receives every record).
 
-Degenerate cases: no regression record gives no verdict (``None``); a record without
+Aggregate rows that joined a family (``family: release`` or ``--llmjudge-family-include=aggregates``,
+an ``AggregateRecord`` with ``release``) count as comparisons ("24 comparison(s), 3 of them
+aggregate row(s)"), and a failed one is listed as ``suite lower(mean(m)) [group]``. A failed
+row is one whose item failed (adjusted p above alpha, or an error row).
+
+Degenerate cases: no regression record (and no joined row) gives no verdict (``None``); a record without
 family fields (a report written before families existed) counts as its own family with its
 correction unknown.
 """
@@ -29,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from pytest_llmjudge.records import RegressionRecord, ReleaseVerdict
+from pytest_llmjudge.records import AggregateRecord, RegressionRecord, ReleaseMember, ReleaseVerdict
 from pytest_llmjudge.stats.multiplicity import method_name
 
 __all__ = ["release_verdict"]
@@ -45,33 +50,52 @@ def _family_key(record: RegressionRecord) -> tuple[str, ...]:
     return (scope, *where, record.correction or "?", repr(record.alpha))
 
 
-def release_verdict(records: Sequence[RegressionRecord]) -> ReleaseVerdict | None:
-    """The run's release verdict from its regression records (module docstring)."""
-    if not records:
+def _joined_key(record: AggregateRecord, member: ReleaseMember) -> tuple[str, ...]:
+    where = {"run": (), "suite": (record.suite_path,), "metric": (record.suite_path, record.metric)}
+    return (member.family, *where.get(member.family, ()), member.correction, repr(member.alpha))
+
+
+def _failed(record: AggregateRecord) -> bool:
+    # pytest's outcome when the collector set it (an xfailed row is no failure), else the row's own verdict.
+    return record.outcome == "failed" if record.outcome is not None else not record.passed
+
+
+def release_verdict(
+    records: Sequence[RegressionRecord], aggregates: Sequence[AggregateRecord] = ()
+) -> ReleaseVerdict | None:
+    """The run's release verdict from its regression records and the aggregate rows that joined
+    a family (``family: release``; module docstring)."""
+    joined = [(a, a.release) for a in aggregates if a.release is not None]
+    if not records and not joined:
         return None
-    families = {_family_key(r) for r in records}
+    families = {_family_key(r) for r in records} | {_joined_key(a, m) for a, m in joined}
     corrections = sorted(
-        {(method_name(r.correction) if r.correction else "correction unknown", r.alpha) for r in records}, key=str
+        {(method_name(r.correction) if r.correction else "correction unknown", r.alpha) for r in records}
+        | {(method_name(m.correction), m.alpha) for _, m in joined},
+        key=str,
     )
     how = ", ".join(f"{name} at alpha {alpha:g}" if alpha is not None else name for name, alpha in corrections)
-    scopes = sorted({r.family or "scope unknown" for r in records})
+    scopes = sorted({r.family or "scope unknown" for r in records} | {m.family for _, m in joined})
     failing = [r for r in records if r.status == "fail"]
     failed = [f"{r.suite} {r.metric} [{r.language}]" for r in failing]
+    failed += [f"{a.suite} {a.aggregate} [{a.language}]" for a, _ in joined if _failed(a)]
     inconclusive = sum(1 for r in records if r.gate == "warn")
     undecided = sum(1 for r in records if r.gate == "undecided")
     errors = sum(1 for r in records if r.gate == "error")
-    passed = not failing
-    status: Literal["pass", "undecided", "fail"] = "fail" if failing else ("undecided" if undecided else "pass")
+    passed = not failed
+    status: Literal["pass", "undecided", "fail"] = "fail" if failed else ("undecided" if undecided else "pass")
     n_families = len(families)
     # Tarone's K per family: the comparisons the correction counted (those that could be significant).
     counted: dict[tuple[str, ...], int] = {}
     for r in records:
         if r.family_testable is not None:
             counted.setdefault(_family_key(r), r.family_testable)
-    testable = sum(counted.values()) if len(counted) == n_families else None
+    testable = sum(counted.values()) if len(counted) == n_families and not joined else None
     over = f" (Tarone K = {testable})" if testable is not None and testable < len(records) else ""
+    comparisons = len(records) + len(joined)
+    with_rows = f", {len(joined)} of them aggregate row(s)" if joined else ""
     parts = [
-        f"release verdict: {status.upper()}: {len(records)} comparison(s) in {n_families} "
+        f"release verdict: {status.upper()}: {comparisons} comparison(s){with_rows} in {n_families} "
         f"famil{'y' if n_families == 1 else 'ies'} ({', '.join(scopes)}), {how}{over}",
     ]
     if failed:
@@ -86,7 +110,7 @@ def release_verdict(records: Sequence[RegressionRecord]) -> ReleaseVerdict | Non
     return ReleaseVerdict(
         passed=passed,
         status=status,
-        comparisons=len(records),
+        comparisons=comparisons,
         families=n_families,
         correction=", ".join(name for name, _ in corrections),
         failed=failed,

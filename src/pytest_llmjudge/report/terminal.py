@@ -379,7 +379,10 @@ def summary_lines(document: ReportDocument, *, quiet: bool = False, width: int =
                     lines.append((_cut(text, WIDTH), STATUS_STYLE.get(row.status)))
         for section in (
             _gate_lines(document, width),
-            _regression_lines(document.regressions, document.release, width) if document.regressions else [],
+            # Without regression items a verdict comes from aggregate rows that joined a family (family: release).
+            _regression_lines(document.regressions, document.release, width)
+            if document.regressions
+            else _verdict_lines(document.release, width),
             _ranking_lines(document.rankings) if document.rankings else [],
         ):
             if section:

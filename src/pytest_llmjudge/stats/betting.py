@@ -74,6 +74,21 @@ every ``t`` at once, with the ``t log(1 + t)`` bets and the running intersection
 simultaneously over all t, hence under optional stopping (sequential judging can stop a
 group as soon as its bound clears a threshold). It costs ``O(n^2)`` per bisection step.
 
+The p-value of a bound check (:func:`betting_pvalue`). ``lower(mean(m)) >= t`` asserts
+``H1: mean > t`` against ``H0: mean <= t``. The gambler's capital ``K_t^+(t)`` above is a
+non-negative supermartingale under every mean ``<= t`` (each factor has expectation
+``1 + lam (mean - t) <= 1``), so by Ville's inequality ``P(max_{t<=n} K_t^+ >= 1/u) <= u``
+for every ``u`` at once, and ``p = min(1, 1 / max_{t<=n} K_t^+(t))`` is a valid p-value
+(Waudby-Smith and Ramdas 2024, sec. 3: the test's capital is an e-process; its reciprocal
+running maximum is an anytime p-value). The bets are those of the fixed-n interval tuned to a
+*design level* ``a`` fixed before looking at the scores (the level the family will test the
+item at, ``alpha / k``); then ``p <= a`` exactly when the bound ``L_n`` at level ``a`` clears
+``t`` (``L_n`` is where that capital crosses ``1/a``). Bisection over the level of
+:func:`betting_interval` instead is not a valid p-value in general: the bets change with the
+level, so the rejection regions of different levels are not nested. ``upper(...) <= t`` is the
+same test on ``1 - x``. A threshold below the scale's low end gives 0 (every bound clears
+it), one at or above the high end gives 1.
+
 Degenerate cases: ``n = 0`` gives the whole scale ``(low, high)`` (no information), and so
 does one score at 95% (the first bet is ``sqrt(2 log 40 / (1/4)) = 5.4``, and one factor of
 at most 6.4 never reaches 1/a = 40); scores all at one end of the scale give an interval
@@ -99,6 +114,7 @@ __all__ = [
     "betting_interval",
     "betting_intervals",
     "betting_lower_bounds",
+    "betting_pvalue",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -309,6 +325,47 @@ def betting_confidence_sequence(
         np.asarray(low + (high - low) * lows, dtype=float),
         np.asarray(low + (high - low) * highs, dtype=float),
     )
+
+
+def betting_pvalue(
+    values: Sequence[float] | npt.ArrayLike,
+    low: float,
+    high: float,
+    threshold: float,
+    *,
+    side: str = "lower",
+    design_level: float = 0.025,
+    truncation: float = TRUNCATION,
+    shuffle_seed: int | None = 0,
+) -> float:
+    """The p-value of ``H0: mean <= threshold`` (``side="lower"``; ``"upper"``: ``mean >= threshold``).
+
+    ``min(1, 1 / max_t K_t)`` of the capital betting against ``H0`` with the bets of the
+    fixed-n interval at one-sided ``design_level`` (module docstring): ``<= design_level``
+    exactly when the bound at that level clears ``threshold``. The scores are put in the
+    same seeded order as :func:`betting_interval`'s. ``n = 0`` gives 1.
+    """
+    if side not in ("lower", "upper"):
+        raise ValueError(f"side must be 'lower' or 'upper', got {side!r}")
+    if not 0.0 < design_level < 1.0:
+        raise ValueError(f"design_level must be in (0, 1), got {design_level}")
+    if not math.isfinite(threshold):
+        raise ValueError(f"threshold must be a finite number, got {threshold}")
+    _check(0.5, truncation)
+    row = np.asarray(values, dtype=float).reshape(1, -1)
+    x = _rows(row, low, high, shuffle_seed)[0]
+    m = (threshold - low) / (high - low)
+    if side == "upper":
+        x, m = 1.0 - x, 1.0 - m
+    if m < 0.0:
+        return 0.0
+    if m >= 1.0 or x.size == 0:
+        return 1.0
+    bets = _bets(x[np.newaxis, :], design_level, fixed_n=True)[0]
+    lam = np.minimum(bets, truncation / max(m, np.finfo(float).tiny))
+    with np.errstate(divide="ignore"):
+        log_capital = np.cumsum(np.log1p(lam * (x - m)))
+    return float(min(1.0, math.exp(-min(float(log_capital.max()), 745.0))))
 
 
 def betting_sequence_extend(

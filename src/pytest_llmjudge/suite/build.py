@@ -668,7 +668,16 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             scale=None
             if aggregate_config.scale is None
             else (float(aggregate_config.scale[0]), float(aggregate_config.scale[1])),
+            family=aggregate_config.family,
         )
+        if check.family is not None and not check.joinable:
+            raise SuiteError(
+                f"family: release needs a bound check on a mean, lower(mean(m)) >= t or upper(mean(m)) <= t; "
+                f"{aggregate_config.expr!r} has no p-value to correct",
+                path=path,
+                line=line_for(doc.lines, (*at, "family")) or line_for(doc.lines, at),
+                field=f"{_loc_text(at)}.family",
+            )
         _check_group_names(group_overrides, check.groups(cases), path, doc.lines, (*at, "per_group"))
         known_rows = {group.name for group in check.groups(cases)} | {case.language for case in cases} | {"all"}
         unknown_rows = sorted(set(check.xfail) - known_rows)

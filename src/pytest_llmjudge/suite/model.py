@@ -118,6 +118,16 @@ class AggregateCheck:
     """Group name, language or ``all`` -> reason: known failures, marked xfail (strict)."""
     scale: tuple[float, float] | None = None
     """The aggregate's ``scale:`` (the scores' range, for a metric that has no known one)."""
+    family: str | None = None
+    """``release``: the rows join the run's release family (``regression/items.py``, ``decide_family``)."""
+
+    @property
+    def joinable(self) -> bool:
+        """Whether its rows have a p-value for the release family: a bound check on a mean."""
+        spec = self.spec
+        return spec.stat == "mean" and (
+            (spec.bound == "lower" and spec.op in (">=", ">")) or (spec.bound == "upper" and spec.op in ("<=", "<"))
+        )
 
     def xfail_reason(self, group: str, language: str | None) -> str | None:
         """The reason a row (``group``, of ``language``) is a known failure: its group's, else its language's."""

@@ -438,6 +438,12 @@ class AggregateConfig(_Strict):
         description="Known failures: group or language (or 'all') -> reason; the row is an xfail (strict: a pass fails).",
     )
 
+    family: Literal["release"] | None = Field(
+        None,
+        description="release: each row joins the run's release family: its betting p-value (a test of the bound "
+        "check) is corrected with the regression items' (Holm by default) and the row passes when its adjusted p "
+        "<= alpha. Only lower(mean(m)) >= t and upper(mean(m)) <= t on a metric with a known scale.",
+    )
     scale: tuple[Number, Number] | None = Field(
         None,
         description="[low, high] the scores lie in, for a metric without a known scale (scores recorded under a "
