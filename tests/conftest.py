@@ -114,7 +114,7 @@ def loopback(scripted_judge: ScriptedJudge) -> Iterator[LoopbackServer]:
 # is nearly free (--maxschedchunk=1 by default): longest-first scheduling.
 DOCS = "tests/test_docs_commands.py::test_doc_commands_run"
 LONG_TESTS: dict[str, float] = {
-    f"{DOCS}[getting-started.md]": 10,
+    f"{DOCS}[getting-started.md]": 6,
     "tests/plugin/test_soak.py": 10,
     f"{DOCS}[baselines.md]": 8.5,
     f"{DOCS}[reports.md]": 8,

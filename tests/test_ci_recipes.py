@@ -34,7 +34,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -320,12 +319,22 @@ def _recipe_pytest_commands(name: str) -> list[list[str]]:
     raise AssertionError(f"no recipe {name!r} in docs/ci.md")
 
 
-@pytest.mark.parametrize("recipe", ["release-gate", "gitlab"])
-def test_the_release_gate_recipe_runs_as_written(recipe: str, tmp_path: Path) -> None:
+def test_the_gitlab_release_gate_runs_what_the_github_one_runs() -> None:
+    """Each GitLab command's arguments are among the GitHub command's (which the next test runs)."""
+    github = sorted(_recipe_pytest_commands("release-gate"), key=lambda argv: "--llmjudge-save-baseline=prod" in argv)
+    gitlab = sorted(_recipe_pytest_commands("gitlab"), key=lambda argv: "--llmjudge-save-baseline=prod" in argv)
+    assert len(github) == len(gitlab) == 2
+    for ours, theirs in zip(gitlab, github, strict=True):
+        assert set(ours) <= set(theirs), sorted(set(ours) - set(theirs))
+
+
+def test_the_release_gate_recipe_runs_as_written(tmp_path: Path) -> None:
     from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
 
     _release_project(tmp_path)
-    gate, refresh = sorted(_recipe_pytest_commands(recipe), key=lambda argv: "--llmjudge-save-baseline=prod" in argv)
+    gate, refresh = sorted(
+        _recipe_pytest_commands("release-gate"), key=lambda argv: "--llmjudge-save-baseline=prod" in argv
+    )
     assert "--llmjudge-baseline=prod" in gate and "--llmjudge-save-baseline=prod" in refresh
     with LoopbackServer(responder=ScriptedJudge(default=2)) as server:
         env = {key: value for key, value in os.environ.items() if not key.startswith(("LLMJUDGE_", "OPENAI_", "CI"))}

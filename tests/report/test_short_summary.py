@@ -61,3 +61,14 @@ def test_a_row_that_fails_as_expected_is_counted_as_known_not_listed(first_run: 
     result = first_run.runpytest("--llmjudge")
     result.stdout.fnmatch_lines(["suite short: 4 cases, 2 languages, 1 metrics: 2/3 rows pass, 1 known failures"])
     assert "  FAIL task_quality" not in result.stdout.str()
+
+
+def test_the_release_verdict_is_in_the_short_summary(first_run: pytest.Pytester) -> None:
+    first_run.runpytest("--llmjudge", "--llmjudge-save-baseline=prod")
+    result = first_run.runpytest("--llmjudge", "--llmjudge-baseline=prod")
+    result.stdout.fnmatch_lines(
+        [
+            "regression against the baseline: 2 comparison(s), 0 fail, 0 warn, 2 undecided, 0 improved",
+            "release verdict: UNDECIDED: 2 comparison(s)*",
+        ]
+    )

@@ -485,8 +485,12 @@ def short_summary_lines(document: ReportDocument, *, width: int = WIDTH) -> list
         lines.append((text, "red" if unexpected else None))
     if document.regressions:
         statuses = Counter(r.status for r in document.regressions)
-        text = f"regression against the baseline: {len(document.regressions)} comparison(s), {statuses['fail']} fail"
+        text = (
+            f"regression against the baseline: {len(document.regressions)} comparison(s), {statuses['fail']} fail, "
+            f"{statuses['warn']} warn, {statuses['undecided']} undecided, {statuses['improved']} improved"
+        )
         lines.append((text, "red" if statuses["fail"] else None))
+    lines.extend(_verdict_lines(document.release, width))
     if document.rankings:
         lines.append((f"rankings: {len(document.rankings)} leaderboard(s)", None))
     # Skips for want of a judge have their own block after the summary; failures that left no record belong here.
