@@ -123,7 +123,7 @@ LONG_TESTS: dict[str, float] = {
     "tests/test_benchmark_scale.py": 5.5,
     f"{DOCS}[configuration.md]": 5,
     "tests/plugin/test_shards.py::test_three_shards_pay_once_per_prompt_and_merge_to_the_single_run[s3]": 4,
-    "tests/test_ci_recipes.py::test_the_release_gate_recipe_runs_as_written": 3.8,
+    "tests/test_ci_recipes.py::test_the_release_gate_recipe_runs_as_written": 2,
     "tests/plugin/test_secrets.py::test_sentinel_keys_appear_in_no_output[xdist]": 3.5,
     "tests/plugin/test_shards.py": 3,
     "tests/unit/test_stats_family.py::test_adjustments_equal_statsmodels[holm-holm]": 3,

@@ -340,6 +340,9 @@ def test_the_release_gate_recipe_runs_as_written(tmp_path: Path) -> None:
         env = {key: value for key, value in os.environ.items() if not key.startswith(("LLMJUDGE_", "OPENAI_", "CI"))}
         env.update(LLMJUDGE_BASE_URL=server.openai_base_url, OPENAI_API_KEY="sk-recipe-test")
         for argv in (refresh, gate):
+            # As written, but in one process: `-n auto` would start two workers to collect three files
+            # (xdist runs of the plugin are tested in tests/plugin/test_xdist.py and others).
+            argv = [arg for arg in argv if arg not in ("-n", "auto")]
             done = subprocess.run(
                 [sys.executable, "-m", "pytest", *argv, "-p", "no:cacheprovider"],
                 cwd=tmp_path,

@@ -464,7 +464,8 @@ def test_a_real_runs_json_report_validates_against_the_schema_and_parses_back(re
     ]
     assert not errors, errors[:5]
     assert dumps(real_run.document) == real_run.json_text, "the file is the document's wire form"
-    newer = {**wire, "added_later": {"x": 1}}
+    # A small document is enough to show the schema lets a reader ignore a field added later.
+    newer = {**json.loads(dumps(ReportDocument())), "added_later": {"x": 1}}
     assert not list(jsonschema.Draft202012Validator(schema).iter_errors(newer)), "readers ignore unknown fields"
 
 
