@@ -504,6 +504,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     own = board.plan(needs)
     needed = board.plan(dependencies)
     planned = own + needed
+    # A jury suite's cases: their judges' calls, all at once as soon as the gates have chosen (a thread).
+    juried = board.plan_juries(needs)
     _judge_sequentially(session, board, needs)
     # With a remote store the line is printed even when all is cached: a log should say which store served it.
     # With -q too for a remote store: a CI log must say which store a shard shared its replies through.
@@ -517,6 +519,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
                 f"llmjudge: {planned} judge call(s) planned"
                 + (f", {own} for the selected items, {needed} for the calibration gates they need" if needed else "")
                 + (f" ({skipped} of deselected items not planned)" if skipped else "")
+                + (f", {juried} jury-scored case metric(s) planned once their jury has chosen" if juried else "")
                 + f", concurrency {board.settings.concurrency}"
                 + (f", {board.settings.requests_per_minute:g} rpm" if board.settings.requests_per_minute else "")
                 + f", cache {board.cache_description}"

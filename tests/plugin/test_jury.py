@@ -8,6 +8,7 @@ a language uses (the best-agreeing one that passes).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from pathlib import Path
@@ -146,3 +147,60 @@ def test_a_suite_scores_each_language_with_its_jury(
                 ],
                 consecutive=False,
             )
+
+
+def test_a_jury_suite_plans_its_case_calls_up_front(pytester: pytest.Pytester) -> None:
+    """The chosen judge's calls of all 12 cases are submitted at once when the gates are known:
+    they run 4 at a time (about ceil(12 / 4) round trips, not one per item), and are cached."""
+    cases, concurrency = 12, 4
+    judges = {name: ScriptedJudge(lambda q, behave=behave: behave(truth_of(q))) for name, behave in BEHAVIOUR.items()}
+    arrivals, in_flight, peak = 0, 0, 0
+
+    async def gated(request: ReceivedRequest) -> str:
+        # Hold each case request until a wave of `concurrency` case requests has arrived (never
+        # assumes timing): the peak reaches the limit only when the calls were submitted together.
+        nonlocal arrivals, in_flight, peak
+        if "case-" not in request.last_user_text:
+            return judges[request.model](request)
+        arrivals += 1
+        in_flight += 1
+        peak = max(peak, in_flight)
+        wave_end = -(-arrivals // concurrency) * concurrency
+        for _ in range(100):
+            if arrivals >= wave_end:
+                break
+            await asyncio.sleep(0.005)
+        await asyncio.sleep(0.01)
+        in_flight -= 1
+        return judges[request.model](request)
+
+    lines = "\n".join(f'  - {{id: c{i}, language: fr, output: "case-{i} of quality 2"}}' for i in range(cases))
+    with LoopbackServer(responder=gated) as server:
+        write_set(pytester.path, server.openai_base_url)
+        suite = suite_text(server.openai_base_url).split("cases:")[0] + f"cases:\n{lines}\nassert:\n"
+        pytester.makefile(".yaml", suite=suite + "  - linguistic_acceptability >= 1\n")
+        args = ("--llmjudge", "suite.yaml", f"--llmjudge-concurrency={concurrency}")
+        result = pytester.runpytest(*args)
+        result.assert_outcomes(passed=cases)
+        result.stdout.fnmatch_lines([f"*{cases} jury-scored case metric(s) planned once their jury has chosen*"])
+        case_requests = [r for r in server.requests if "case-" in r.last_user_text]
+        assert len(case_requests) == cases and {r.model for r in case_requests} == {"truthful"}
+        assert peak == concurrency, "the jury's case calls run concurrently, not one per item"
+        server.reset()
+        rerun = pytester.runpytest(*args)
+        rerun.assert_outcomes(passed=cases)
+        assert server.stats()["requests"] == 0, "a re-run is answered from the cache"
+
+
+def test_batch_mode_batches_a_jury_suites_case_calls_after_the_gates(
+    pytester: pytest.Pytester, jury_server: LoopbackServer
+) -> None:
+    """The gates' calls go in a first batch; once they chose the judge, its case calls go in a second."""
+    with jury_server as server:
+        write_set(pytester.path, server.openai_base_url)
+        pytester.makefile(".yaml", suite=suite_text(server.openai_base_url))
+        result = pytester.runpytest("--llmjudge", "suite.yaml", "--llmjudge-batch", "--llmjudge-batch-poll=0.05")
+        result.assert_outcomes(passed=1, failed=1)  # as without batch mode: the truthful judge gives poor a 0
+        assert server.requests == [], "no call went online"
+        assert server.stats()["batch"]["batch_requests"] == 3 * N + 2, "the gates' calls, then the two cases'"
+        result.stdout.fnmatch_lines(["*batch mode: 62 uncached request(s), 0 cached; 62 submitted*"])

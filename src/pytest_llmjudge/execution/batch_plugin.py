@@ -11,7 +11,9 @@ Inert unless both ``--llmjudge`` and ``--llmjudge-batch`` are given. Then:
   selected items as provider batches, prints progress, and fills the cache, so the
   planning that follows finds them cached. Batches still pending after
   ``--llmjudge-batch-wait`` stop the run (``pytest.exit``, exit code 2) with nothing run,
-  so nothing passes; a re-run picks them up.
+  so nothing passes; a re-run picks them up. A jury suite's case calls (``judge.jury``)
+  need the gates' verdicts to know which judges to ask: once the first batches (with the
+  gates' calls) have ended, the chosen judges' calls are sent as a second round of batches.
 
 Light to import (the batch machinery loads only when used).
 """
@@ -79,6 +81,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     )
     try:
         summary = phase.run(selected_calls(session.items, config), selected_requests(session.items))
+        jury = [need for need in selected_calls(session.items) if need[0].judge.jury]
+        if jury:
+            # A jury suite's case calls: the gates answered by the batch above choose the judges
+            # (read from the cache), and the chosen judges' calls go out as a second batch.
+            summary = phase.run(config.stash[scoreboard_key].jury_needs(jury))
     except BatchPending as exc:
         pytest.exit(f"pytest-llmjudge: {exc}", returncode=pytest.ExitCode.INTERRUPTED)
     except LLMJudgeError as exc:

@@ -402,6 +402,8 @@ class ScoreBoard:
         self.notify: Callable[[str], None] | None = None
         """Where lines about shared-store leases go (the plugin sets the terminal)."""
         self.score_adjusters: list[Callable[[Suite, Case, Score], Score]] = []
+        self._jury_planners: list[threading.Thread] = []
+        """Threads of :meth:`plan_juries` (joined at :meth:`close` under xdist)."""
         self.juries: list[Callable[[Suite, Case, str], JuryChoice | None]] = []
         """Who scores a case of a suite with ``judge.jury`` (the calibration plugin registers one)."""
         """Applied in order to every live judge score (e.g. the calibration's score correction)."""
@@ -541,7 +543,7 @@ class ScoreBoard:
             if suite.metric_kinds.get(metric) != "rubric" or metric in case.recorded:
                 continue
             if suite.judge.jury:
-                continue  # its judges' calls are submitted when the jury has chosen (ScoreBoard._jury_score)
+                continue  # its judges' calls are planned once the jury has chosen (plan_juries)
             for group in self.rubric_groups(suite, case):
                 if metric in {rubric.name for rubric in group}:
                     for sample in range(suite.judge.repeats):
@@ -566,6 +568,47 @@ class ScoreBoard:
                 ):
                     seen.add(key)
         return len(seen)
+
+    def jury_needs(self, needs: Iterable[tuple[Suite, Case, str]]) -> list[tuple[Suite, Case, str]]:
+        """The needs of the judges that juries chose for the jury suites' needs (``judge.jury``).
+
+        Blocks until each jury has chosen: its calibration gates' scores (planned up front with
+        the other dependencies) decide per language which judge, or which judges, score a case.
+        A case whose jury has a problem (no judge passes) needs no call.
+        """
+        found: list[tuple[Suite, Case, str]] = []
+        for suite, case, metric in needs:
+            if not suite.judge.jury or suite.metric_kinds.get(metric) != "rubric" or metric in case.recorded:
+                continue
+            choice = self._jury(suite, case, metric)
+            if choice is not None and choice.problem is None:
+                found.extend((member, member_case, metric) for member, member_case, _ in choice.members)
+        return found
+
+    def plan_juries(self, needs: Iterable[tuple[Suite, Case, str]]) -> int:
+        """Plan the jury suites' case calls once their juries have chosen, on a thread of its own.
+
+        The choice waits for the calibration gates, which are in flight (or cached) by now, so
+        planning it here would hold up every item; on a thread, the chosen judges' calls of all
+        selected cases are submitted together as soon as the gates are known, and run
+        concurrently under the concurrency limit like the rest of the plan (instead of one
+        round trip per item as the items run). Returns how many jury needs wait for a choice.
+        """
+        jury = [need for need in needs if need[0].judge.jury]
+        if not jury:
+            return 0
+
+        def plan() -> None:
+            try:
+                for suite, case, group, sample in self.planned_calls(self.jury_needs(jury)):
+                    self._submit(suite, case, group, sample, eager=True)
+            except Exception:  # noqa: BLE001 - the items ask again when they run, and report what went wrong
+                return
+
+        thread = threading.Thread(target=plan, name="llmjudge-jury-plan", daemon=True)
+        self._jury_planners.append(thread)
+        thread.start()
+        return len(jury)
 
     def owns_call(self, case: Case, group: tuple[Rubric, ...], sample: int) -> bool:
         """Whether this process makes the call (always, unless another xdist worker owns it)."""
@@ -1003,6 +1046,8 @@ class ScoreBoard:
         if self._runner is None:
             return
         if self.share is not None:
+            for planner in self._jury_planners:  # its calls may be ones other workers wait for
+                planner.join(timeout=self.share.wait_seconds)
             with self._lock:
                 owned: list[concurrent.futures.Future[Any]] = [*self._calls.values(), *self._outputs.values()]
             pending = [future for future in owned if not future.done()]
