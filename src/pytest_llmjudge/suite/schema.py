@@ -86,13 +86,13 @@ class DriftConfig(_Strict):
     """The drift sentinel of a calibrated judge (``calibration/drift/``, docs/judges.md "Drift")."""
 
     sample: int = Field(
-        20, ge=2, le=10_000, description="Calibration items per language and metric re-asked, uncached, every run."
+        50, ge=2, le=10_000, description="Calibration items per language and metric re-asked, uncached, every run."
     )
     on_change: Literal["fail", "warn"] = Field(
         "fail", description="What a served model or fingerprint other than the certified one does: fail or warn."
     )
     tolerance: float = Field(
-        0.1, ge=0.0, le=1.0, description="Largest drop of weighted F1 on the sample (certified minus now) that passes."
+        0.15, ge=0.0, le=1.0, description="Largest drop of weighted F1 on the sample (certified minus now) that passes."
     )
     seed: int = Field(0, description="Seed of the sample (the same items every run, so before and after compare).")
 

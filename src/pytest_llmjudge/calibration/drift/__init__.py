@@ -24,7 +24,7 @@ swap. The sentinel watches two things for a suite whose judge has ``judge.drift`
    when ``before - after > tolerance``, ``before`` being the F1 stored at certification on the
    same items. The point estimates decide (both are on the same items, so item sampling
    cancels; what varies is the judge's own sampling); the interval is shown so a reader can
-   tell a 20-item sample's noise from a real drop (``benchmarks/drift_sentinel.py`` measures
+   tell a small sample's noise from a real drop (``benchmarks/drift_sentinel.py`` measures
    the false-alarm rate and power).
 
 Degenerate cases: no scored item in the fresh sample is a failure (nothing was measured); a
