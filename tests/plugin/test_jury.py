@@ -166,7 +166,7 @@ def test_a_jury_suite_plans_its_case_calls_up_front(pytester: pytest.Pytester) -
         in_flight += 1
         peak = max(peak, in_flight)
         wave_end = -(-arrivals // concurrency) * concurrency
-        for _ in range(100):
+        for _ in range(400):
             if arrivals >= wave_end:
                 break
             await asyncio.sleep(0.005)
