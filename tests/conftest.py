@@ -171,3 +171,20 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     if config.pluginmanager.hasplugin("xdist") and config.getoption("maxschedchunk", None) is None:
         config.option.maxschedchunk = 1
+    if not hasattr(config, "workerinput"):
+        _compile_the_package()
+
+
+def _compile_the_package() -> None:
+    """Write the plugin's bytecode once, before any test starts a Python process.
+
+    The package is installed editable, so pip compiled none of it, and with
+    ``PYTHONDONTWRITEBYTECODE=1`` (this machine and CI set it) no process writes it either:
+    every pytest subprocess of the tests (the docs pages, shards, secrets: about a hundred)
+    compiled the modules it imports from source again. Compiling them once here is what a
+    regular install does; a module already compiled is skipped by its timestamp."""
+    import compileall
+
+    import pytest_llmjudge
+
+    compileall.compile_dir(Path(pytest_llmjudge.__file__).parent, quiet=1)
