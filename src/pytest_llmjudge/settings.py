@@ -170,7 +170,7 @@ OPTIONS: tuple[Option, ...] = (
         "timeout",
         "--llmjudge-timeout",
         "LLMJUDGE_TIMEOUT",
-        "Seconds before a judge request times out (default 60).",
+        "Seconds one judge request may take as a whole, connecting to the last byte, per attempt (default 60).",
         60.0,
     ),
     Option(
