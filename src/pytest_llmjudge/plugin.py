@@ -491,7 +491,6 @@ def pytest_deselected(items: Sequence[pytest.Item]) -> None:
 def pytest_collection_finish(session: pytest.Session) -> None:
     if not is_enabled(session.config):
         return
-    _refuse_writes_over_inputs(session)
     if session.config.option.collectonly:
         return  # --collect-only runs no item: send no (paid) judge call
     board = session.config.stash[scoreboard_key]
@@ -555,7 +554,17 @@ def _judge_sequentially(session: pytest.Session, board: ScoreBoard, needs: list[
         )
 
 
-def _refuse_writes_over_inputs(session: pytest.Session) -> None:
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Here, not at collection_finish: an xdist worker sends its collected ids to the controller
+    # in its own collection_finish, which runs before the plugin's; a worker that refused after
+    # that left the controller sending tests to a closed channel (an INTERNALERROR, 1 run in 8
+    # under load). A worker that refuses now runs nothing and says why when it finishes.
+    if is_enabled(config):
+        _refuse_writes_over_inputs(session, items)
+
+
+def _refuse_writes_over_inputs(session: pytest.Session, items: list[pytest.Item]) -> None:
     """A usage error, before any judge call, when a report or baseline would replace one of the
     run's inputs: a collected file, or a suite file (selected or not) or one of its side files."""
     from pytest_llmjudge.session.suites import suites_key
@@ -565,12 +574,14 @@ def _refuse_writes_over_inputs(session: pytest.Session) -> None:
     targets = session.config.stash.get(write_targets_key, [])
     if not targets:
         return
-    inputs = {Path(item.path) for item in session.items}
+    inputs = {Path(item.path) for item in items}
     for suite in session.config.stash.get(suites_key, {}).values():
         if isinstance(suite, Suite):
             inputs.update((suite.path, *suite.sources))
     problems = check_targets(targets, sorted(inputs))
     if problems:
+        if hasattr(session.config, "workeroutput"):
+            items[:] = []  # the controller is told nothing to run; the refusal travels in workeroutput
         refuse_writes(session.config, problems, session)
 
 

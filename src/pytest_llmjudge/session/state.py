@@ -74,14 +74,18 @@ def refuse_writes(config: pytest.Config, problems: list[str], session: pytest.Se
     (pytest still finishes the session, whose hooks write them: they ask :func:`writes_allowed`).
 
     In a pytest-xdist worker the controller writes the reports: the worker hands it the problems
-    (``workeroutput``) and asks the run to stop (``session.shouldstop``, which xdist relays).
+    (``workeroutput``) and asks the run to stop (``session.shouldstop``, which xdist relays); it
+    does not raise, and its caller leaves it nothing to run.
     """
     config.stash[writes_refused_key] = problems
     message = "pytest-llmjudge: " + "\n".join(problems)
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None and session is not None:
+        # A worker ends normally, with nothing to run: raising here could close its channel
+        # before the controller has read the refusal (``plugin.py`` relays it, exit 4).
         workeroutput[WRITES_REFUSED] = problems
         session.shouldstop = message
+        return
     raise pytest.UsageError(message)
 
 
