@@ -956,14 +956,7 @@ class ScoreBoard:
                     text = await asyncio.wrap_future(output)
                 except Exception as exc:
                     return _unscored(metric, "judge", target_failure(exc), judge=settings.label)
-                item = MetricInput(
-                    output=text,
-                    reference=case.reference,
-                    input=case.input,
-                    context=case.context,
-                    language=case.language,
-                    metadata=case.metadata,
-                )
+                item = _metric_input(case, text)
                 found = await instance.evaluate(item, settings, ask)
                 return Score(
                     metric=metric,
@@ -1003,16 +996,7 @@ class ScoreBoard:
         try:
             output = self.output(suite, case)
             instance = self.metric_object(suite, metric)
-            value = instance.compute(
-                MetricInput(
-                    output=output,
-                    reference=case.reference,
-                    input=case.input,
-                    context=case.context,
-                    language=case.language,
-                    metadata=case.metadata,
-                )
-            )
+            value = instance.compute(_metric_input(case, output))
         except (MetricError, UnscoredError) as exc:
             return _unscored(metric, "metric", str(exc))
         except LLMJudgeError as exc:
@@ -1053,3 +1037,15 @@ class ScoreBoard:
             pending = [future for future in owned if not future.done()]
             concurrent.futures.wait(pending, timeout=self.share.wait_seconds)
         self._runner.close()
+
+
+def _metric_input(case: Case, output: str) -> MetricInput:
+    """What a metric sees of a case: the output under test and the case's fields."""
+    return MetricInput(
+        output=output,
+        reference=case.reference,
+        input=case.input,
+        context=case.context,
+        language=case.language,
+        metadata=case.metadata,
+    )
