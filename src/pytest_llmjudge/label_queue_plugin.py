@@ -2,8 +2,9 @@
 
 The aggregate items of ``human_mean``/``human_pass_rate`` hand their scored cases to
 :data:`queue_key` as they compute their rows; at the end of the session the queue of every
-group x metric is planned and written (CSV or JSONL by the suffix). Under pytest-xdist each
-worker sees only the aggregates it ran; run the queue without ``-n``.
+group x metric is planned and written (CSV or JSONL by the suffix) by the Run
+(``session/run.py``), which calls these functions. Under pytest-xdist each worker sees only
+the aggregates it ran; run the queue without ``-n``.
 """
 
 from __future__ import annotations
@@ -13,13 +14,12 @@ from typing import Any
 
 import pytest
 
-from pytest_llmjudge.session.state import is_enabled
-
 queue_key = pytest.StashKey[list[Any]]()
-"""(suite, check, [(case, score, group), ...]) of every human aggregate computed in this process."""
+"""(suite, check, [(case, score, group), ...]) of every human aggregate computed in this process:
+set by the Run when the queue is asked for, appended to by the aggregate items (``suite_items.py``)."""
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("llmjudge")
     group.addoption(
         "--llmjudge-label-queue",
@@ -47,10 +47,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def pytest_configure(config: pytest.Config) -> None:
+def configure(config: pytest.Config) -> list[Any] | None:
+    """The queue the aggregates fill (also stashed for them), or None when no queue is asked for."""
     path = config.getoption("llmjudge_label_queue", None)
-    if path is None or not is_enabled(config):
-        return
+    if path is None:
+        return None
     from pytest_llmjudge.label_queue import SUFFIXES
 
     if Path(path).suffix.lower() not in SUFFIXES:
@@ -58,7 +59,9 @@ def pytest_configure(config: pytest.Config) -> None:
     width = config.getoption("llmjudge_label_width")
     if not width > 0:
         raise pytest.UsageError(f"pytest-llmjudge: --llmjudge-label-width must be positive, got {width}")
-    config.stash[queue_key] = []
+    entries: list[Any] = []
+    config.stash[queue_key] = entries
+    return entries
 
 
 def _on_scale(spec: Any, raw: Any, language: str) -> float | None:
@@ -70,10 +73,8 @@ def _on_scale(spec: Any, raw: Any, language: str) -> float | None:
     return float(raw)
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    entries = session.config.stash.get(queue_key, None)
-    if entries is None:
-        return
+def write_queue(config: pytest.Config, entries: list[Any]) -> str:
+    """Plan and write the queue; the line that says so."""
     from pytest_llmjudge.label_queue import QueueCase, plan, write
 
     cases: list[QueueCase] = []
@@ -97,18 +98,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
                     min_labels=check.min_labels,
                 )
             )
-    config = session.config
     rows = plan(cases, width=config.getoption("llmjudge_label_width"), seed=config.getoption("llmjudge_label_seed"))
     path = Path(config.getoption("llmjudge_label_queue"))
     write(rows, path)
     groups = len({(row.suite, row.metric, row.group) for row in rows})
-    config.stash[_summary_key] = f"llmjudge: label queue: {len(rows)} case(s) in {groups} group(s) written to {path}"
-
-
-_summary_key = pytest.StashKey[str]()
-
-
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    line = config.stash.get(_summary_key, None)
-    if line is not None:
-        terminalreporter.write_line(line)
+    return f"llmjudge: label queue: {len(rows)} case(s) in {groups} group(s) written to {path}"

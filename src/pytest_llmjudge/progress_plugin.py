@@ -1,5 +1,8 @@
 """Live judge-call progress on the terminal, through capture and pytest-xdist (the text: ``progress.py``).
 
+A plain class the Run drives (``session/run.py``): started once the judge calls are
+planned, told before pytest writes, finished first thing at session end.
+
 From the moment the judge calls are planned until the session ends, a daemon thread
 renders the run's :class:`~pytest_llmjudge.progress.Counters`:
 
@@ -17,7 +20,8 @@ item's "Captured stdout" (the old in-item progress line did).
 
 Under pytest-xdist each worker writes its counters (and its judge models, for the price)
 to a JSON file in a directory the controller creates and hands to the workers through
-``workerinput``; the controller's thread sums the files. The workers print nothing.
+``workerinput`` (``session/channel.py``); the controller's thread sums the files. The
+workers print nothing.
 
 The cost uses the same price table as the final accounting line (``--llmjudge-price`` over
 ``llmjudge_prices`` over the shipped prices) and only when the run has one judge model with a
@@ -39,18 +43,20 @@ from typing import Any
 import pytest
 
 from pytest_llmjudge.progress import Counters, Progress
-from pytest_llmjudge.session.state import is_enabled, scoreboard_key, settings_key
+from pytest_llmjudge.session import channel
+from pytest_llmjudge.session.state import scoreboard_key
 
 TTY_INTERVAL = 0.5
 """Seconds between redraws of the in-place line on a terminal."""
-_WORKER_INPUT = "llmjudge_progress_dir"
 
 
 class ProgressDisplay:
     """The progress thread of one process, and the lock it shares with pytest's writes."""
 
-    def __init__(self, config: pytest.Config, directory: Path | None) -> None:
+    def __init__(self, config: pytest.Config, directory: Path | None, interval: float) -> None:
         self.config = config
+        self.log_interval = interval
+        """Seconds between progress lines off a terminal (``llmjudge_progress_interval``)."""
         self.directory = directory
         """Under xdist: where the workers' counter files are (None without xdist)."""
         self.lock = threading.Lock()
@@ -156,21 +162,9 @@ class ProgressDisplay:
             tw._file.flush()
         self.shown = False
 
-    # ------------------------------------------------- pytest's writes (this object is a plugin)
+    # ------------------------------------------------- pytest's writes (the Run's wrappers call this)
 
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_logstart(self) -> Iterator[None]:
-        return (yield from self._around_pytest_write())
-
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_logreport(self) -> Iterator[None]:
-        return (yield from self._around_pytest_write())
-
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_logfinish(self) -> Iterator[None]:
-        return (yield from self._around_pytest_write())
-
-    def _around_pytest_write(self) -> Iterator[None]:
+    def around_pytest_write(self) -> Iterator[None]:
         """pytest writes a result letter, a node id or a percentage: take the progress line away first."""
         if self.thread is None:
             return (yield)
@@ -207,7 +201,7 @@ class ProgressDisplay:
         self.thread.start()
 
     def interval(self) -> float:
-        return float(self.config.stash[settings_key].progress_interval)
+        return self.log_interval
 
     def finish(self) -> None:
         self.stop.set()
@@ -219,49 +213,43 @@ class ProgressDisplay:
             self.restore()
 
 
-_display_key = pytest.StashKey[ProgressDisplay]()
+def wanted(config: pytest.Config) -> bool:
+    """Whether this process shows (or, in an xdist worker, reports) progress: not with -q or --collect-only."""
+    return config.get_verbosity() >= 0 and not config.option.collectonly
 
 
-def _wanted(config: pytest.Config) -> bool:
-    return is_enabled(config) and config.get_verbosity() >= 0 and not config.option.collectonly
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    if not _wanted(config):
-        return
-    workerinput = getattr(config, "workerinput", None)
+def display_for(config: pytest.Config, interval: float) -> ProgressDisplay | None:
+    """This process's progress display (None when not wanted, or in a worker the controller gave no directory)."""
+    if not wanted(config):
+        return None
+    workerinput = channel.worker_input(config)
     directory: Path | None = None
     if workerinput is not None:
-        if workerinput.get(_WORKER_INPUT) is None:
-            return
-        directory = Path(workerinput[_WORKER_INPUT])
-    display = ProgressDisplay(config, directory)
+        if workerinput.get(channel.PROGRESS_DIR) is None:
+            return None
+        directory = Path(workerinput[channel.PROGRESS_DIR])
+    display = ProgressDisplay(config, directory, interval)
     if workerinput is not None:
         display.worker_id = str(workerinput.get("workerid", "gw0"))
-    config.stash[_display_key] = display
-    config.pluginmanager.register(display, "llmjudge-progress")
+    return display
 
 
-@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown without xdist
-def pytest_configure_node(node: Any) -> None:
-    """On the xdist controller: one directory for the workers' counter files, handed to each."""
-    display = node.config.stash.get(_display_key, None)
-    if display is None:
-        return
+def controller_directory(display: ProgressDisplay) -> Path:
+    """On the xdist controller: the directory for the workers' counter files (made, and the thread
+    started, when the first worker is configured: the controller collects nothing itself)."""
     if display.directory is None:
         display.directory = Path(tempfile.mkdtemp(prefix="llmjudge-progress-"))
-        display.start()  # the controller collects nothing itself: it sums the workers' files
-    node.workerinput[_WORKER_INPUT] = str(display.directory)
+        display.start()
+    return display.directory
 
 
-@pytest.hookimpl(trylast=True)  # after the core plugin planned the judge calls
-def pytest_collection_finish(session: pytest.Session) -> None:
-    display = session.config.stash.get(_display_key, None)
-    if display is None or display.thread is not None:
+def start(display: ProgressDisplay, items: list[pytest.Item]) -> None:
+    """Once the judge calls are planned: note the live judges' models (for the price), start the thread."""
+    if display.thread is not None:
         return
-    board = session.config.stash.get(scoreboard_key, None)
+    board = display.config.stash.get(scoreboard_key, None)
     if board is not None:
-        for item in session.items:
+        for item in items:
             suite = getattr(item, "suite", None)
             if suite is not None and getattr(suite, "needs_live_judge", False):
                 judge = board.judge_settings(suite.judge)
@@ -269,17 +257,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     display.start()
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    display = session.config.stash.get(_display_key, None)
-    if display is None:
-        return
+def finish(display: ProgressDisplay) -> None:
+    """At session end, before any summary: the thread stopped, the last counts written, the files removed."""
     display.finish()
     if display.worker_id is None and display.directory is not None:
         shutil.rmtree(display.directory, ignore_errors=True)
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    display = config.stash.get(_display_key, None)
-    if display is not None and config.pluginmanager.is_registered(display):
-        config.pluginmanager.unregister(display)

@@ -23,6 +23,9 @@ Tags: a suite's ``tags:`` and each case's ``tags:`` become pytest markers of the
 the suite's tags and their case's; every other item of a suite gets the suite's tags.
 Tags are validated when the suite loads (``suite/schema.py``: identifier-like, not one of
 pytest's own markers).
+
+Plain functions the Run calls (``session/run.py``): :func:`add_tags` as each item is
+collected, :func:`select_languages` in the selection phase.
 """
 
 from __future__ import annotations
@@ -31,8 +34,6 @@ from collections.abc import Iterable
 from typing import Any
 
 import pytest
-
-from pytest_llmjudge.session.state import is_enabled, settings_key
 
 
 def item_languages(item: pytest.Item) -> frozenset[str] | None:
@@ -66,14 +67,8 @@ def item_tags(item: pytest.Item) -> tuple[str, ...]:
     return tags if isinstance(tags, tuple) else ()
 
 
-_registered_key = pytest.StashKey[set[str]]()
-
-
-def pytest_itemcollected(item: pytest.Item) -> None:
-    config = item.config
-    if not is_enabled(config):
-        return
-    registered = config.stash.setdefault(_registered_key, set())
+def add_tags(config: pytest.Config, registered: set[str], item: pytest.Item) -> None:
+    """Mark ``item`` with its tags, registering each new one (``registered``) so --strict-markers accepts it."""
     for tag in item_tags(item):
         if tag not in registered:
             # Registered before the mark is made: --strict-markers rejects unknown names.
@@ -82,17 +77,13 @@ def pytest_itemcollected(item: pytest.Item) -> None:
         item.add_marker(tag)
 
 
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not is_enabled(config):
-        return
-    wanted = set(config.stash[settings_key].languages)
-    if not wanted:
-        return
+def select_languages(wanted: set[str], items: list[pytest.Item]) -> list[pytest.Item]:
+    """Keep in ``items`` (in place) the items whose cases are all in ``wanted``; returns the others."""
     kept: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     for item in items:
         languages = item_languages(item)
         (kept if languages is None or languages <= wanted else dropped).append(item)
     if dropped:
-        config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+    return dropped

@@ -25,6 +25,9 @@ JSON reports (``--llmjudge-report=json:...``) and adds their judge-call accounti
 tokens, cache hits, failures) to its own, so the merged summary and reports carry the run's
 calls and estimated cost. A pattern that matches nothing, or a file that is not a report,
 is a usage error naming it; the option is refused in a shard.
+
+Plain functions the Run calls (``session/run.py``): :func:`configure`, :func:`select` after
+every other selection, :func:`announce_reports` at session start.
 """
 
 from __future__ import annotations
@@ -36,11 +39,7 @@ import pytest
 
 from pytest_llmjudge.errors import ConfigError
 from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem
-from pytest_llmjudge.session.state import is_enabled
 from pytest_llmjudge.sharding import Shard, shard_key
-
-shard_stash_key = pytest.StashKey[Shard]()
-_shard_reports_key = pytest.StashKey[list[tuple[str, dict[str, int]]]]()
 
 
 def read_shard_reports(patterns: list[str], base: Path) -> list[tuple[str, dict[str, int]]]:
@@ -67,16 +66,9 @@ def read_shard_reports(patterns: list[str], base: Path) -> list[tuple[str, dict[
     return found
 
 
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """Add the shards' accounting to the merge run's (summed like xdist workers' stats)."""
-    reports = session.config.stash.get(_shard_reports_key, None)
-    if not reports:
-        return
-    from pytest_llmjudge.session.collector import results_key
-
-    collector = session.config.stash[results_key]
-    collector.worker_stats.extend(stats for _, stats in reports)
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+def announce_reports(config: pytest.Config, reports: list[tuple[str, dict[str, int]]]) -> None:
+    """Say that the shards' accounting is added to the merge run's (summed like xdist workers' stats)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         calls = sum(stats["provider_calls"] for _, stats in reports)
         reporter.write_line(
@@ -85,10 +77,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         )
 
 
-_emptied_key = pytest.StashKey[bool]()
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
+def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("llmjudge", "LLM-judge evaluation suites (pytest-llmjudge)")
     group.addoption(
         "--llmjudge-shard",
@@ -107,18 +96,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    if not is_enabled(config):
-        return
+def configure(config: pytest.Config) -> tuple[Shard | None, list[tuple[str, dict[str, int]]]]:
+    """This run's shard (None unsharded) and, in the merge run, the shards' reports' accounting."""
     patterns = config.getoption("llmjudge_shard_reports", None)
     spec = config.getoption("llmjudge_shard", None)
+    reports: list[tuple[str, dict[str, int]]] = []
     if patterns and spec is None:
         try:
-            config.stash[_shard_reports_key] = read_shard_reports(patterns, Path(config.invocation_params.dir))
+            reports = read_shard_reports(patterns, Path(config.invocation_params.dir))
         except ConfigError as exc:
             raise pytest.UsageError(f"pytest-llmjudge: {exc}") from None
     if spec is None:
-        return
+        return None, reports
     if patterns:
         raise pytest.UsageError("pytest-llmjudge: --llmjudge-shard-reports is for the merge run, not a shard")
     try:
@@ -129,7 +118,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(
             "pytest-llmjudge: --llmjudge-save-baseline can't be used with --llmjudge-shard: save it in the merge run"
         )
-    config.stash[shard_stash_key] = shard
+    return shard, reports
 
 
 def _suite_path(path: Path, rootdir: Path) -> str:
@@ -150,29 +139,18 @@ def _keeps(shard: Shard, item: pytest.Item, rootdir: Path) -> bool:
     return shard.owns(shard_key(_suite_path(suite.path, rootdir), case.id))
 
 
-@pytest.hookimpl(trylast=True)  # after the other selections (-k, -m, --llmjudge-language)
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    shard = config.stash.get(shard_stash_key, None)
-    if shard is None:
-        return
+def select(shard: Shard, config: pytest.Config, items: list[pytest.Item]) -> list[pytest.Item]:
+    """Keep this shard's items in ``items`` (in place) and say so; returns the deselected ones."""
     kept: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     for item in items:
         (kept if _keeps(shard, item, config.rootpath) else dropped).append(item)
     if dropped:
-        config.hook.pytest_deselected(items=dropped)
         items[:] = kept
-    config.stash[_emptied_key] = bool(dropped) and not kept
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None and config.get_verbosity() > -2:  # shown with -q: a CI log should say which shard ran
         reporter.write_line(
             f"llmjudge: shard {shard}: {len(kept)} item(s) kept, {len(dropped)} deselected"
             " (other shards' cases; aggregates, gates and regressions run in the merge job)"
         )
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    # A shard that the hash gave nothing (more shards than cases) did its share: not pytest's
-    # "no tests collected" failure (exit 5), which would fail a CI matrix job for nothing.
-    if session.config.stash.get(_emptied_key, False) and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
-        session.exitstatus = pytest.ExitCode.OK
+    return dropped

@@ -21,7 +21,7 @@ from pytest_llmjudge.records import (
     RegressionRecord,
     record_from_wire,
 )
-from pytest_llmjudge.session.collector import results_key
+from pytest_llmjudge.session.run import NAME as RUN
 
 WORKER_CONFTEST = """
 import json, os
@@ -71,7 +71,7 @@ class Keep:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        self.records = list(session.config.stash[results_key].records)
+        self.records = list(session.config.pluginmanager.get_plugin(RUN).results.records)
         self.wire = {str(record.nodeid): record.to_wire() for record in self.records}
 
 

@@ -9,10 +9,15 @@ The rules:
 
 1. no import cycle anywhere in the package;
 2. only the pytest-facing modules import pytest (or ``_pytest``);
-3. nothing imports the core plugin (``plugin.py``): it sits on top;
+3. nothing imports the core plugin (``plugin.py``): it sits on top; and nothing but it
+   imports the Run (``session/run.py``), which sits just below it;
 4. the session layer (``session/``) imports no other pytest-facing module: every plugin
-   and item module builds on it, never the other way round;
-5. the plain engine (every module that is not pytest-facing) imports no pytest-facing module.
+   and item module builds on it, never the other way round (the Run excepted: it calls them);
+5. the plain engine (every module that is not pytest-facing) imports no pytest-facing module;
+6. only ``plugin.py`` registers plugins with the plugin manager (the built-in providers and
+   the Run); only ``plugin.py``, the Run and ``builtin_plugins.py`` (which implements the
+   plugin's own hook specifications, ``hookspecs.py``) define ``pytest_*`` hooks: the feature modules are plain
+   code the Run calls; ordering markers (``tryfirst``/``trylast``) stand only in the Run.
 """
 
 from __future__ import annotations
@@ -31,6 +36,10 @@ PACKAGE = "pytest_llmjudge"
 # The modules allowed to import pytest: hooks and items (``plugin.py``, ``*_plugin.py``, ``items.py``
 # at any depth, and ``suite_items.py``) and the session layer they share.
 SESSION = f"{PACKAGE}.session"
+RUN = f"{SESSION}.run"
+HOOK_MODULES = {f"{PACKAGE}.plugin", RUN, f"{PACKAGE}.builtin_plugins", f"{PACKAGE}.hookspecs"}
+"""The modules allowed to define ``pytest_*`` functions (rule 6): the hooks, the built-in providers'
+implementations of the plugin's own hook specifications, and those specifications."""
 
 
 def _module_name(path: Path) -> str:
@@ -147,8 +156,8 @@ def test_the_graph_sees_lazy_imports_and_finds_a_cycle() -> None:
     graph = dict(_package_graph())
     graph[f"{PACKAGE}.judges.base"] = graph[f"{PACKAGE}.judges.base"] | {f"{PACKAGE}.judges.diagnosis"}
     assert [f"{PACKAGE}.judges.base", f"{PACKAGE}.judges.diagnosis"] in _cycles(graph)
-    # ... and function-level imports are read: plugin.py imports suite_items.py only inside functions.
-    assert f"{PACKAGE}.suite_items" in _package_graph()[f"{PACKAGE}.plugin"]
+    # ... and function-level imports are read: the Run imports suite_items.py only inside functions.
+    assert f"{PACKAGE}.suite_items" in _package_graph()[RUN]
 
 
 def test_no_import_cycle_in_the_package() -> None:
@@ -169,7 +178,13 @@ def test_nothing_imports_the_core_plugin() -> None:
     assert sorted(module for module, edges in _package_graph().items() if f"{PACKAGE}.plugin" in edges) == []
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if _pytest_facing(m) and m.startswith(SESSION)))
+def test_only_the_core_plugin_imports_the_run() -> None:
+    assert sorted(module for module, edges in _package_graph().items() if RUN in edges) == [f"{PACKAGE}.plugin"]
+
+
+@pytest.mark.parametrize(
+    "module", sorted(m for m in MODULES if _pytest_facing(m) and m.startswith(SESSION) and m != RUN)
+)
 def test_the_session_layer_imports_no_plugin_or_item_module(module: str) -> None:
     upward = sorted(edge for edge in _package_graph()[module] if _plugin_or_items(edge))
     assert upward == []
@@ -195,3 +210,57 @@ def test_every_item_derives_from_the_one_item_base() -> None:
         if isinstance(node, ast.ClassDef) and any(ast.unparse(base) in ("pytest.Item", "Item") for base in node.bases)
     )
     assert direct == [f"{SESSION}.items.LLMJudgeItem"]
+
+
+def _hook_definitions(path: Path) -> list[str]:
+    """The ``pytest_*`` functions and methods a module defines (its hook implementations)."""
+    return [
+        node.name
+        for node in ast.walk(_tree(path))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("pytest_")
+    ]
+
+
+def test_only_the_core_plugin_and_the_run_define_hooks() -> None:
+    """Feature modules are plain code the Run calls, not plugins with hooks of their own."""
+    offenders = sorted(
+        f"{module}.{name}"
+        for module, path in MODULES.items()
+        if module not in HOOK_MODULES
+        for name in _hook_definitions(path)
+    )
+    assert offenders == []
+
+
+def _calls_named(path: Path, attribute: str) -> list[str]:
+    """``x.<attribute>(...)`` calls in a module, as their source text's callee."""
+    return [
+        ast.unparse(node.func)
+        for node in ast.walk(_tree(path))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == attribute
+    ]
+
+
+def test_only_the_core_plugin_registers_plugins() -> None:
+    """One place registers with pytest's plugin manager: ``plugin.py`` (the built-in providers, the Run)."""
+    offenders = sorted(
+        f"{module}: {callee}"
+        for module, path in MODULES.items()
+        if module != f"{PACKAGE}.plugin"
+        for callee in _calls_named(path, "register")
+        if "pluginmanager" in callee
+    )
+    assert offenders == []
+    assert any("pluginmanager" in callee for callee in _calls_named(MODULES[f"{PACKAGE}.plugin"], "register"))
+
+
+def test_ordering_markers_stand_only_in_the_run() -> None:
+    """``tryfirst``/``trylast`` only where the Run orders itself against pytest's own plugins."""
+    offenders = sorted(
+        module
+        for module, path in MODULES.items()
+        if module != RUN
+        for node in ast.walk(_tree(path))
+        if isinstance(node, ast.keyword) and node.arg in ("tryfirst", "trylast")
+    )
+    assert offenders == []

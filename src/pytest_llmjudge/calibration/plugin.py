@@ -1,19 +1,22 @@
-"""pytest hooks of the calibration feature: collection, planning, the suite guard, summary, fixture.
+"""The calibration feature's part in a run: options, score adjusters, gate planning, the suite guard.
 
-Registered by the main plugin (``FEATURE_PLUGINS``) and, like it, inert without
-``--llmjudge`` (the fixture excepted, which works like ``llmjudge_judge``):
+Plain functions the Run calls (``session/run.py``; no hook here):
 
-* ``pytest_collect_file``: YAML files with a top-level ``calibration:`` key become
-  :class:`~pytest_llmjudge.calibration.items.CalibrationFile` nodes;
-* a planner (``session.items.planners_key``): the live judge calls of the gates that the
-  selected items of suites with ``judge.calibration`` need join the one plan after
-  collection (gate and sanity items plan theirs as every item does, ``planned_calls``), so
-  batch mode, xdist sharing and the cache see them;
-* ``pytest_runtest_call`` (first): the guard that stops judge-scored suite items in
+* YAML files with a top-level ``calibration:`` key are collected by the Run as
+  :class:`~pytest_llmjudge.calibration.items.CalibrationFile` nodes; a suite file whose
+  judge has ``judge.drift`` gets its drift sentinel items after its own (:func:`drift_items_of`);
+* :func:`configure` hooks the score correction, the drift sentinel and the jury into the
+  scoreboard;
+* :func:`calibrated_gate_needs`: the live judge calls of the gates that the selected items
+  of suites with ``judge.calibration`` need join the one plan after collection (gate and
+  sanity items plan theirs as every item does, ``planned_calls``), so batch mode, xdist
+  sharing and the cache see them;
+* :func:`guard`: before a suite item runs, the guard that stops judge-scored suite items in
   languages where their judge failed the gate (:func:`guard_suite_item`);
-* the ``llmjudge_calibrated_judge`` fixture, bound to ``--llmjudge-calibration`` or the ini
-  key ``llmjudge_calibration`` (a relative path is taken from the invocation directory on
-  the command line, from the rootdir in the ini file).
+* the ``llmjudge_calibrated_judge`` fixture (in ``plugin.py``), bound to
+  :func:`calibration_path`: ``--llmjudge-calibration`` or the ini key ``llmjudge_calibration``
+  (a relative path is taken from the invocation directory on the command line, from the
+  rootdir in the ini file).
 
 The score correction is wired in through ``ScoreBoard.score_adjusters``: it changes a live
 judge score only for suites that set ``judge.correction: true``. The end-of-run gate table
@@ -24,24 +27,18 @@ once, inside the ``llmjudge summary`` section, from the items' records
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_llmjudge.session.items import planners_key
-from pytest_llmjudge.session.state import has_top_level_key, is_enabled, scoreboard_key
-
 if TYPE_CHECKING:
-    from pytest_llmjudge.calibration.calibrated_judge import CalibratedJudge
-    from pytest_llmjudge.calibration.items import CalibrationFile
-    from pytest_llmjudge.execution.scoreboard import JuryChoice, Score
-    from pytest_llmjudge.fixture_judge import Judge
+    from pytest_llmjudge.execution.scoreboard import JuryChoice, Score, ScoreBoard
     from pytest_llmjudge.suite.model import Case, Suite
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("llmjudge")
     help_text = "Calibration set that the llmjudge_calibrated_judge fixture checks the judge against."
     group.addoption("--llmjudge-calibration", default=None, dest="llmjudge_calibration", help=help_text)
@@ -55,13 +52,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_configure(config: pytest.Config) -> None:
-    if not is_enabled(config):
-        return
-    board = config.stash.get(scoreboard_key, None)
-    if board is None:
-        return
+def configure(config: pytest.Config, board: ScoreBoard) -> None:
+    """The score correction, the drift sentinel's identity check and the jury, wired into the scoreboard."""
 
     def adjust(suite: Suite, case: Case, score: Score) -> Score:
         # The calibration machinery (numpy, scipy) loads only for suites that correct scores.
@@ -92,23 +84,17 @@ def pytest_configure(config: pytest.Config) -> None:
         return get_store(config).jury_choice(suite, case, metric)
 
     board.juries.append(jury_choice)
-    config.stash.setdefault(planners_key, []).append(lambda items: _calibrated_gate_needs(config, items))
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_make_collect_report(
-    collector: pytest.Collector,
-) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
-    """A suite file whose judge has ``judge.drift`` gets its drift sentinel items after its own."""
-    report = yield
+def drift_items_of(collector: pytest.Collector) -> list[pytest.Item]:
+    """A suite file whose judge has ``judge.drift``: its drift sentinel items (after its own)."""
     suite = getattr(collector, "suite", None)
     judge = getattr(suite, "judge", None)
-    if getattr(judge, "drift", None) is not None and report.passed and is_enabled(collector.config):
-        from pytest_llmjudge.calibration.drift.items import drift_items
+    if suite is None or getattr(judge, "drift", None) is None:
+        return []
+    from pytest_llmjudge.calibration.drift.items import drift_items
 
-        assert suite is not None
-        report.result.extend(drift_items(collector, suite))
-    return report
+    return list(drift_items(collector, suite))
 
 
 def _calibrated_suite(item: pytest.Item) -> Suite | None:
@@ -118,17 +104,7 @@ def _calibrated_suite(item: pytest.Item) -> Suite | None:
     return suite if getattr(judge, "calibration", None) is not None else None
 
 
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CalibrationFile | None:
-    if not has_top_level_key(file_path, parent.config, "calibration"):
-        return None
-    from pytest_llmjudge.calibration.items import CalibrationFile
-    from pytest_llmjudge.session.items import file_node
-
-    node: CalibrationFile = file_node(CalibrationFile, parent, file_path)
-    return node
-
-
-def _calibrated_gate_needs(config: pytest.Config, items: Sequence[pytest.Item]) -> Iterator[tuple[Suite, Case, str]]:
+def calibrated_gate_needs(config: pytest.Config, items: Sequence[pytest.Item]) -> Iterator[tuple[Suite, Case, str]]:
     """The live judge calls of the gates that selected suite items' calibrated judges must pass
     (no calibration item asks for them): part of the one plan, so batch mode sends them too."""
     from pytest_llmjudge.suite_items import AggregateItem, CaseItem
@@ -155,16 +131,16 @@ def _calibrated_gate_needs(config: pytest.Config, items: Sequence[pytest.Item]) 
         yield from store.suite_gate_needs(suite, languages)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_call(item: pytest.Item) -> None:
-    if not is_enabled(item.config) or _calibrated_suite(item) is None:
+def guard(item: pytest.Item) -> None:
+    """Before a suite item of a calibrated judge runs: stop it where its judge failed the gate."""
+    if _calibrated_suite(item) is None:
         return
     from pytest_llmjudge.calibration.items import guard_suite_item
 
     guard_suite_item(item)
 
 
-def _calibration_path(config: pytest.Config) -> Path | None:
+def calibration_path(config: pytest.Config) -> Path | None:
     cli = config.getoption("llmjudge_calibration", default=None)
     if cli:
         path = Path(cli).expanduser()
@@ -174,42 +150,3 @@ def _calibration_path(config: pytest.Config) -> Path | None:
         path = Path(str(ini)).expanduser()
         return path if path.is_absolute() else Path(config.rootpath) / path
     return None
-
-
-@pytest.fixture(scope="session")
-def llmjudge_calibrated_judge(pytestconfig: pytest.Config, llmjudge_judge: Judge) -> Iterator[CalibratedJudge]:
-    """The configured judge, bound to the calibration set of ``--llmjudge-calibration``.
-
-    ``score(text, rubric=..., language=...)`` fails the test with "judge <model> is not
-    calibrated for <language>: F1 ... < ..." when the judge failed that language's gate.
-    """
-    from pytest_llmjudge.calibration.calibrated_judge import CalibratedJudge
-    from pytest_llmjudge.calibration.gates import GateComputer
-    from pytest_llmjudge.calibration.items import get_store
-    from pytest_llmjudge.execution.scoreboard import ScoreBoard
-
-    path = _calibration_path(pytestconfig)
-    if path is None:
-        pytest.fail(
-            "llmjudge_calibrated_judge needs a calibration set: pass --llmjudge-calibration=PATH "
-            "or set llmjudge_calibration in the ini file",
-            pytrace=False,
-        )
-    if not path.is_file():
-        pytest.fail(f"calibration set not found: {path}", pytrace=False)
-
-    def fail(message: str) -> Any:
-        pytest.fail(message, pytrace=False)
-
-    board = pytestconfig.stash[scoreboard_key]
-    store = get_store(pytestconfig)
-    private: ScoreBoard | None = None
-    if board.share is not None:
-        # Under xdist, calibration calls are shared between workers only when every worker
-        # planned them after collection. Nobody plans a fixture's calls, so this worker makes
-        # them itself (through the same on-disk cache) instead of waiting for a peer.
-        private = ScoreBoard(board.registry, board.settings)
-        store = GateComputer(private)
-    yield CalibratedJudge(board, store, path, on_uncalibrated=fail)
-    if private is not None:
-        private.close()

@@ -1,26 +1,19 @@
-"""Adds the injection canary items (``judge.canaries: true``) after a suite file's own items."""
+"""The injection canary items (``judge.canaries: true``), added by the Run after a suite file's own items."""
 
 from __future__ import annotations
 
-from collections.abc import Generator
-
 import pytest
 
-from pytest_llmjudge.session.state import is_enabled
+from pytest_llmjudge.session.state import scoreboard_key
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_make_collect_report(
-    collector: pytest.Collector,
-) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
-    report = yield
+def canary_items_of(collector: pytest.Collector) -> list[pytest.Item]:
+    """A suite file whose judge sets ``judge.canaries: true``: its canary items."""
     suite = getattr(collector, "suite", None)
     judge = getattr(suite, "judge", None)
-    if getattr(judge, "canaries", False) is True and report.passed and is_enabled(collector.config):
-        from pytest_llmjudge.canaries.items import canary_items
-        from pytest_llmjudge.session.state import scoreboard_key
+    if suite is None or getattr(judge, "canaries", False) is not True:
+        return []
+    from pytest_llmjudge.canaries.items import canary_items
 
-        assert suite is not None
-        problem = collector.config.stash[scoreboard_key].judge_problem(suite.judge)
-        report.result.extend(canary_items(collector, suite, problem))
-    return report
+    problem = collector.config.stash[scoreboard_key].judge_problem(suite.judge)
+    return list(canary_items(collector, suite, problem))

@@ -1,12 +1,12 @@
-"""pytest hooks of batch mode (``--llmjudge-batch``); a feature plugin (``plugin.FEATURE_PLUGINS``).
+"""Batch mode (``--llmjudge-batch``): the Run's steps for it (``session/run.py``; no hook here).
 
-Inert unless both ``--llmjudge`` and ``--llmjudge-batch`` are given. Then:
+Used only when ``--llmjudge-batch`` is given. Then:
 
-* ``pytest_configure`` refuses a cache mode other than ``use``, and a cache directory that
-  can't be written (a file, a read-only or full file system), with a usage error before
+* :func:`check` (at configure) refuses a cache mode other than ``use``, and a cache directory
+  that can't be written (a file, a read-only or full file system), with a usage error before
   anything runs: batch replies reach the items through the cache;
-* ``pytest_collection_finish`` (not with ``--collect-only``, which sends nothing) runs
-  first (``tryfirst``), before the main plugin plans the judge calls:
+* :func:`send_batches` (not with ``--collect-only``, which sends nothing) runs first in the
+  plan phase, before the Run plans the judge calls:
   :class:`~pytest_llmjudge.execution.batch.BatchPhase` sends the uncached requests of the
   selected items as provider batches, prints progress, and fills the cache, so the
   planning that follows finds them cached. Batches still pending after
@@ -20,35 +20,26 @@ Light to import (the batch machinery loads only when used).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_llmjudge.session.state import is_enabled, scoreboard_key, settings_key
-
-batch_summary_key = pytest.StashKey[Any]()
-"""The run's :class:`~pytest_llmjudge.execution.batch.BatchSummary`, when batch mode ran."""
-
-
-def _active(config: pytest.Config) -> bool:
-    if not is_enabled(config):
-        return False
-    settings = config.stash.get(settings_key, None)
-    return bool(settings is not None and settings.batch)
+if TYPE_CHECKING:
+    from pytest_llmjudge.execution.scoreboard import ScoreBoard
+    from pytest_llmjudge.session.items import Planner
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_configure(config: pytest.Config) -> None:
-    if not _active(config):
-        return
-    settings = config.stash[settings_key]
+def check(board: ScoreBoard) -> None:
+    """A usage error when batch mode can't work: its replies reach the items through the cache."""
+    settings = board.settings
     if settings.cache_mode != "use":
         raise pytest.UsageError(
             f"pytest-llmjudge: --llmjudge-batch needs --llmjudge-cache=use (got {settings.cache_mode}): "
             "batch replies reach the items through the cache; to re-judge, point --llmjudge-cache-dir "
             "at an empty directory"
         )
-    problem = config.stash[scoreboard_key].cache_location_problem()
+    problem = board.cache_location_problem()
     if problem is not None:  # batch mode needs the cache: its records resume a batch, its entries feed the items
         raise pytest.UsageError(
             f"pytest-llmjudge: --llmjudge-batch needs a cache it can write: {settings.cache_dir} can't be used "
@@ -56,16 +47,14 @@ def pytest_configure(config: pytest.Config) -> None:
         )
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_finish(session: pytest.Session) -> None:
+def send_batches(session: pytest.Session, board: ScoreBoard, planners: Sequence[Planner]) -> None:
+    """Send the selected items' uncached requests as provider batches, so the plan finds them cached."""
     config = session.config
-    if not _active(config) or config.option.collectonly:
-        return
     from pytest_llmjudge.errors import LLMJudgeError
     from pytest_llmjudge.execution.batch import BatchPending, BatchPhase
     from pytest_llmjudge.session.items import selected_calls, selected_requests
 
-    settings = config.stash[settings_key]
+    settings = board.settings
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     quiet = config.get_verbosity() < 0
 
@@ -74,24 +63,23 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             reporter.write_line(line)
 
     phase = BatchPhase(
-        config.stash[scoreboard_key],
+        board,
         poll_seconds=settings.batch_poll,
         wait_seconds=settings.batch_wait,
         report=report,
     )
     try:
-        summary = phase.run(selected_calls(session.items, config), selected_requests(session.items))
+        summary = phase.run(selected_calls(session.items, planners), selected_requests(session.items))
         jury = [need for need in selected_calls(session.items) if need[0].judge.jury]
         if jury:
             # A jury suite's case calls: the gates answered by the batch above choose the judges
             # (read from the cache), and the chosen judges' calls go out as a second batch.
-            summary = phase.run(config.stash[scoreboard_key].jury_needs(jury))
+            summary = phase.run(board.jury_needs(jury))
     except BatchPending as exc:
         pytest.exit(f"pytest-llmjudge: {exc}", returncode=pytest.ExitCode.INTERRUPTED)
     except LLMJudgeError as exc:
         pytest.exit(f"pytest-llmjudge: {exc}", returncode=pytest.ExitCode.INTERNAL_ERROR)
-    config.stash[batch_summary_key] = summary
-    stats = config.stash[scoreboard_key].runner.stats  # no judge call is running yet
+    stats = board.runner.stats  # no judge call is running yet
     stats.batched += summary.answered
     stats.input_tokens += summary.input_tokens
     stats.output_tokens += summary.output_tokens

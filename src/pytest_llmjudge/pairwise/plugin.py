@@ -1,7 +1,6 @@
-"""pytest hooks of ranking files: collection and the live pairwise judging plan.
+"""Ranking files' part in a run: the live pairwise judging plan (called by the Run, ``session/run.py``).
 
-Registered as a feature plugin (``plugin.FEATURE_PLUGINS``); inert without ``--llmjudge``.
-A YAML file with a top-level ``ranking:`` key is collected as a
+A YAML file with a top-level ``ranking:`` key is collected by the Run as a
 :class:`~pytest_llmjudge.pairwise.items.RankingFile` (``pairwise/items.py`` has its items).
 
 Live judging: after collection, every battle of the selected items' languages is submitted
@@ -16,33 +15,22 @@ from pathlib import Path
 
 import pytest
 
-from pytest_llmjudge.pairwise.items import PairwiseState, RankingFile, RankingItem, RankingRun, state_key
-from pytest_llmjudge.session.state import has_top_level_key, is_enabled
+from pytest_llmjudge.pairwise.items import PairwiseState, RankingItem, RankingRun, state_key
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    if is_enabled(config):
-        config.stash[state_key] = PairwiseState()
+def configure(config: pytest.Config) -> None:
+    """The rankings' shared state, stashed for the ranking items."""
+    config.stash[state_key] = PairwiseState()
 
 
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RankingFile | None:
-    if not has_top_level_key(file_path, parent.config, "ranking"):
-        return None
-    from pytest_llmjudge.session.items import file_node
-
-    collector: RankingFile = file_node(RankingFile, parent, file_path)
-    return collector
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    if not is_enabled(session.config) or state_key not in session.config.stash:
-        return
+def plan_rankings(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Submit the battles of the selected ranking items' languages; say how many."""
     wanted: dict[Path, tuple[RankingRun, set[str]]] = {}
-    for item in session.items:
+    for item in items:
         if isinstance(item, RankingItem) and item.ranking.live:
             wanted.setdefault(item.ranking.path, (item.run, set()))[1].add(item.language)
     planned = sum(run.plan(languages) for run, languages in wanted.values())
-    if planned and session.config.get_verbosity() >= 0:
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if planned and config.get_verbosity() >= 0:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             reporter.write_line(f"llmjudge: {planned} pairwise judge call(s) planned")

@@ -1,6 +1,6 @@
 """Regression items: one suite file's comparisons of the candidate's scores with a baseline.
 
-:class:`RegressionFile` collects, for a suite, one :class:`RegressionItem` per metric of the
+:func:`regression_items` collects, for a suite, one :class:`RegressionItem` per metric of the
 baseline and group of cases (``group_by``, default ``[language]``), node id
 ``suite.yaml::regression[metric-hi]``; a suite the baseline does not have gets one
 ``regression[not-in-baseline]`` item, failing when the suite's own ``regression`` section
@@ -29,7 +29,7 @@ Outcomes: a regression fails; an inconclusive drop passes with a
 :class:`~pytest_llmjudge.regression.compare.RegressionWarning`; "too few cases to decide" is
 a warning and a skip reported as ``UNDECIDED`` (``regression/plugin.py``), never a pass;
 with ``fail_on: warn`` both fail with the regression text. Missing cases are listed in a
-warning. The options and hooks that create the :class:`RegressionState` are in
+warning. The options and the phases that create the :class:`RegressionState` are in
 ``regression/plugin.py``.
 """
 
@@ -200,83 +200,82 @@ def _applies(suite: Suite, case: Case, metric: str) -> bool:
     )
 
 
-class RegressionFile(pytest.File):
-    """The regression items of one suite file (next to the suite's own items)."""
+def regression_items(self: pytest.Collector) -> list[pytest.Item]:
+    """The regression items of one suite file (``self``, its ``SuiteFile`` node), collected after the
+    suite's own items: the Run adds them to the suite file's collection, so the file is collected once."""
+    from pytest_llmjudge.errors import LLMJudgeError
+    from pytest_llmjudge.escaping import ONE_LINE, escape_controls
+    from pytest_llmjudge.regression.baseline import BaselineError, resolve_path
+    from pytest_llmjudge.session.suites import built_suite
+    from pytest_llmjudge.stats.grouping import MISSING, Group
 
-    def collect(self) -> list[pytest.Item]:
-        from pytest_llmjudge.errors import LLMJudgeError
-        from pytest_llmjudge.escaping import ONE_LINE, escape_controls
-        from pytest_llmjudge.regression.baseline import BaselineError, resolve_path
-        from pytest_llmjudge.session.suites import built_suite
-        from pytest_llmjudge.stats.grouping import MISSING, Group
-
-        state = self.config.stash[state_key]
-        try:
-            suite = built_suite(self.config, self.path, self.ihook)
-        except LLMJudgeError:
-            return []  # the suite's own collector reports the error
-        config = suite.regression
-        name: str | None
-        try:
-            if state.cli_baseline is not None:
-                path, name = state.cli_baseline, str(self.config.getoption("llmjudge_baseline"))
-            elif config is not None and config.baseline:
-                name = config.baseline
-                path = resolve_path(config.baseline, state.baseline_dir, self.path.parent, state.history)
-            else:
-                return []
-            baseline = _load(state, path)
-        except BaselineError as exc:
-            return [RegressionErrorItem.from_parent(self, name="regression[baseline]", message=str(exc))]
-        suite_name = (config.baseline_suite if config is not None else None) or suite.name
-        entry = baseline.suites.get(suite_name)
-        if entry is None:
-            message = f"suite {suite_name!r} is not in baseline {baseline.name!r} ({path})"
-            # A suite whose own section names a baseline asked to be gated: renaming it must not
-            # switch the gate off. Only an explicit missing_suite: skip (or a baseline given on the
-            # command line alone) lets a suite the baseline lacks pass as "nothing to compare".
-            if config is not None and (config.baseline or config.baseline_suite) and config.missing_suite == "fail":
-                return [
-                    RegressionErrorItem.from_parent(
-                        self,
-                        name="regression[not-in-baseline]",
-                        message=message + ", which its regression section names; save a baseline with it, "
-                        "fix regression.baseline_suite, or set regression.missing_suite: skip for a new suite",
-                    )
-                ]
+    state = self.config.stash[state_key]
+    try:
+        suite = built_suite(self.config, self.path, self.ihook)
+    except LLMJudgeError:
+        return []  # the suite's own collector reports the error
+    config = suite.regression
+    name: str | None
+    try:
+        if state.cli_baseline is not None:
+            path, name = state.cli_baseline, str(self.config.getoption("llmjudge_baseline"))
+        elif config is not None and config.baseline:
+            name = config.baseline
+            path = resolve_path(config.baseline, state.baseline_dir, self.path.parent, state.history)
+        else:
+            return []
+        baseline = _load(state, path)
+    except BaselineError as exc:
+        return [RegressionErrorItem.from_parent(self, name="regression[baseline]", message=str(exc))]
+    suite_name = (config.baseline_suite if config is not None else None) or suite.name
+    entry = baseline.suites.get(suite_name)
+    if entry is None:
+        message = f"suite {suite_name!r} is not in baseline {baseline.name!r} ({path})"
+        # A suite whose own section names a baseline asked to be gated: renaming it must not
+        # switch the gate off. Only an explicit missing_suite: skip (or a baseline given on the
+        # command line alone) lets a suite the baseline lacks pass as "nothing to compare".
+        if config is not None and (config.baseline or config.baseline_suite) and config.missing_suite == "fail":
             return [
-                RegressionSkipItem.from_parent(
-                    self, name="regression[not-in-baseline]", message=message + ": nothing to compare"
+                RegressionErrorItem.from_parent(
+                    self,
+                    name="regression[not-in-baseline]",
+                    message=message + ", which its regression section names; save a baseline with it, "
+                    "fix regression.baseline_suite, or set regression.missing_suite: skip for a new suite",
                 )
             ]
-        wanted = config.metrics if config is not None and config.metrics is not None else sorted(entry.metrics)
-        fields = tuple((config.group_by if config is not None else None) or suite.group_by)
-        items: list[pytest.Item] = []
-        for metric in wanted:
-            scores = entry.metrics.get(metric)
-            groups = {case.group(fields) for case in suite.cases if _applies(suite, case, metric)}
-            # A baseline keeps scores per language, not case fields: a language the suite no
-            # longer scores gets one group, "(none)" for the other fields.
-            placed = {group.value("language") for group in groups}
-            groups |= {
-                Group(fields, (language, *[MISSING] * (len(fields) - 1)))
-                for language in (scores.scores if scores is not None else ())
-                if language not in placed
-            }
-            for group in sorted(groups):
-                items.append(
-                    RegressionItem.from_parent(
-                        self,
-                        name=escape_controls(f"regression[{metric}-{group.name}]", ONE_LINE),
-                        suite=suite,
-                        metric=metric,
-                        group=group,
-                        baseline=baseline,
-                        baseline_name=name,
-                        baseline_suite=suite_name,
-                    )
+        return [
+            RegressionSkipItem.from_parent(
+                self, name="regression[not-in-baseline]", message=message + ": nothing to compare"
+            )
+        ]
+    wanted = config.metrics if config is not None and config.metrics is not None else sorted(entry.metrics)
+    fields = tuple((config.group_by if config is not None else None) or suite.group_by)
+    items: list[pytest.Item] = []
+    for metric in wanted:
+        scores = entry.metrics.get(metric)
+        groups = {case.group(fields) for case in suite.cases if _applies(suite, case, metric)}
+        # A baseline keeps scores per language, not case fields: a language the suite no
+        # longer scores gets one group, "(none)" for the other fields.
+        placed = {group.value("language") for group in groups}
+        groups |= {
+            Group(fields, (language, *[MISSING] * (len(fields) - 1)))
+            for language in (scores.scores if scores is not None else ())
+            if language not in placed
+        }
+        for group in sorted(groups):
+            items.append(
+                RegressionItem.from_parent(
+                    self,
+                    name=escape_controls(f"regression[{metric}-{group.name}]", ONE_LINE),
+                    suite=suite,
+                    metric=metric,
+                    group=group,
+                    baseline=baseline,
+                    baseline_name=name,
+                    baseline_suite=suite_name,
                 )
-        return items
+            )
+    return items
 
 
 class RegressionFailure(ItemFailure):

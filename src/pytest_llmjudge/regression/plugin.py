@@ -1,14 +1,14 @@
-"""pytest hooks of baseline regression gating: save a run's scores, compare a run with them.
+"""Baseline regression gating: save a run's scores, compare a run with them (called by the Run).
 
-Registered as a feature plugin (``plugin.FEATURE_PLUGINS``); inert without ``--llmjudge``.
+Plain functions of the Run's phases (``session/run.py``); no hook here.
 
 * ``--llmjudge-save-baseline=NAME``: at the end of the run, the process that owns the
   terminal (the controller under pytest-xdist, which receives every item's record) writes
   the scores of the run's case and aggregate items as baseline ``NAME``
   (``regression.baseline`` has the format).
 * ``--llmjudge-baseline=NAME``, or a suite's ``regression: {baseline: ...}``: every suite
-  file also collects a :class:`~pytest_llmjudge.regression.items.RegressionFile`: one
-  regression item per metric of the baseline and group of cases (``group_by``, default
+  file also collects, after its own items, its regression items
+  (:func:`~pytest_llmjudge.regression.items.regression_items`): one regression item per metric of the baseline and group of cases (``group_by``, default
   ``[language]``), node id ``suite.yaml::regression[metric-hi]``, or
   ``regression[metric-hi-task=qa]`` with ``group_by: [language, task]``
   (``regression/items.py`` says what each checks).
@@ -18,7 +18,7 @@ Registered as a feature plugin (``plugin.FEATURE_PLUGINS``); inert without ``--l
   ``llmjudge_baselines`` under the rootdir).
 
 An undecided regression item ("too few cases to decide") is reported as ``UNDECIDED``
-(:func:`pytest_report_teststatus`); the release verdict of the run's regression records
+(:func:`report_teststatus`); the release verdict of the run's regression records
 (``regression/verdict.py``) goes into the JUnit file as a ``<testsuite>`` property.
 
 A suite the baseline does not have gets one ``regression[not-in-baseline]`` item: failing
@@ -35,16 +35,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_llmjudge.regression.items import UNDECIDED, RegressionFile, RegressionState, shown_path, state_key
-from pytest_llmjudge.session.collector import results_key
-from pytest_llmjudge.session.state import claim_write_targets, is_enabled, writes_allowed
+from pytest_llmjudge.regression.items import UNDECIDED, RegressionState, shown_path, state_key
 
 if TYPE_CHECKING:
-    from pytest_llmjudge.records import ReleaseVerdict
+    from pytest_llmjudge.history import History
+    from pytest_llmjudge.records import ItemRecord, ReleaseVerdict
     from pytest_llmjudge.regression.baseline import Baseline
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("llmjudge", "LLM-judge evaluation suites (pytest-llmjudge)")
     group.addoption(
         "--llmjudge-baseline",
@@ -126,9 +125,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    if not is_enabled(config):
-        return
+def configure(config: pytest.Config, history: History | None) -> RegressionState:
+    """The run's regression state (stashed for the items), from the options; a usage error if bad."""
     from pytest_llmjudge.regression.baseline import DEFAULT_DIR, BaselineError, resolve_path
 
     rootdir = Path(config.rootpath)
@@ -136,13 +134,11 @@ def pytest_configure(config: pytest.Config) -> None:
     baseline_dir = Path(str(raw_dir)).expanduser()
     if not baseline_dir.is_absolute():
         baseline_dir = rootdir / baseline_dir
-    from pytest_llmjudge.report.plugin import run_history
-
     state = RegressionState(
         baseline_dir=baseline_dir,
         rootdir=rootdir,
         invocation_dir=config.invocation_params.dir,
-        history=run_history(config),
+        history=history,
     )
     margin = config.getoption("llmjudge_regression_margin")
     alpha = config.getoption("llmjudge_regression_alpha")
@@ -169,29 +165,8 @@ def pytest_configure(config: pytest.Config) -> None:
             state.save_path = resolve_path(save, baseline_dir, state.invocation_dir)
     except BaselineError as exc:
         raise pytest.UsageError(f"pytest-llmjudge: {exc}") from None
-    if state.save_path is not None:
-        claim_write_targets(config, [("--llmjudge-save-baseline", state.save_path)])
     config.stash[state_key] = state
-
-
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RegressionFile | None:
-    config = parent.config
-    if not is_enabled(config) or file_path.suffix not in (".yaml", ".yml"):
-        return None
-    state = config.stash.get(state_key, None)
-    if state is None:
-        return None
-    from pytest_llmjudge.session.state import first_path_to
-    from pytest_llmjudge.suite.sniff import has_top_level_key, sniff_kind
-
-    if sniff_kind(file_path) != "suite" or not first_path_to(config, file_path, "regression"):
-        return None
-    if state.cli_baseline is None and not has_top_level_key(file_path, "regression"):
-        return None
-    from pytest_llmjudge.session.items import file_node
-
-    collector: RegressionFile = file_node(RegressionFile, parent, file_path)
-    return collector
+    return state
 
 
 def _redact_outputs(baseline: Baseline, config: pytest.Config) -> None:
@@ -208,7 +183,7 @@ def _redact_outputs(baseline: Baseline, config: pytest.Config) -> None:
         suite.outputs = {case: redact(text, secrets) for case, text in suite.outputs.items()}
 
 
-def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, Any] | None:
+def report_teststatus(report: pytest.TestReport) -> tuple[str, str, Any] | None:
     """A regression item with too few cases to decide is UNDECIDED (letter U), not a plain skip or pass."""
     longrepr = report.longrepr
     if (
@@ -222,19 +197,12 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     return None
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Save the baseline; put the release verdict into the JUnit file as a ``<testsuite>`` property.
-
-    ``tryfirst``: pytest's JUnit writer writes its file in its own ``pytest_sessionfinish``.
-    """
-    config = session.config
-    if config.stash.get(state_key, None) is None or hasattr(config, "workerinput"):
-        return
+def junit_verdict(config: pytest.Config, records: list[ItemRecord]) -> None:
+    """Put the release verdict into the JUnit file as a ``<testsuite>`` property (before pytest writes it)."""
     from _pytest.junitxml import xml_key
 
     xml = config.stash.get(xml_key, None)
-    verdict = _verdict(config) if xml is not None else None
+    verdict = _verdict(records) if xml is not None else None
     if xml is not None and verdict is not None:
         from pytest_llmjudge.escaping import ONE_LINE, escape_controls
         from pytest_llmjudge.redaction import redact
@@ -243,33 +211,28 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         # As every other text the plugin writes into JUnit: the run's credentials replaced, controls visible.
         text = escape_controls(redact(verdict.text, run_secrets(config)), ONE_LINE)
         xml.add_global_property("llmjudge_release_verdict", text)
-    _save(session, exitstatus)
 
 
-def _verdict(config: pytest.Config) -> ReleaseVerdict | None:
+def _verdict(records: list[ItemRecord]) -> ReleaseVerdict | None:
     from pytest_llmjudge.records import AggregateRecord, RegressionRecord
     from pytest_llmjudge.regression.verdict import release_verdict
 
-    collected = config.stash.get(results_key, None)
-    if collected is None:
-        return None
     return release_verdict(
-        [r for r in collected.records if isinstance(r, RegressionRecord)],
-        [r for r in collected.records if isinstance(r, AggregateRecord)],
+        [r for r in records if isinstance(r, RegressionRecord)],
+        [r for r in records if isinstance(r, AggregateRecord)],
     )
 
 
-def _save(session: pytest.Session, exitstatus: int) -> None:
+def save(session: pytest.Session, exitstatus: int, state: RegressionState, records: list[ItemRecord]) -> None:
+    """``--llmjudge-save-baseline``: the run's scores saved (the process that owns the terminal)."""
     config = session.config
-    state = config.stash.get(state_key, None)
-    if state is None or state.save_path is None or hasattr(config, "workerinput") or not writes_allowed(config):
+    if state.save_path is None:
         return
     if exitstatus == pytest.ExitCode.INTERRUPTED:
         state.save_problem = "the run was interrupted; baseline not saved"
         return
     from pytest_llmjudge.regression.baseline import build_baseline, run_metadata, save_baseline
 
-    records = config.stash[results_key].records
     run = run_metadata(
         state.rootdir,
         items=len(records),
@@ -294,20 +257,17 @@ def _save(session: pytest.Session, exitstatus: int) -> None:
     )
 
 
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+def write_summary(terminalreporter: Any, state: RegressionState, records: list[ItemRecord]) -> None:
     """What the one ``llmjudge summary`` section does not say: cases missing on one side, the saved baseline.
 
     The comparisons themselves are in that section (``report/terminal.py``), from the same
     records; these lines are the plugin's own, each starting ``llmjudge:``.
     """
-    state = config.stash.get(state_key, None)
-    if state is None or hasattr(config, "workerinput"):
-        return
     from pytest_llmjudge.records import RegressionRecord
 
     lines: list[tuple[str, dict[str, bool]]] = []
-    records = [r for r in config.stash[results_key].records if isinstance(r, RegressionRecord)]
-    missing = sum(len(r.missing_in_baseline) + len(r.missing_in_candidate) for r in records)
+    regressions = [r for r in records if isinstance(r, RegressionRecord)]
+    missing = sum(len(r.missing_in_baseline) + len(r.missing_in_candidate) for r in regressions)
     if missing:
         lines.append((f"llmjudge: {missing} case(s) missing on one side of the baseline (listed in the warnings)", {}))
     if state.saved:

@@ -1,6 +1,6 @@
-"""pytest hooks of the reports: ``--llmjudge-report=FORMAT:PATH``, prices, the summary.
+"""The reports: ``--llmjudge-report=FORMAT:PATH``, prices, the summary (called by the Run, ``session/run.py``).
 
-Registered as a feature plugin (``plugin.FEATURE_PLUGINS``); inert without ``--llmjudge``.
+Plain functions of the run's report phase; the Run calls them in its order (no hook here).
 
 * ``--llmjudge-report=json:PATH`` / ``html:PATH`` / ``md:PATH`` (repeatable; or ini ``llmjudge_report``,
   one ``FORMAT:PATH`` per line, used when the option is not given). A relative PATH is taken
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import platform
 import time
-from collections.abc import Generator, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,54 +40,38 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_llmjudge.escaping import ONE_LINE, escape_controls
-from pytest_llmjudge.session.collector import results_key
 from pytest_llmjudge.session.secrets import clean_text, note_judge, run_secrets
-from pytest_llmjudge.session.state import (
-    claim_write_targets,
-    is_enabled,
-    recorder_key,
-    scoreboard_key,
-    writes_allowed,
-)
 
 # The document's models (pydantic) are imported where they are built: every pytest run loads
 # this module, with or without --llmjudge, and pydantic with the models took 0.11 s of it.
 if TYPE_CHECKING:
+    from pytest_llmjudge.execution.scoreboard import ScoreBoard
     from pytest_llmjudge.history import History
     from pytest_llmjudge.records import ItemRecord
-    from pytest_llmjudge.report.document import NotRun, ReportDocument, SuiteInfo
+    from pytest_llmjudge.report.document import ReportDocument, SuiteInfo
     from pytest_llmjudge.session.collector import ResultsCollector
     from pytest_llmjudge.suite.model import Suite
 
 FORMATS = ("json", "html", "md")
-_WORKER_KEY = "llmjudge_report_suites"
-_SUITE_FILES = (".yaml", ".yml")
-MAX_REASON_CHARS = 500
 
 
 @dataclass
 class ReportState:
     targets: list[tuple[str, Path]]
     prices: dict[str, tuple[float, float]]
+    history: History | None = None
     started: float = field(default_factory=time.time)
     suites: dict[str, SuiteInfo] = field(default_factory=dict)
-    not_run: dict[str, NotRun] = field(default_factory=dict)
-    xfail: dict[str, str] = field(default_factory=dict)
-    """nodeid -> ``xfailed`` or ``xpassed`` (pytest reports those as skipped or passed)."""
     properties: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     """nodeid -> an item's recorded JUnit values (:func:`record_properties`), until its call report takes them.
     Kept here, not on the item: an attribute added to 100,000 items as they run grew each one's
     ``__dict__`` by 768 bytes."""
-    workers: int = 0
     document: ReportDocument | None = None
     written: list[tuple[str, Path]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
 
-state_key = pytest.StashKey[ReportState]()
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
+def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("llmjudge", "LLM-judge evaluation suites (pytest-llmjudge)")
     group.addoption(
         "--llmjudge-report",
@@ -191,9 +175,8 @@ def parse_target(raw: str, base: Path) -> tuple[str, Path]:
     return kind, target if target.is_absolute() else base / target
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    if not is_enabled(config):
-        return
+def configure(config: pytest.Config, history: History | None) -> tuple[ReportState, list[tuple[str, Path]]]:
+    """The run's report state, and the files it will write (for the Run to claim as write targets)."""
     from pytest_llmjudge.report.assemble import PriceError, parse_prices
 
     raw_targets = config.getoption("llmjudge_report") or config.getini("llmjudge_report")
@@ -203,19 +186,13 @@ def pytest_configure(config: pytest.Config) -> None:
         prices = parse_prices(price_lines(config))
     except (ValueError, PriceError) as exc:
         raise pytest.UsageError(f"pytest-llmjudge: {exc}") from None
-    claim_write_targets(config, [(f"--llmjudge-report={kind}:", path) for kind, path in targets])
-    history = run_history(config)
+    claimed = [(f"--llmjudge-report={kind}:", path) for kind, path in targets]
     if history is not None:
         from pytest_llmjudge.history import FILE_NAME, LocalHistory
 
         if isinstance(history, LocalHistory):  # appended to, not replaced: a FIFO there would block the run's end
-            claim_write_targets(config, [("--llmjudge-history", history.directory / FILE_NAME)])
-    state = ReportState(targets=targets, prices=prices)
-    config.stash[state_key] = state
-    config.stash[recorder_key] = record_properties
-    config.pluginmanager.register(ReportRecorder(state, config), "llmjudge-report-recorder")
-    config.pluginmanager.register(JUnitSystemOut(config), "llmjudge-junit-system-out")
-    config.pluginmanager.register(SummaryWriter(config), "llmjudge-summary-writer")
+            claimed.append(("--llmjudge-history", history.directory / FILE_NAME))
+    return ReportState(targets=targets, prices=prices, history=history), claimed
 
 
 def _terminal_width(terminalreporter: Any) -> int:
@@ -224,16 +201,13 @@ def _terminal_width(terminalreporter: Any) -> int:
     return width if isinstance(width, int) and width > 0 else 100
 
 
-def _suite_info(config: pytest.Config, suite: Suite) -> SuiteInfo:
+def _suite_info(config: pytest.Config, board: ScoreBoard, suite: Suite) -> SuiteInfo:
     from pytest_llmjudge.report.assemble import clean_url
     from pytest_llmjudge.report.document import JudgeInfo, SuiteInfo
 
-    board = config.stash.get(scoreboard_key, None)
     judge = suite.judge
-    provider, model, base_url = judge.provider, judge.model, judge.base_url
-    if board is not None:
-        effective = board.judge_settings(suite.judge)
-        provider, model, base_url = effective.provider, effective.model, effective.base_url
+    effective = board.judge_settings(suite.judge)
+    provider, model, base_url = effective.provider, effective.model, effective.base_url
     rubric_metrics = sorted(name for name, kind in suite.metric_kinds.items() if kind == "rubric")
     try:
         path = Path(suite.path).resolve().relative_to(Path(config.rootpath).resolve()).as_posix()
@@ -279,78 +253,27 @@ def _suite_info(config: pytest.Config, suite: Suite) -> SuiteInfo:
     )
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    state = session.config.stash.get(state_key, None)
-    if state is None:
-        return
+def note_suites(config: pytest.Config, state: ReportState, board: ScoreBoard, items: list[pytest.Item]) -> None:
+    """What only collection knows of each selected item's suite (judge, rubric versions), and its credentials."""
     from pytest_llmjudge.suite.model import Suite
 
     seen: set[int] = set()
-    for item in session.items:
+    for item in items:
         suite = getattr(item, "suite", None)
         if isinstance(suite, Suite) and id(suite) not in seen:
             seen.add(id(suite))
-            info = _suite_info(session.config, suite)
+            info = _suite_info(config, board, suite)
             state.suites[f"{info.path}::{info.name}"] = info
-            note_judge(session.config, suite.judge.provider, suite.judge.api_key_env, _base_urls(session.config, suite))
+            base_urls = [suite.judge.base_url, board.judge_settings(suite.judge).base_url]
+            note_judge(config, suite.judge.provider, suite.judge.api_key_env, base_urls)
 
 
-def _base_urls(config: pytest.Config, suite: Suite) -> list[str | None]:
-    """The suite's judge base URL as written and as the run calls it (overrides applied)."""
-    board = config.stash.get(scoreboard_key, None)
-    return [suite.judge.base_url, None if board is None else board.judge_settings(suite.judge).base_url]
-
-
-def _suite_item(nodeid: str) -> bool:
-    return nodeid.split("::", 1)[0].endswith(_SUITE_FILES)
-
-
-def _reason(report: pytest.TestReport) -> str:
-    longrepr = report.longrepr
-    if isinstance(longrepr, tuple) and len(longrepr) == 3:
-        text = str(longrepr[2])
-        text = text[len("Skipped: ") :] if text.startswith("Skipped: ") else text
-    else:
-        lines = [line.strip() for line in report.longreprtext.splitlines() if line.strip()]
-        text = " ".join(lines[:3])
-    return text[:MAX_REASON_CHARS]
-
-
-class ReportRecorder:
-    """Per-run hooks that need the run's state: items without a record, workers' suite info."""
-
-    def __init__(self, state: ReportState, config: pytest.Config) -> None:
-        self.state = state
-        self.config = config
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Remember expected failures, and suite items that end without a structured record."""
-        if hasattr(report, "wasxfail") and report.when == "call":
-            self.state.xfail[report.nodeid] = "xfailed" if report.skipped else "xpassed"
-        if not _suite_item(report.nodeid) or getattr(report, "llmjudge", None) is not None:
-            return
-        if report.outcome == "passed" or report.nodeid in self.state.not_run:
-            return
-        failed_outside_call = report.when != "call" and report.outcome == "failed"
-        outcome: Any = "error" if failed_outside_call else report.outcome
-        if hasattr(report, "wasxfail") and report.skipped:
-            outcome = "xfailed"
-        from pytest_llmjudge.report.document import NotRun
-
-        self.state.not_run[report.nodeid] = NotRun(
-            nodeid=report.nodeid, outcome=outcome, when=report.when, reason=_reason(report)
-        )
-
-    @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown without xdist
-    def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        from pytest_llmjudge.report.document import SuiteInfo
-
-        self.state.workers += 1
-        for wire in (getattr(node, "workeroutput", None) or {}).get(_WORKER_KEY) or []:
-            info = SuiteInfo.model_validate(wire)
-            self.state.suites[f"{info.path}::{info.name}"] = info
-            if info.judge is not None:
-                note_judge(self.config, info.judge.provider or "", info.judge.api_key_env)
+def note_worker_suites(config: pytest.Config, state: ReportState, suites: list[SuiteInfo]) -> None:
+    """On the xdist controller: the suites a finished worker collected (the controller collects none itself)."""
+    for info in suites:
+        state.suites[f"{info.path}::{info.name}"] = info
+        if info.judge is not None:
+            note_judge(config, info.judge.provider or "", info.judge.api_key_env)
 
 
 def junit_properties_enabled(config: pytest.Config) -> bool:
@@ -358,7 +281,7 @@ def junit_properties_enabled(config: pytest.Config) -> bool:
     return bool(option) if option is not None else bool(config.getini("llmjudge_junit_properties"))
 
 
-def record_properties(item: pytest.Item, properties: Iterable[tuple[str, Any]]) -> None:
+def record_properties(state: ReportState, item: pytest.Item, properties: Iterable[tuple[str, Any]]) -> None:
     """Record an item's results for JUnit: ``(name, value)`` pairs, ``None`` values left out.
 
     They are kept in the run's report state (redacted and control-escaped text) until the
@@ -367,7 +290,7 @@ def record_properties(item: pytest.Item, properties: Iterable[tuple[str, Any]]) 
     writes as testcase ``<properties>``.
     """
     secrets = run_secrets(item.config)
-    recorded = item.config.stash[state_key].properties.setdefault(item.nodeid, [])
+    recorded = state.properties.setdefault(item.nodeid, [])
     opted_in = junit_properties_enabled(item.config)
     for name, value in properties:
         if value is None:
@@ -399,14 +322,10 @@ def _clean_longrepr(report: pytest.TestReport, secrets: list[str]) -> None:
         report.longrepr = clean_text(str(longrepr), secrets)
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None]
-) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """The plugin's items' reports: text cleaned, recorded results attached (they travel under xdist)."""
-    report = yield
-    if not is_enabled(item.config) or not _own_item(item):
-        return report
+def clean_report(state: ReportState, item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport) -> None:
+    """One of the plugin's items' reports: text cleaned, recorded results attached (they travel under xdist)."""
+    if not _own_item(item):
+        return
     if report.longrepr is not None:
         _clean_longrepr(report, run_secrets(item.config))
     reason = getattr(report, "wasxfail", None)
@@ -415,44 +334,37 @@ def pytest_runtest_makereport(
     path, line, domain = report.location
     # The failure's headline, and the file pytest shows with -vv (and JUnit's xunit1 'file').
     report.location = (escape_controls(path, ONE_LINE), line, escape_controls(domain, ONE_LINE))
-    recorded = item.config.stash[state_key].properties.pop(item.nodeid, None) if call.when == "call" else None
+    recorded = state.properties.pop(item.nodeid, None) if call.when == "call" else None
     # Only a run that writes JUnit needs them on the report (xdist workers have the option too):
     # pytest's terminal statistics keep every report to the end of the run.
     if recorded and getattr(item.config.option, "xmlpath", None):
         report.llmjudge_junit = [list(pair) for pair in recorded]  # type: ignore[attr-defined]
-    return report
 
 
-class JUnitSystemOut:
-    """Writes each item's recorded results as a ``<system-out>`` of its JUnit testcase.
+def junit_system_out(config: pytest.Config, collector: ResultsCollector, report: pytest.TestReport) -> None:
+    """Write an item's recorded results as a ``<system-out>`` of its JUnit testcase.
 
-    Runs after pytest's own JUnit writer handled the same report (trylast), on the process
-    that writes the file (the controller under xdist), and works whatever ``junit_logging``
-    says. The call report is the last one before the teardown report closes the testcase.
+    Called after pytest's own JUnit writer handled the same report, on the process that
+    writes the file (the controller under xdist), whatever ``junit_logging`` says. The call
+    report is the last one before the teardown report closes the testcase.
     """
+    # Taken off the report once written: the report lives to the end of the run.
+    recorded = report.__dict__.pop("llmjudge_junit", None)
+    if not recorded or report.when != "call":
+        return
+    from xml.etree import ElementTree
 
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
+    from _pytest.junitxml import bin_xml_escape, xml_key
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        # Taken off the report once written: the report lives to the end of the run.
-        recorded = report.__dict__.pop("llmjudge_junit", None)
-        if not recorded or report.when != "call":
-            return
-        from xml.etree import ElementTree
+    from pytest_llmjudge.report.junit import system_out
 
-        from _pytest.junitxml import bin_xml_escape, xml_key
-
-        from pytest_llmjudge.report.junit import system_out
-
-        xml = self.config.stash.get(xml_key, None)
-        if xml is None:
-            return
-        outcome = self.config.stash[state_key].xfail.get(report.nodeid) or report.outcome
-        element = ElementTree.Element("system-out")
-        element.text = bin_xml_escape(system_out([(str(n), str(v)) for n, v in recorded], outcome))
-        xml.node_reporter(report).append(element)
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    outcome = collector.xfail.get(report.nodeid) or report.outcome
+    element = ElementTree.Element("system-out")
+    element.text = bin_xml_escape(system_out([(str(n), str(v)) for n, v in recorded], outcome))
+    xml.node_reporter(report).append(element)
 
 
 def _records(collector: ResultsCollector, xfail: dict[str, str]) -> list[ItemRecord]:
@@ -464,22 +376,21 @@ def _records(collector: ResultsCollector, xfail: dict[str, str]) -> list[ItemRec
     return records
 
 
-def build(config: pytest.Config, exit_status: int | None = None) -> ReportDocument | None:
+def build(
+    config: pytest.Config,
+    state: ReportState,
+    collector: ResultsCollector,
+    board: ScoreBoard,
+    exit_status: int | None = None,
+) -> ReportDocument:
     """The run's report document (cached once the session has finished)."""
-    state = config.stash.get(state_key, None)
-    collector: ResultsCollector | None = config.stash.get(results_key, None)
-    if state is None or collector is None:
-        return None
     if state.document is not None:
         return state.document
     import pytest_llmjudge
     from pytest_llmjudge.report.assemble import RunInputs, build_document
     from pytest_llmjudge.report.document import RunInfo
 
-    settings = None
-    board = config.stash.get(scoreboard_key, None)
-    if board is not None:
-        settings = board.settings
+    settings = board.settings
     randomly_seed = config.getoption("randomly_seed", None)
     run = RunInfo(
         timestamp=datetime.fromtimestamp(state.started, timezone.utc).isoformat(timespec="seconds"),
@@ -489,21 +400,19 @@ def build(config: pytest.Config, exit_status: int | None = None) -> ReportDocume
         python_version=platform.python_version(),
         pytest_args=[str(arg) for arg in config.invocation_params.args],
         exit_status=None if exit_status is None else int(exit_status),
-        xdist_workers=state.workers,
+        xdist_workers=collector.workers,
         pytest_randomly_seed=randomly_seed if isinstance(randomly_seed, int) else None,
-        cache_mode=None if settings is None else settings.cache_mode,
-        overrides=None
-        if settings is None
-        else {"provider": settings.provider, "model": settings.model, "base_url": settings.base_url},
+        cache_mode=settings.cache_mode,
+        overrides={"provider": settings.provider, "model": settings.model, "base_url": settings.base_url},
         # A dead judge or a rejected key, once for the run (the cases say it in one line each).
         judge_headlines=collector.judge_headlines(),
     )
-    records = _records(collector, state.xfail)
+    records = _records(collector, collector.xfail)
     recorded = {record.nodeid for record in records}
     document = build_document(
         RunInputs(
             records=records,
-            not_run=[entry for nodeid, entry in state.not_run.items() if nodeid not in recorded],
+            not_run=[entry for nodeid, entry in collector.not_run.items() if nodeid not in recorded],
             suites=list(state.suites.values()),
             stats=collector.run_stats(),
             prices=state.prices,
@@ -517,25 +426,18 @@ def build(config: pytest.Config, exit_status: int | None = None) -> ReportDocume
     return document
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+def write_reports(
+    session: pytest.Session, exitstatus: int, state: ReportState, collector: ResultsCollector, board: ScoreBoard
+) -> None:
+    """Write the report files, the history and the step summary (the process that owns the terminal)."""
     config = session.config
-    state = config.stash.get(state_key, None)
-    if state is None:
-        return
-    workeroutput = getattr(config, "workeroutput", None)
-    if workeroutput is not None:
-        workeroutput[_WORKER_KEY] = [info.to_wire() for info in state.suites.values()]
-        return
     step_summary = _step_summary_path(config)
-    history = run_history(config)
-    if not writes_allowed(config) or (not state.targets and step_summary is None and history is None):
+    history = state.history
+    if not state.targets and step_summary is None and history is None:
         return
-    document = build(config, int(exitstatus))
-    if document is None:
-        return
+    document = build(config, state, collector, board, int(exitstatus))
     if history is not None:
-        _with_history(config, state, document, history, int(exitstatus))
+        _with_history(config, state, collector, document, history, int(exitstatus))
     from pytest_llmjudge.report.html import write_html
     from pytest_llmjudge.report.json_report import write_json
     from pytest_llmjudge.report.markdown import append_step_summary, write_markdown
@@ -566,34 +468,32 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
 
-_history_key = pytest.StashKey["History | None"]()
-
-
-def run_history(config: pytest.Config) -> History | None:
+def open_run_history(config: pytest.Config) -> History | None:
     """The run's history (``--llmjudge-history``: a directory relative to the invocation
     directory, or a ``redis://``/``s3://`` URL; ini ``llmjudge_history``: relative to the rootdir),
-    opened once per run. A remote history that can't be opened is a usage error."""
-    if _history_key in config.stash:
-        return config.stash[_history_key]
+    opened once per run by the Run. A remote history that can't be opened is a usage error."""
     from pytest_llmjudge.errors import LLMJudgeError
     from pytest_llmjudge.history import open_history
 
     option = config.getoption("llmjudge_history", None)
     ini = config.getini("llmjudge_history")
-    history: History | None = None
     try:
         if option:
-            history = open_history(str(option), Path(config.invocation_params.dir))
-        elif ini:
-            history = open_history(str(ini), Path(config.rootpath))
+            return open_history(str(option), Path(config.invocation_params.dir))
+        if ini:
+            return open_history(str(ini), Path(config.rootpath))
     except LLMJudgeError as exc:
         raise pytest.UsageError(f"pytest-llmjudge: --llmjudge-history: {exc}") from None
-    config.stash[_history_key] = history
-    return history
+    return None
 
 
 def _with_history(
-    config: pytest.Config, state: ReportState, document: ReportDocument, store: History, exitstatus: int
+    config: pytest.Config,
+    state: ReportState,
+    collector: ResultsCollector,
+    document: ReportDocument,
+    store: History,
+    exitstatus: int,
 ) -> None:
     """Earlier runs' rows into the document (for the HTML trends), then this run appended and its
     scores kept as the branch's baseline. A history that can't be written fails the run, like a report."""
@@ -647,7 +547,6 @@ def _with_history(
             for r in document.summary
         ),
     )
-    collector: ResultsCollector = config.stash[results_key]
     try:
         store.append(run)
         baseline = build_baseline(
@@ -704,49 +603,38 @@ def summary_mode(config: pytest.Config) -> str:
     return "full" if config.get_verbosity() > 0 else "short"
 
 
-class SummaryWriter:
-    """Writes the ``llmjudge summary`` section and the "judge items did not run" lines.
+def write_summary(
+    config: pytest.Config,
+    terminalreporter: Any,
+    state: ReportState,
+    collector: ResultsCollector,
+    board: ScoreBoard,
+) -> None:
+    """The ``llmjudge summary`` section and the "judge items did not run" lines."""
+    from pytest_llmjudge.judge_policy import summary_lines as no_judge_lines
+    from pytest_llmjudge.report.terminal import short_summary_lines, summary_lines
 
-    A plugin object registered at configure time, so its summary comes before the feature
-    plugins' own lines (gates, regressions), as the results collector's did.
-    """
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        config = self.config
-        collector = config.stash.get(results_key, None)
-        if collector is None or hasattr(config, "workerinput"):
-            return
-        from pytest_llmjudge.judge_policy import summary_lines as no_judge_lines
-        from pytest_llmjudge.report.terminal import short_summary_lines, summary_lines
-
-        document = build(config)
-        if document is not None:
-            quiet = config.get_verbosity() < 0
-            width = _terminal_width(terminalreporter)
-            if quiet or summary_mode(config) == "full":
-                lines = summary_lines(document, quiet=quiet, width=width)
-            else:
-                lines = short_summary_lines(document, width=width)
-            if lines:
-                terminalreporter.write_sep("=", "llmjudge summary")
-                for text, style in lines:
-                    # The document is redacted already; its names and ids may still hold control characters.
-                    terminalreporter.write_line(escape_controls(text, ONE_LINE), **({style: True} if style else {}))
-        # Always, also with -q: a run whose judge items did not run must say so.
-        for line, failed in no_judge_lines(collector.no_judge):
-            terminalreporter.write_line(line, **({"red": True} if failed else {"yellow": True}))
+    document = build(config, state, collector, board)
+    quiet = config.get_verbosity() < 0
+    width = _terminal_width(terminalreporter)
+    if quiet or summary_mode(config) == "full":
+        lines = summary_lines(document, quiet=quiet, width=width)
+    else:
+        lines = short_summary_lines(document, width=width)
+    if lines:
+        terminalreporter.write_sep("=", "llmjudge summary")
+        for text, style in lines:
+            # The document is redacted already; its names and ids may still hold control characters.
+            terminalreporter.write_line(escape_controls(text, ONE_LINE), **({style: True} if style else {}))
+    # Always, also with -q: a run whose judge items did not run must say so.
+    for line, failed in no_judge_lines(collector.no_judge):
+        terminalreporter.write_line(line, **({"red": True} if failed else {"yellow": True}))
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    state = config.stash.get(state_key, None)
-    if state is None or hasattr(config, "workerinput"):
-        return
+def write_written(config: pytest.Config, terminalreporter: Any, state: ReportState) -> None:
+    """The files written (like pytest's "generated xml file" line) and the ones that could not be."""
     for kind, path in state.written:
-        if config.get_verbosity() >= 0:  # like pytest's "generated xml file" line
+        if config.get_verbosity() >= 0:
             terminalreporter.write_sep("-", f"llmjudge {kind} report: {path}")
     for error in state.errors:
         terminalreporter.write_sep("-", f"llmjudge: {error}", red=True)

@@ -1,18 +1,23 @@
-"""The results collector: every item's record and the judge accounting, gathered where the summary is written.
+"""The results collector: the one listener that every report of the run is built from.
 
-Items keep a typed record (``records.py``), which the core plugin attaches to the call
-report (``report.llmjudge``); the collector, a plugin object registered by the core plugin
-under ``--llmjudge``, receives the reports (on the controller under pytest-xdist, where the
-records arrive with them) together with the items that could not run for want of a judge.
-The workers' call accounting and per-endpoint tallies travel through ``workeroutput`` and
-are summed here. Each record gets its report's ``nodeid`` and ``outcome``.
+Items keep a typed record (``records.py``), which the Run attaches to the call report
+(``report.llmjudge``); the Run hands every test report to :meth:`ResultsCollector.add` (on
+the controller under pytest-xdist, where the records arrive with them) and every finished
+xdist worker's :class:`~pytest_llmjudge.session.channel.WorkerReport` to
+:meth:`ResultsCollector.add_worker`. It keeps:
+
+* each item's record, with its report's ``nodeid`` and ``outcome``;
+* the items that could not run for want of a judge (``llmjudge_no_judge``);
+* expected failures (pytest reports them as skipped or passed) and the suite items that
+  ended without a record (an error in setup, a skip), for the reports' "not run" list;
+* the workers' call accounting, per-endpoint tallies, cache problems and suite infos.
 
 Every record lives once: a record built in this process is the item's own object, kept as
 is (the item, its report and the collector share it); one that arrived from an xdist
 worker in wire form is parsed back (:func:`~pytest_llmjudge.records.record_from_wire`; one
 that does not parse is a bug and raises) and replaces the wire dict on the report, which
-pytest's terminal statistics keep to the end of the run. The report plugin renders what
-this holds; the collector itself writes nothing.
+pytest's terminal statistics keep to the end of the run. The reports render what this
+holds; the collector itself writes nothing.
 """
 
 from __future__ import annotations
@@ -23,33 +28,64 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_llmjudge.judge_policy import NoJudge
-from pytest_llmjudge.session.state import scoreboard_key
+from pytest_llmjudge.session.channel import WorkerReport
 
 if TYPE_CHECKING:
     from pytest_llmjudge.execution.runner import RunnerStats
+    from pytest_llmjudge.execution.scoreboard import ScoreBoard
     from pytest_llmjudge.records import ItemRecord
+    from pytest_llmjudge.report.document import NotRun, SuiteInfo
+
+_SUITE_FILES = (".yaml", ".yml")
+MAX_REASON_CHARS = 500
+
+
+def _suite_item(nodeid: str) -> bool:
+    return nodeid.split("::", 1)[0].endswith(_SUITE_FILES)
+
+
+def _reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        text = str(longrepr[2])
+        text = text[len("Skipped: ") :] if text.startswith("Skipped: ") else text
+    else:
+        lines = [line.strip() for line in report.longreprtext.splitlines() if line.strip()]
+        text = " ".join(lines[:3])
+    return text[:MAX_REASON_CHARS]
 
 
 class ResultsCollector:
-    """Collects item records (``report.llmjudge``, carried by reports under xdist too) for the summary."""
+    """Collects item records (``report.llmjudge``, carried by reports under xdist too) for every report."""
 
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
+    def __init__(self, board: ScoreBoard | None = None) -> None:
+        self.board = board
+        """This process's scoreboard: its own accounting is added to the workers'."""
         self.records: list[ItemRecord] = []
         """The items' typed records (``report.llmjudge``, parsed back under xdist) with ``nodeid`` and ``outcome``."""
         self.worker_stats: list[dict[str, int]] = []
+        """Each xdist worker's (and each merged shard report's) judge-call accounting."""
         self.worker_endpoints: list[dict[str, Any]] = []
         """Each xdist worker's judge calls per endpoint (``judges/diagnosis.py``), for the headline."""
         self.cache_problems: list[list[str]] = []
         """Each xdist worker's cache-location headlines (``ScoreBoard.cache_problems``)."""
         self.store_failures: list[str] = []
+        """Why xdist workers gave up the remote cache store (``execution/stores/fallback.py``)."""
         self.rejections: dict[str, int] = {}
         """Rejected cache entries of xdist workers, by reason."""
-        """Why xdist workers gave up the remote cache store (``execution/stores/fallback.py``)."""
         self.no_judge: list[NoJudge] = []
         """Items that did not run because their judge can't be called (skip_or_fail_without_judge)."""
+        self.not_run: dict[str, NotRun] = {}
+        """Suite items that ended without a record (not passed), by node id."""
+        self.xfail: dict[str, str] = {}
+        """nodeid -> ``xfailed`` or ``xpassed`` (pytest reports those as skipped or passed)."""
+        self.worker_suites: list[SuiteInfo] = []
+        """What the xdist workers' collection knew of each suite."""
+        self.workers = 0
+        """How many xdist workers finished."""
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+    def add(self, report: pytest.TestReport) -> None:
+        """Take one test report (each phase of each item, in the process that writes the reports)."""
         carried = getattr(report, "llmjudge", None)
         if carried is not None:
             from pytest_llmjudge.records import ItemRecord, record_from_wire  # pydantic: only once a record arrives
@@ -66,45 +102,67 @@ class ResultsCollector:
         no_judge = getattr(report, "llmjudge_no_judge", None)
         if isinstance(no_judge, dict):
             self.no_judge.append(NoJudge(bool(no_judge["fail"]), str(no_judge["reason"]), str(no_judge["rule"])))
+        self._note_not_run(report)
 
-    @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown without xdist
-    def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        stats = (getattr(node, "workeroutput", None) or {}).get("llmjudge_stats")
-        if stats:
-            self.worker_stats.append(stats)
-        endpoints = (getattr(node, "workeroutput", None) or {}).get("llmjudge_endpoints")
-        if endpoints:
-            self.worker_endpoints.append(endpoints)
-        cache_problems = (getattr(node, "workeroutput", None) or {}).get("llmjudge_cache_problems")
-        if cache_problems:
-            self.cache_problems.append([str(line) for line in cache_problems])
-        rejections = (getattr(node, "workeroutput", None) or {}).get("llmjudge_rejections")
-        if isinstance(rejections, dict):
-            for reason, count in rejections.items():
-                self.rejections[str(reason)] = self.rejections.get(str(reason), 0) + int(count)
-        store_failure = (getattr(node, "workeroutput", None) or {}).get("llmjudge_store_failure")
-        if store_failure:
-            self.store_failures.append(str(store_failure))
+    def _note_not_run(self, report: pytest.TestReport) -> None:
+        """Remember expected failures, and suite items that end without a structured record."""
+        if hasattr(report, "wasxfail") and report.when == "call":
+            self.xfail[report.nodeid] = "xfailed" if report.skipped else "xpassed"
+        if not _suite_item(report.nodeid) or getattr(report, "llmjudge", None) is not None:
+            return
+        if report.outcome == "passed" or report.nodeid in self.not_run:
+            return
+        failed_outside_call = report.when != "call" and report.outcome == "failed"
+        outcome: Any = "error" if failed_outside_call else report.outcome
+        if hasattr(report, "wasxfail") and report.skipped:
+            outcome = "xfailed"
+        from pytest_llmjudge.report.document import NotRun
 
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        board = self.config.stash.get(scoreboard_key, None)
-        workeroutput = getattr(self.config, "workeroutput", None)
-        if board is not None and board.runner_started and workeroutput is not None:
-            workeroutput["llmjudge_stats"] = asdict(board.runner.stats)
-            workeroutput["llmjudge_endpoints"] = board.runner.endpoints.as_dict()
-        if board is not None and workeroutput is not None and board.cache_problems:
-            workeroutput["llmjudge_cache_problems"] = board.cache_problems
-        if board is not None and board.runner_started and workeroutput is not None and board.runner.rejections:
-            workeroutput["llmjudge_rejections"] = dict(board.runner.rejections)
-        if board is not None and workeroutput is not None and board.store_failure:
-            workeroutput["llmjudge_store_failure"] = board.store_failure
+        self.not_run[report.nodeid] = NotRun(
+            nodeid=report.nodeid, outcome=outcome, when=report.when, reason=_reason(report)
+        )
+
+    def add_worker(self, sent: WorkerReport) -> None:
+        """Take what one finished xdist worker sent back."""
+        self.workers += 1
+        if sent.stats:
+            self.worker_stats.append(sent.stats)
+        if sent.endpoints:
+            self.worker_endpoints.append(sent.endpoints)
+        if sent.cache_problems:
+            self.cache_problems.append(sent.cache_problems)
+        for reason, count in sent.rejections.items():
+            self.rejections[reason] = self.rejections.get(reason, 0) + count
+        if sent.store_failure:
+            self.store_failures.append(sent.store_failure)
+        if sent.suites:
+            from pytest_llmjudge.report.document import SuiteInfo
+
+            self.worker_suites.extend(SuiteInfo.model_validate(wire) for wire in sent.suites)
+
+    def send_to_controller(self, workeroutput: dict[str, Any]) -> None:
+        """In an xdist worker: this process's accounting into ``workeroutput`` (``session/channel.py``)."""
+        from pytest_llmjudge.session import channel
+
+        board = self.board
+        if board is None:
+            return
+        if board.runner_started:
+            workeroutput[channel.STATS] = asdict(board.runner.stats)
+            workeroutput[channel.ENDPOINTS] = board.runner.endpoints.as_dict()
+        if board.cache_problems:
+            workeroutput[channel.CACHE_PROBLEMS] = board.cache_problems
+        if board.runner_started and board.runner.rejections:
+            workeroutput[channel.REJECTIONS] = dict(board.runner.rejections)
+        if board.store_failure:
+            workeroutput[channel.STORE_FAILURE] = board.store_failure
 
     def judge_headlines(self) -> list[str]:
         """One line per judge endpoint whose calls failed, and one if the remote cache store failed,
         over this process and its xdist workers."""
         from pytest_llmjudge.judges.diagnosis import EndpointTally, headlines
 
-        board = self.config.stash.get(scoreboard_key, None)
+        board = self.board
         tally = EndpointTally()
         for endpoints in self.worker_endpoints:
             tally.merge(endpoints)
@@ -156,7 +214,7 @@ class ResultsCollector:
     def run_stats(self) -> RunnerStats | None:
         from pytest_llmjudge.execution.runner import RunnerStats
 
-        board = self.config.stash.get(scoreboard_key, None)
+        board = self.board
         totals = RunnerStats()
         seen = False
         sources: list[dict[str, int]] = list(self.worker_stats)
@@ -167,6 +225,3 @@ class ResultsCollector:
             for f in fields(RunnerStats):
                 setattr(totals, f.name, getattr(totals, f.name) + int(source.get(f.name, 0)))
         return totals if seen else None
-
-
-results_key = pytest.StashKey[ResultsCollector]()

@@ -11,8 +11,8 @@ Suite cases and aggregates (``suite_items.py``), calibration gates and sanity ch
 * ``llmjudge_result`` is the item's typed record (``records.py``), attached to its call
   report by the core plugin (in wire form when the report travels to the xdist
   controller); :func:`record` records the record's ``junit_properties()`` for JUnit
-  through the recorder the report plugin installs
-  (:data:`~pytest_llmjudge.session.state.recorder_key`): without the report plugin
+  through the recorder the Run installs
+  (:data:`~pytest_llmjudge.session.state.recorder_key`): without it (no ``--llmjudge``)
   nothing is recorded, and the item runs the same;
 * ``reportinfo`` defaults to the file's first line and the item's name.
 
@@ -67,22 +67,15 @@ Planner = Callable[[Sequence[pytest.Item]], Iterable[tuple["Suite", "Case", str]
 """Judge calls that selected items need but no item asks for itself (a calibrated suite's
 judge must pass its gate before the suite's items run)."""
 
-planners_key = pytest.StashKey[list[Planner]]()
-"""The feature plugins' :data:`Planner` s, registered at configure time."""
 
-
-def selected_calls(
-    items: Sequence[pytest.Item], config: pytest.Config | None = None
-) -> Iterator[tuple[Suite, Case, str]]:
+def selected_calls(items: Sequence[pytest.Item], planners: Sequence[Planner] = ()) -> Iterator[tuple[Suite, Case, str]]:
     """The planned judge calls (scoreboard needs) of ``items``, in item order, then those the
-    feature plugins' planners add for them (with ``config``): the one plan the core plugin
-    submits and batch mode sends."""
+    ``planners`` add for them: the one plan the Run submits and batch mode sends."""
     for item in items:
         if isinstance(item, LLMJudgeItem):
             yield from item.planned_calls()
-    if config is not None:
-        for planner in config.stash.get(planners_key, []):
-            yield from planner(items)
+    for planner in planners:
+        yield from planner(items)
 
 
 def selected_requests(items: Iterable[pytest.Item]) -> Iterator[tuple[JudgeProvider, ProviderRequest]]:

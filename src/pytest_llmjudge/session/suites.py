@@ -1,7 +1,7 @@
 """Each suite file is built once per run: the suite's items and its regression items share one ``Suite``.
 
-``SuiteFile`` (``suite_items.py``) and ``RegressionFile`` (``regression/items.py``) collect from the
-same YAML file. :func:`built_suite` reads, parses and validates it on the first ask and keeps
+``SuiteFile`` (``suite_items.py``) and its regression items (``regression/items.py``) are
+collected from the same YAML file. :func:`built_suite` reads, parses and validates it on the first ask and keeps
 the result in the stash by path, so the second collector gets the same object (and the
 scoreboard sees one set of cases, keyed alike, for both).
 
