@@ -113,11 +113,11 @@ class ProgressDisplay:
         if len(self.models) != 1:
             return None
         try:
-            # As the report plugin reads them (report/plugin.py price_lines): the ini, then --llmjudge-price.
+            # As the reports read them (report/plugin.py price_lines): the ini, then --llmjudge-price.
             lines = [*self.config.getini("llmjudge_prices"), *self.config.getoption("llmjudge_price", [])]
             prices = parse_prices(str(line) for line in lines)
         except PriceError:
-            return None  # the report plugin turns a bad table into a usage error
+            return None  # the Run turns a bad table into a usage error
         found = price_for(next(iter(self.models)), prices)
         return None if found is None else found[1]
 

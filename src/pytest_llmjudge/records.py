@@ -1,6 +1,6 @@
 """Typed result records: what each kind of item found, in one shape every reader shares.
 
-An item builds one record when it runs (``item.llmjudge_result``); the core plugin attaches
+An item builds one record when it runs (``item.llmjudge_result``); the Run attaches
 its wire form (:meth:`ItemRecord.to_wire`, plain JSON types, so it travels with the report
 under pytest-xdist) and the results collector turns it back into a record
 (:func:`record_from_wire`) with the item's ``nodeid`` and ``outcome``. The terminal summary,

@@ -214,3 +214,15 @@ def test_an_interrupt_while_importing_a_target_still_stops_the_run(pytester: pyt
     # A subprocess: in-process, pytester hands the KeyboardInterrupt on to this session.
     result = pytester.runpytest_subprocess("--llmjudge")
     assert result.ret == pytest.ExitCode.INTERRUPTED
+
+
+def test_a_suite_with_a_regression_section_is_collected_once(pytester: pytest.Pytester) -> None:
+    """One File node per YAML file: a suite's regression items are collected with its own items,
+    under the same node, not by a second collector of the same file."""
+    pytester.makefile(".yaml", suite=RECORDED_SUITE + "regression: {baseline: missing}\n")
+    result = pytester.runpytest("--llmjudge", "--collect-only", "-p", "no:randomly")
+    files = [line.strip() for line in result.outlines if line.strip().startswith("<")]
+    assert [line for line in files if "suite.yaml" in line] == ["<SuiteFile suite.yaml>"]
+    items = [line.split(" ", 1)[1].rstrip(">") for line in files if not line.startswith(("<Dir", "<SuiteFile"))]
+    # The suite's own items first, then its regression item (the baseline can't be read: a failing item).
+    assert items[-1] == "regression[baseline]" and len(items) == len(set(items)) > 1

@@ -264,3 +264,30 @@ def test_ordering_markers_stand_only_in_the_run() -> None:
         if isinstance(node, ast.keyword) and node.arg in ("tryfirst", "trylast")
     )
     assert offenders == []
+
+
+def test_worker_traffic_goes_through_the_one_channel() -> None:
+    """Only ``session/channel.py`` touches xdist's ``workerinput``/``workeroutput``, and its docstring
+    lists every key it defines (what crosses between controller and workers is read in one place)."""
+    channel = f"{SESSION}.channel"
+    offenders = sorted(
+        module
+        for module, path in MODULES.items()
+        if module != channel
+        for node in ast.walk(_tree(path))
+        if (isinstance(node, ast.Attribute) and node.attr in ("workerinput", "workeroutput"))
+        or (isinstance(node, ast.Constant) and node.value in ("workerinput", "workeroutput"))
+    )
+    assert offenders == []
+    tree = _tree(MODULES[channel])
+    doc = ast.get_docstring(tree) or ""
+    keys = [
+        node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+        and node.value.value.startswith("llmjudge_")
+    ]
+    assert len(keys) == 9
+    assert [key for key in keys if f"``{key}``" not in doc] == []

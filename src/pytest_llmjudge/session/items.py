@@ -9,7 +9,7 @@ Suite cases and aggregates (``suite_items.py``), calibration gates and sanity ch
   failure report: ``repr_failure`` prints it as is, never a traceback into the plugin;
   any other exception is a bug and keeps pytest's traceback;
 * ``llmjudge_result`` is the item's typed record (``records.py``), attached to its call
-  report by the core plugin (in wire form when the report travels to the xdist
+  report by the Run (in wire form when the report travels to the xdist
   controller); :func:`record` records the record's ``junit_properties()`` for JUnit
   through the recorder the Run installs
   (:data:`~pytest_llmjudge.session.state.recorder_key`): without it (no ``--llmjudge``)
