@@ -172,10 +172,10 @@ class _CalibrationItem(LLMJudgeItem):
         if self.judge_problem is None:
             return
         from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
-        from pytest_llmjudge.session.state import settings_key
+        from pytest_llmjudge.session.state import scoreboard_key
 
         label = self.store.live_label(self.calibration)
-        skip_or_fail_without_judge(self.config.stash[settings_key], f"judge {label} {self.judge_problem}")
+        skip_or_fail_without_judge(self.config.stash[scoreboard_key].settings, f"judge {label} {self.judge_problem}")
 
     def _keep(self, result: ItemRecord) -> None:
         self.llmjudge_result = result

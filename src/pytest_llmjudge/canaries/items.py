@@ -118,11 +118,11 @@ class CanaryItem(LLMJudgeItem):
         if self.judge_problem is None:
             return
         from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
-        from pytest_llmjudge.session.state import scoreboard_key, settings_key
+        from pytest_llmjudge.session.state import scoreboard_key
 
         label = self.config.stash[scoreboard_key].judge_settings(self.suite.judge).label
         skip_or_fail_without_judge(
-            self.config.stash[settings_key], f"judge {label} {self.judge_problem}", self.suite.judge.required
+            self.config.stash[scoreboard_key].settings, f"judge {label} {self.judge_problem}", self.suite.judge.required
         )
 
     def runtest(self) -> None:

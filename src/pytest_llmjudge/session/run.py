@@ -60,7 +60,7 @@ from pytest_llmjudge.report import plugin as reports
 from pytest_llmjudge.session import channel
 from pytest_llmjudge.session.collector import ResultsCollector
 from pytest_llmjudge.session.items import Planner, file_node, selected_calls
-from pytest_llmjudge.session.state import recorder_key, scoreboard_key, settings_key
+from pytest_llmjudge.session.state import recorder_key, scoreboard_key
 from pytest_llmjudge.settings import OPTIONS, Settings, resolve_settings
 
 if TYPE_CHECKING:
@@ -114,7 +114,6 @@ class Run:
         # gc.collect() passes (the unraisable-exception check) skip the collected items.
         config.add_cleanup(_unfreeze_heap)
         self.settings = settings_from_config(config)
-        config.stash[settings_key] = self.settings
         config.pluginmanager.load_setuptools_entrypoints(_ENTRY_POINT_GROUP)
         self.board = self._scoreboard()
         config.stash[scoreboard_key] = self.board

@@ -1,4 +1,4 @@
-"""What items read of the run from ``config.stash``: the settings, the scoreboard, the JUnit recorder.
+"""What items read of the run from ``config.stash``: the scoreboard (and its settings), the JUnit recorder.
 
 The Run (``session/run.py``) owns the run's state as attributes; these keys are the few
 things the items (and the ``llmjudge_judge`` fixture, which works without ``--llmjudge``
@@ -13,13 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_llmjudge.settings import Settings
-
 if TYPE_CHECKING:
     from pytest_llmjudge.execution.scoreboard import ScoreBoard
 
 scoreboard_key: pytest.StashKey[ScoreBoard] = pytest.StashKey()
-settings_key = pytest.StashKey[Settings]()
 recorder_key = pytest.StashKey[Callable[[pytest.Item, Iterable[tuple[str, Any]]], None]]()
 """How items record their results for JUnit; installed by the Run (``report.plugin.record_properties``)."""
 
