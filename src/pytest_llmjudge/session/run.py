@@ -117,6 +117,16 @@ class Run:
         config.pluginmanager.load_setuptools_entrypoints(_ENTRY_POINT_GROUP)
         self.board = self._scoreboard()
         config.stash[scoreboard_key] = self.board
+        try:
+            self._configure()
+        except BaseException:
+            self.board.close()  # a usage error below: the Run is never registered, so nothing else would close it
+            raise
+
+    def _configure(self) -> None:
+        config = self.config
+        if self.board.spend is not None and self.settings.max_cost is not None:
+            self.board.spend.price = _pricer(config)
         self.results = ResultsCollector(self.board)
         self.write_targets: list[tuple[str, Path]] = []
         """``(what, path)`` of every file the run will write at its end (reports, a baseline)."""
@@ -166,8 +176,6 @@ class Run:
             from pytest_llmjudge.redaction import redact
 
             raise pytest.UsageError(f"pytest-llmjudge: {redact(str(exc))}") from None
-        if board.spend is not None and self.settings.max_cost is not None:
-            board.spend.price = _pricer(config)
         return board
 
     def claim_write_targets(self, targets: list[tuple[str, Path]]) -> None:
