@@ -1,4 +1,7 @@
-"""Shared fixtures: a loopback provider server with a scripted judge, and suite writers."""
+"""Shared fixtures: a loopback provider server with a scripted judge, and the test run's scheduling.
+
+The suite-text builders the test files share are in ``tests/builders.py`` (``from builders import ...``).
+"""
 
 from __future__ import annotations
 

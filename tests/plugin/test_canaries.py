@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from builders import judged, rows, suite_text
 
 from pytest_llmjudge.canaries import ATTACKS, canary_languages, canary_pairs
 from pytest_llmjudge.testing import JudgeQuery, LoopbackServer, ScriptedJudge
@@ -18,15 +19,13 @@ from pytest_llmjudge.testing import JudgeQuery, LoopbackServer, ScriptedJudge
 LANGUAGES = ("hi", "ja", "ar", "sw")
 
 
-def suite_text(base_url: str) -> str:
-    cases = "\n".join(f"  - {{id: {lang}-1, language: {lang}, output: ok}}" for lang in LANGUAGES)
-    return f"""suite: s
-judge: {{provider: openai, model: loopback-judge, base_url: "{base_url}", canaries: true}}
-cases:
-{cases}
-assert:
-  - linguistic_acceptability >= 0
-"""
+def canary_suite(base_url: str) -> str:
+    return suite_text(
+        "s",
+        rows(len(LANGUAGES), languages=LANGUAGES, case_id="{language}-1", input=None, output="ok"),
+        judge=judged(base_url, provider="openai", canaries=True),
+        asserts=["linguistic_acceptability >= 0"],
+    )
 
 
 def clean_texts() -> set[str]:
@@ -56,7 +55,7 @@ def test_canaries_fail_a_judge_that_obeys_injected_text_and_pass_one_that_does_n
     pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge, scores: object, outcome: str
 ) -> None:
     scripted_judge.scores = scores  # type: ignore[assignment]
-    pytester.makefile(".yaml", suite=suite_text(loopback.openai_base_url))
+    pytester.makefile(".yaml", suite=canary_suite(loopback.openai_base_url))
     result = pytester.runpytest("--llmjudge", "-v", "--llmjudge-report=json:r.json")
     canaries = len(LANGUAGES) * len(ATTACKS)
     result.assert_outcomes(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+import builders
 import pytest
 
 from pytest_llmjudge.testing import JudgeQuery, LoopbackServer, ScriptedJudge
@@ -21,16 +22,16 @@ SCORES: Scores = {
 
 
 def suite_text(scores: Scores = SCORES, *, head: str = "", aggregate: str = "") -> str:
-    lines = ["suite: grouped", head, "cases:"]
-    for (language, task), values in scores.items():
-        for index, value in enumerate(values):
-            metadata = f", metadata: {{task: {task}}}" if task else ""
-            lines.append(
-                f"  - {{id: {language}-{task or 'x'}-{index}, language: {language}, output: x{metadata}, "
-                f"recorded: {{task_quality: {value}}}}}"
-            )
-    lines += ["assert:", "  - task_quality >= 0", "aggregate:", aggregate or "  - mean(task_quality) >= 1.5"]
-    return "\n".join(lines) + "\n"
+    cases = [
+        {"id": f"{language}-{task or 'x'}-{index}", "language": language, "output": "x"}
+        | ({"metadata": {"task": task}} if task else {})
+        | {"recorded": {"task_quality": value}}
+        for (language, task), values in scores.items()
+        for index, value in enumerate(values)
+    ]
+    return builders.suite_text(
+        "grouped", cases, head=head, asserts=["task_quality >= 0"], aggregate=aggregate or ["mean(task_quality) >= 1.5"]
+    )
 
 
 OVERRIDES = """  - expr: mean(task_quality) >= 1.5

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import builders
 import pytest
 
 from pytest_llmjudge.stats.prediction_powered import ppi_mean
@@ -14,12 +15,12 @@ HI = [(2, [1, 1, 2]) if i % 3 == 0 else (2, [1]) for i in range(12)] + [(2, None
 
 
 def suite_text(rows: list[tuple[int, list[int] | None]], aggregate: str, head: str = "") -> str:
-    lines = ["suite: humans", head, "cases:"]
-    for index, (score, labels) in enumerate(rows):
-        human = f", human: {{task_quality: {labels}}}" if labels is not None else ""
-        lines.append(f"  - {{id: c{index}, language: hi, output: x, recorded: {{task_quality: {score}}}{human}}}")
-    lines += ["aggregate:", aggregate]
-    return "\n".join(line for line in lines if line) + "\n"
+    cases = [
+        {"id": f"c{index}", "language": "hi", "output": "x", "recorded": {"task_quality": score}}
+        | ({"human": {"task_quality": labels}} if labels is not None else {})
+        for index, (score, labels) in enumerate(rows)
+    ]
+    return builders.suite_text("humans", cases, head=head, asserts=(), aggregate=aggregate)
 
 
 def _expected(rows: list[tuple[int, list[int] | None]]) -> tuple[float, float, float]:

@@ -6,6 +6,7 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import builders
 import pytest
 
 from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
@@ -16,16 +17,8 @@ BASE = {"hi": [2] * 12, "fr": [2] * 12, "de": [1] * 12}
 def suite_text(
     scores: dict[str, list[int]], *, name: str = "release", extra: str = "", drop: set[str] = frozenset()
 ) -> str:
-    lines = [f"suite: {name}", extra, "cases:"]
-    for language, values in scores.items():
-        for index, value in enumerate(values):
-            case = f"{language}-{index}"
-            if case not in drop:
-                lines.append(
-                    f"  - {{id: {case}, language: {language}, output: x, recorded: {{task_quality: {value}}}}}"
-                )
-    lines += ["assert:", "  - task_quality >= 0"]
-    return "\n".join(lines) + "\n"
+    cases = builders.recorded_rows(scores, "task_quality", drop=drop)
+    return builders.suite_text(name, cases, head=extra, asserts=["task_quality >= 0"])
 
 
 def save_baseline(pytester: pytest.Pytester, name: str = "prod", scores: dict[str, list[int]] = BASE) -> Path:
@@ -266,7 +259,6 @@ def test_candidate_scored_by_the_judge_without_case_items(
 
 def test_save_and_compare_under_xdist(pytester: pytest.Pytester) -> None:
     """One distributed run compares with one baseline and saves another from the workers' records."""
-    pytest.importorskip("xdist")
     save_baseline(pytester)
     pytester.makefile(".yaml", suite=suite_text({"hi": [0] * 12, "fr": [2] * 12, "de": [1] * 12}))
     result = pytester.runpytest_inprocess(
