@@ -8,6 +8,8 @@ module writes ``from builders import suite_text, judged, rows``.
   YAML (``head``) for what the builder doesn't name (``metric_options``, ``regression``).
 - :func:`judged` is the judge block of a suite judged by the loopback server (or any
   provider): ``{provider, model: loopback-judge, base_url, ...options}``.
+- :data:`MOCK_PROVIDERS` hands the ``mock_judge`` fixture's provider to the conftest.py it
+  writes for a pytester run.
 - :func:`rows` makes ``n`` judged cases (``id``, ``language``, ``input``, ``output`` from
   format strings of the index); :func:`recorded_rows` makes cases with recorded scores,
   per language.
@@ -22,9 +24,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 LOOPBACK_MODEL = "loopback-judge"
+
+if TYPE_CHECKING:
+    from pytest_llmjudge.testing import MockProvider
+
+MOCK_PROVIDERS: dict[str, MockProvider] = {}
+"""In-process providers by name for the current test's pytester runs (the ``mock_judge`` fixture's)."""
 
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_ .-]*(?<! )")
 _YAML_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "null", "y", "n"})
