@@ -10,6 +10,8 @@ module writes ``from builders import suite_text, judged, rows``.
   provider): ``{provider, model: loopback-judge, base_url, ...options}``.
 - :data:`MOCK_PROVIDERS` hands the ``mock_judge`` fixture's provider to the conftest.py it
   writes for a pytester run.
+- :func:`builtin_registry` is the name table of a run without plugins (the ``registry``
+  fixture of ``tests/conftest.py``), for tests that build suites without pytest.
 - :func:`rows` makes ``n`` judged cases (``id``, ``language``, ``input``, ``output`` from
   format strings of the index); :func:`recorded_rows` makes cases with recorded scores,
   per language.
@@ -25,6 +27,9 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+from pytest_llmjudge import builtin_plugins
+from pytest_llmjudge.registry import Registry
 
 LOOPBACK_MODEL = "loopback-judge"
 
@@ -125,3 +130,12 @@ def suite_text(
     elif aggregate:
         lines += ["aggregate:", *(f"  - {entry}" for entry in aggregate)]
     return "\n".join(lines) + "\n"
+
+
+def builtin_registry() -> Registry:
+    """The names a run without plugins has: the built-in providers, rubrics and metrics."""
+    return Registry(
+        providers=dict(builtin_plugins.pytest_llmjudge_providers()),
+        rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics()),
+        metrics=dict(builtin_plugins.pytest_llmjudge_metrics()),
+    )

@@ -15,6 +15,7 @@ from pathlib import Path
 import builders
 import pytest
 
+from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.testing import LoopbackServer, MockProvider, ScriptedJudge
 
 # Imported once per test process, in pytest_sessionstart (so not for ``pytest --help``, which
@@ -109,6 +110,12 @@ def scripted_judge() -> ScriptedJudge:
 def loopback(scripted_judge: ScriptedJudge) -> Iterator[LoopbackServer]:
     with LoopbackServer(responder=scripted_judge) as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def registry() -> Registry:
+    """The built-in providers, rubrics and metrics, as a run without plugins has them (one per module)."""
+    return builders.builtin_registry()
 
 
 MOCK_CONFTEST = """
