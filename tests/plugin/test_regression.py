@@ -9,7 +9,7 @@ from pathlib import Path
 import builders
 import pytest
 
-from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
+from pytest_llmjudge.testing import MockProvider, ScriptedJudge
 
 BASE = {"hi": [2] * 12, "fr": [2] * 12, "de": [1] * 12}
 
@@ -220,7 +220,7 @@ def test_unreadable_baseline_fails_and_unknown_suite_is_skipped(pytester: pytest
 
 
 def test_candidate_scored_by_the_judge_without_case_items(
-    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
+    pytester: pytest.Pytester, mock_judge: MockProvider, scripted_judge: ScriptedJudge
 ) -> None:
     """Regression items ask the scoreboard themselves: -k deselects every case item."""
     baseline = {
@@ -234,7 +234,7 @@ def test_candidate_scored_by_the_judge_without_case_items(
                 "metrics": {
                     "linguistic_acceptability": {
                         "higher_is_better": True,
-                        "judges": ["openai:loopback-judge"],
+                        "judges": ["mock:loopback-judge"],
                         "scores": {"fr": {f"fr-{i}": 2.0 for i in range(10)}},
                     }
                 }
@@ -243,18 +243,15 @@ def test_candidate_scored_by_the_judge_without_case_items(
     }
     (pytester.path / "judged.json").write_text(json.dumps(baseline), encoding="utf-8")
     scripted_judge.scores = lambda q: 0 if "bad" in q.output else 2
-    cases = "".join(
-        f"  - {{id: fr-{i}, language: fr, output: '{'bad' if i < 7 else 'bon'} texte {i}'}}\n" for i in range(10)
-    )
+    cases = [{"id": f"fr-{i}", "language": "fr", "output": f"{'bad' if i < 7 else 'bon'} texte {i}"} for i in range(10)]
+    judge = builders.judged(provider="mock")
     pytester.makefile(
-        ".yaml",
-        suite=f"suite: live\njudge: {{model: loopback-judge, base_url: '{loopback.openai_base_url}'}}\n"
-        f"cases:\n{cases}assert:\n  - linguistic_acceptability >= 0\n",
+        ".yaml", suite=builders.suite_text("live", cases, judge=judge, asserts=["linguistic_acceptability >= 0"])
     )
     result = pytester.runpytest("--llmjudge", "--llmjudge-baseline=judged.json", "-k", "regression")
     result.assert_outcomes(failed=1, deselected=10)
     result.stdout.fnmatch_lines(["*candidate 0.600, baseline 2.000 over 10 paired cases*"])
-    assert loopback.stats()["requests"] == 10
+    assert len(mock_judge.requests) == 10
 
 
 def test_save_and_compare_under_xdist(pytester: pytest.Pytester) -> None:
