@@ -131,7 +131,8 @@ def pytest_llmjudge_providers():
 def mock_judge(pytester: pytest.Pytester, scripted_judge: ScriptedJudge) -> Iterator[MockProvider]:
     """The scripted judge in process, as provider ``mock`` (``judge: {provider: mock}``) of this
     test's in-process pytester runs, for tests that need a judge but not the wire. It is
-    registered as a user registers one: a conftest.py (written here) implementing the hook."""
+    registered as a user registers one: a conftest.py (written here) implementing the hook, so
+    a test using it writes no conftest.py of its own. ``requests`` lists what the judge was asked."""
     judge = MockProvider(scripted_judge)
     builders.MOCK_PROVIDERS["mock"] = judge
     pytester.makeconftest(MOCK_CONFTEST)
