@@ -27,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from pytest_llmjudge.errors import LLMJudgeError, MetricError, MissingDependencyError, SuiteError
 from pytest_llmjudge.judges.rubrics import Rubric
+from pytest_llmjudge.metrics import resolve_metric
 from pytest_llmjudge.metrics.rag import JUDGED_METRICS
 from pytest_llmjudge.metrics.scales import reference_scale
 from pytest_llmjudge.registry import Registry
@@ -711,7 +712,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             kinds[name] = "judged"
         elif registry.has_metric(name):
             try:
-                registry.metric(name, config.metric_options.get(name))
+                resolve_metric(name, config.metric_options.get(name), registry.metrics)
             except MissingDependencyError as exc:
                 raise SuiteError(str(exc), path=where, line=line, field=name) from None
             except (MetricError, LLMJudgeError) as exc:
