@@ -50,7 +50,7 @@ from pytest_llmjudge.suite.build import (
     read_records,
     validation_error,
 )
-from pytest_llmjudge.suite.expressions import Threshold
+from pytest_llmjudge.suite.expressions import MetricThreshold
 from pytest_llmjudge.suite.loader import LocatedDocument, line_for, load_yaml
 from pytest_llmjudge.suite.model import Case
 from pytest_llmjudge.suite.schema import JudgeConfig, RecordedScore, RubricConfig
@@ -253,14 +253,14 @@ def _unknown(kind: str, name: str, known: Iterable[str]) -> str:
 
 
 def _thresholds(
-    known: dict[tuple[str, ...], tuple[Threshold, ...]], metrics: tuple[str, ...], rubrics: Mapping[str, Rubric]
-) -> tuple[Threshold, ...]:
+    known: dict[tuple[str, ...], tuple[MetricThreshold, ...]], metrics: tuple[str, ...], rubrics: Mapping[str, Rubric]
+) -> tuple[MetricThreshold, ...]:
     """An item's thresholds (each metric scored at all: ``>=`` the scale's bottom), in metric name order,
     shared per metric set (keyed as the item lists its metrics)."""
     found = known.get(metrics)
     if found is None:
         found = known[metrics] = tuple(
-            Threshold(metric=metric, op=">=", value=float(rubrics[metric].scale[0])) for metric in sorted(metrics)
+            MetricThreshold(metric=metric, op=">=", value=float(rubrics[metric].scale[0])) for metric in sorted(metrics)
         )
     return found
 
@@ -338,7 +338,7 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
     seen: dict[str, tuple[Path, int | None]] = {}
     # Shared across items (100,000 items, a handful of each): thresholds per metric set, group names per
     # field values, annotator id sequences, and each metric's scale as a set.
-    thresholds: dict[tuple[str, ...], tuple[Threshold, ...]] = {}
+    thresholds: dict[tuple[str, ...], tuple[MetricThreshold, ...]] = {}
     group_names: dict[tuple[str, ...], str] = {}
     sequences: dict[tuple[str, ...], tuple[str, ...]] = {}
     label_scales: dict[str, tuple[frozenset[float], tuple[int, ...]]] = {}

@@ -20,7 +20,7 @@ from pytest_llmjudge.execution.scoreboard import Score
 from pytest_llmjudge.formatting import format_value
 from pytest_llmjudge.records import CanaryRecord
 from pytest_llmjudge.session.items import LLMJudgeItem, record
-from pytest_llmjudge.suite.expressions import Threshold
+from pytest_llmjudge.suite.expressions import MetricThreshold
 from pytest_llmjudge.suite.model import Case, Suite
 
 
@@ -53,7 +53,7 @@ def canary_suite(suite: Suite) -> Suite:
                         input=pair.input,
                         output=output,
                         thresholds=tuple(
-                            Threshold(metric=m, op=">=", value=float(suite.rubrics[m].scale[0])) for m in metrics
+                            MetricThreshold(metric=m, op=">=", value=float(suite.rubrics[m].scale[0])) for m in metrics
                         ),
                         path=suite.path,
                     )

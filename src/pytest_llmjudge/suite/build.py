@@ -36,7 +36,7 @@ from pytest_llmjudge.suite import schema
 from pytest_llmjudge.suite.expressions import (
     PASS_K_STATS,
     ExpressionError,
-    Threshold,
+    MetricThreshold,
     parse_aggregate,
     parse_override,
     parse_threshold,
@@ -453,7 +453,7 @@ def aggregate_human_labels(
 
 def _parse_thresholds(
     texts: Iterable[str], path: Path, lines: Mapping[tuple[Any, ...], int], at: tuple[Any, ...]
-) -> list[Threshold]:
+) -> list[MetricThreshold]:
     parsed = []
     for index, text in enumerate(texts):
         try:
