@@ -26,10 +26,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from pytest_llmjudge.stats.annotators import AggregationRule, AgreementConvention
-from pytest_llmjudge.suite.schema import JudgeConfig, Number, RecordedScore, RubricConfig
+from pytest_llmjudge.suite.schema import JudgeConfig, Number, RecordedScore, RubricConfig, StrictModel
 
 __all__ = [
     "CalibrationConfig",
@@ -43,15 +43,10 @@ __all__ = [
 ]
 
 
-class _Strict(BaseModel):
-    # As in suites: a NaN or infinite threshold, rate or score is never meant.
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
-
-
 Labels = dict[str | int, int]
 
 
-class CalibrationItemConfig(_Strict):
+class CalibrationItemConfig(StrictModel):
     """One judged text with its annotators' labels (and, optionally, recorded judge scores)."""
 
     id: str = Field(..., min_length=1)
@@ -100,7 +95,7 @@ class CalibrationItemConfig(_Strict):
         return {metric: {str(k): v for k, v in labels.items()} for metric, labels in self.human.items()}
 
 
-class ItemsFileConfig(_Strict):
+class ItemsFileConfig(StrictModel):
     """A JSONL file of items next to the calibration file, optionally filtered."""
 
     path: str
@@ -130,7 +125,7 @@ def _check_criteria(where: str, entry: dict[str, Any]) -> None:
             raise ValueError(f"{name} for {where} must be in [{low:g}, {high:g}], got {value}")
 
 
-class GateConfig(_Strict):
+class GateConfig(StrictModel):
     """When a group x metric passes: weighted F1 (or its CI lower bound) >= threshold, and the optional criteria."""
 
     threshold: float = Field(..., ge=0.0, le=1.0, description="Minimum judge-vs-human weighted F1.")
@@ -197,7 +192,7 @@ class GateConfig(_Strict):
         return value
 
 
-class CorrectionConfig(_Strict):
+class CorrectionConfig(StrictModel):
     """The per-language score correction and its held-out evaluation."""
 
     method: Literal["most_likely", "expected"] = Field(
@@ -213,7 +208,7 @@ class CorrectionConfig(_Strict):
     resamples: int = Field(1000, ge=10, le=100_000, description="Bootstrap resamples of the held-out gain.")
 
 
-class ConsistencyConfig(_Strict):
+class ConsistencyConfig(StrictModel):
     """Repeat the same request k times; the scores must agree (Hada et al. 2024a, sec. 3.5, 4.2.1)."""
 
     repeats: int = Field(5, ge=2, le=20)
@@ -222,7 +217,7 @@ class ConsistencyConfig(_Strict):
     metrics: list[str] | None = Field(None, description="Metrics to check (default: every gated metric).")
 
 
-class SensitivityConfig(_Strict):
+class SensitivityConfig(StrictModel):
     """Shuffle some words of each output; the judge must rate it worse (Hada et al. 2024a, sec. 4.3)."""
 
     metric: str = "linguistic_acceptability"
@@ -234,7 +229,7 @@ class SensitivityConfig(_Strict):
     items: int = Field(10, ge=1, description="Items per language (the first ones by id).")
 
 
-class SanityConfig(_Strict):
+class SanityConfig(StrictModel):
     """Judge sanity checks, run through the live judge."""
 
     consistency: ConsistencyConfig | None = None
@@ -242,7 +237,7 @@ class SanityConfig(_Strict):
     languages: list[str] | None = Field(None, description="Languages to check (default: all of the set).")
 
 
-class JuryConfig(_Strict):
+class JuryConfig(StrictModel):
     """Several live judges scored on the same items (``calibration/jury.py``)."""
 
     judges: list[JudgeConfig] = Field(..., min_length=2, description="The jury's judges (provider, model, ...).")
@@ -265,7 +260,7 @@ class JuryConfig(_Strict):
         return self
 
 
-class CalibrationConfig(_Strict):
+class CalibrationConfig(StrictModel):
     """A whole calibration file."""
 
     calibration: str = Field(..., min_length=1, description="Name; its presence marks the file as a calibration set.")
