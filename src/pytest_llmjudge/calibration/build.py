@@ -55,81 +55,9 @@ from pytest_llmjudge.suite.loader import LocatedDocument, line_for, load_yaml
 from pytest_llmjudge.suite.model import Case
 from pytest_llmjudge.suite.schema import JudgeConfig, RecordedScore, RubricConfig
 
-__all__ = ["CalibrationSet", "GateSettings", "LabelledItem", "build_calibration"]
+__all__ = ["CalibrationSet", "LabelledItem", "build_calibration"]
 
 _ITEM_FIELDS = frozenset(_field_names(CalibrationItemConfig))
-
-
-Override = float | Mapping[str, Any]
-
-
-def _criteria(entry: Override | None, metric: str) -> tuple[dict[str, float], dict[str, float]]:
-    """(criteria for every metric, criteria for ``metric``) of one per_language/per_group entry."""
-    if entry is None:
-        return {}, {}
-    if not isinstance(entry, Mapping):
-        return {"threshold": float(entry)}, {}
-    general = {k: float(v) for k, v in entry.items() if k in schema.CRITERIA}
-    specific = entry.get(metric)
-    if specific is None:
-        return general, {}
-    if isinstance(specific, Mapping):
-        return general, {k: float(v) for k, v in specific.items()}
-    return general, {"threshold": float(specific)}
-
-
-@dataclass(frozen=True)
-class GateSettings:
-    """The gate's thresholds and options, with the override rules applied by the lookups."""
-
-    threshold: float
-    per_metric: Mapping[str, Override] = field(default_factory=dict)
-    per_language: Mapping[str, Override] = field(default_factory=dict)
-    per_group: Mapping[str, Override] = field(default_factory=dict)
-    min_kappa: float | None = None
-    min_ceiling_ratio: float | None = None
-    max_abs_skew: float | None = None
-    ci_lower_bound: bool = False
-    confidence: float = 0.95
-    resamples: int = 1000
-    seed: int = 0
-    min_items: int = 30
-    max_unscored_rate: float = 0.0
-    xfail: Mapping[str, str | Mapping[str, str]] = field(default_factory=dict)
-
-    def criteria_for(self, language: str, metric: str, group: str | None = None) -> dict[str, float | None]:
-        """Every criterion of one gate. Most specific wins, per criterion: group+metric, group,
-        language+metric, language, metric, then the global value."""
-        found: dict[str, float | None] = {
-            "threshold": self.threshold,
-            "min_kappa": self.min_kappa,
-            "min_ceiling_ratio": self.min_ceiling_ratio,
-            "max_abs_skew": self.max_abs_skew,
-        }
-        metric_entry = self.per_metric.get(metric)
-        found.update(_criteria({metric: metric_entry} if metric_entry is not None else None, metric)[1])
-        layers = [_criteria(self.per_language.get(language), metric)]
-        if group is not None and group != language:
-            layers.append(_criteria(self.per_group.get(group), metric))
-        for general, specific in layers:
-            found.update(general)
-            found.update(specific)
-        return found
-
-    def threshold_for(self, language: str, metric: str, group: str | None = None) -> float:
-        """The weighted-F1 threshold (see :meth:`criteria_for` for the precedence)."""
-        return float(self.criteria_for(language, metric, group)["threshold"] or 0.0)
-
-    def xfail_for(self, language: str, metric: str, group: str | None = None) -> str | None:
-        """The reason a group x metric is a known failure (keyed by group name or language), or None."""
-        for key in (group, language):
-            entry = self.xfail.get(key) if key is not None else None
-            if isinstance(entry, Mapping):
-                if metric in entry:
-                    return entry[metric]
-            elif entry is not None:
-                return entry
-        return None
 
 
 @dataclass(frozen=True)
@@ -156,7 +84,8 @@ class CalibrationSet:
     ``group_by: [language]`` the group name is the language."""
     metrics: tuple[str, ...]
     languages: tuple[str, ...]
-    gate: GateSettings
+    gate: schema.GateConfig
+    """The ``gate:`` mapping as validated; its lookups apply the override rules."""
     aggregation: AggregationRule = "majority_then_rounded_mean"
     ceiling: Literal["slots", "annotators"] = "slots"
     convention: AgreementConvention = "all_pairs"
@@ -509,22 +438,7 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
         labelled={key: tuple(sorted(items, key=attrgetter("case.id"))) for key, items in sorted(labelled.items())},
         metrics=metrics,
         languages=languages,
-        gate=GateSettings(
-            threshold=gate.threshold,
-            per_metric=dict(gate.per_metric),
-            per_language=dict(gate.per_language),
-            per_group=dict(gate.per_group),
-            min_kappa=gate.min_kappa,
-            min_ceiling_ratio=gate.min_ceiling_ratio,
-            max_abs_skew=gate.max_abs_skew,
-            ci_lower_bound=gate.ci_lower_bound,
-            confidence=gate.confidence,
-            resamples=gate.resamples,
-            seed=gate.seed,
-            min_items=gate.min_items,
-            max_unscored_rate=gate.max_unscored_rate,
-            xfail=dict(gate.xfail),
-        ),
+        gate=gate,
         aggregation=config.aggregation,
         ceiling=config.ceiling,
         convention=config.agreement_convention,

@@ -24,6 +24,7 @@ set itself.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -125,8 +126,32 @@ def _check_criteria(where: str, entry: dict[str, Any]) -> None:
             raise ValueError(f"{name} for {where} must be in [{low:g}, {high:g}], got {value}")
 
 
+Override = float | Mapping[str, Any]
+"""A ``per_metric``/``per_language``/``per_group`` entry: a threshold, or criteria (and metrics)."""
+
+
+def _criteria(entry: Override | None, metric: str) -> tuple[dict[str, float], dict[str, float]]:
+    """(criteria for every metric, criteria for ``metric``) of one per_language/per_group entry."""
+    if entry is None:
+        return {}, {}
+    if not isinstance(entry, Mapping):
+        return {"threshold": float(entry)}, {}
+    general = {k: float(v) for k, v in entry.items() if k in CRITERIA}
+    specific = entry.get(metric)
+    if specific is None:
+        return general, {}
+    if isinstance(specific, Mapping):
+        return general, {k: float(v) for k, v in specific.items()}
+    return general, {"threshold": float(specific)}
+
+
 class GateConfig(StrictModel):
-    """When a group x metric passes: weighted F1 (or its CI lower bound) >= threshold, and the optional criteria."""
+    """When a group x metric passes: weighted F1 (or its CI lower bound) >= threshold, and the optional criteria.
+
+    The one place the gate's options and their defaults are written: a calibration set keeps
+    it as validated (``CalibrationSet.gate``), its lookups apply the override rules, and
+    :class:`~pytest_llmjudge.calibration.gate.GateOptions` takes its defaults from here.
+    """
 
     threshold: float = Field(..., ge=0.0, le=1.0, description="Minimum judge-vs-human weighted F1.")
     min_kappa: float | None = Field(None, ge=-1.0, le=1.0, description="Minimum judge-vs-human Cohen's kappa.")
@@ -190,6 +215,40 @@ class GateConfig(StrictModel):
                     raise ValueError(f"unknown criteria {unknown} for {group!r} {key!r}; known: {', '.join(CRITERIA)}")
                 _check_criteria(f"{group!r} {key!r}", criteria)
         return value
+
+    def criteria_for(self, language: str, metric: str, group: str | None = None) -> dict[str, float | None]:
+        """Every criterion of one gate. Most specific wins, per criterion: group+metric, group,
+        language+metric, language, metric, then the global value."""
+        found: dict[str, float | None] = {
+            "threshold": self.threshold,
+            "min_kappa": self.min_kappa,
+            "min_ceiling_ratio": self.min_ceiling_ratio,
+            "max_abs_skew": self.max_abs_skew,
+        }
+        metric_entry = self.per_metric.get(metric)
+        found.update(_criteria({metric: metric_entry} if metric_entry is not None else None, metric)[1])
+        layers = [_criteria(self.per_language.get(language), metric)]
+        if group is not None and group != language:
+            layers.append(_criteria(self.per_group.get(group), metric))
+        for general, specific in layers:
+            found.update(general)
+            found.update(specific)
+        return found
+
+    def threshold_for(self, language: str, metric: str, group: str | None = None) -> float:
+        """The weighted-F1 threshold (see :meth:`criteria_for` for the precedence)."""
+        return float(self.criteria_for(language, metric, group)["threshold"] or 0.0)
+
+    def xfail_for(self, language: str, metric: str, group: str | None = None) -> str | None:
+        """The reason a group x metric is a known failure (keyed by group name or language), or None."""
+        for key in (group, language):
+            entry = self.xfail.get(key) if key is not None else None
+            if isinstance(entry, Mapping):
+                if metric in entry:
+                    return entry[metric]
+            elif entry is not None:
+                return entry
+        return None
 
 
 class CorrectionConfig(StrictModel):
