@@ -39,7 +39,7 @@ from pytest_llmjudge.aggregate import (
     render_human_table,
     render_table,
 )
-from pytest_llmjudge.errors import ItemFailure, LLMJudgeError
+from pytest_llmjudge.errors import CaseFailure, LLMJudgeError
 from pytest_llmjudge.escaping import ONE_LINE, escape_controls
 from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
 from pytest_llmjudge.execution.sequential import NOT_NEEDED, SEQUENTIAL_STATS, RowRun, order_key, run_rounds
@@ -62,10 +62,6 @@ from pytest_llmjudge.suite.expressions import HUMAN_STATS, PASS_K_STATS, MetricT
 from pytest_llmjudge.suite.model import JUDGE_KINDS, AggregateCheck, Case, Suite
 
 EXCERPT_CHARS = 300
-
-
-class CaseFailure(ItemFailure):
-    """A case's score missed its threshold, or there is no score."""
 
 
 def _excerpt(text: str | None) -> str:

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from pytest_llmjudge.errors import ExpressionError
 from pytest_llmjudge.suite.expressions import (
     CASE_LANGUAGE,
     AggregateSpec,
-    ExpressionError,
     MetricThreshold,
     Op,
     parse_aggregate,

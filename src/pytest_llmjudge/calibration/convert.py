@@ -48,15 +48,11 @@ from typing import Any
 
 import yaml
 
-from pytest_llmjudge.errors import LLMJudgeError
+from pytest_llmjudge.errors import ConversionError, LLMJudgeError
 
 __all__ = ["ConversionError", "ConvertOptions", "Conversion", "convert", "main", "read_table"]
 
 Row = dict[str, Any]
-
-
-class ConversionError(LLMJudgeError):
-    """An annotation table that can't be turned into a calibration file."""
 
 
 def read_table(path: Path) -> list[Row]:

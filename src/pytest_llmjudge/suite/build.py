@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from pytest_llmjudge.errors import LLMJudgeError, MetricError, MissingDependencyError, SuiteError
+from pytest_llmjudge.errors import ExpressionError, LLMJudgeError, MetricError, MissingDependencyError, SuiteError
 from pytest_llmjudge.judges.rubrics import Rubric
 from pytest_llmjudge.metrics import resolve_metric
 from pytest_llmjudge.metrics.rag import JUDGED_METRICS
@@ -35,7 +35,6 @@ from pytest_llmjudge.stats.grouping import Group
 from pytest_llmjudge.suite import schema
 from pytest_llmjudge.suite.expressions import (
     PASS_K_STATS,
-    ExpressionError,
     MetricThreshold,
     parse_aggregate,
     parse_override,

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from pytest_llmjudge.errors import ExpressionError
 from pytest_llmjudge.metrics.language_codes import language_family
 
 Op = Literal[">=", ">", "<=", "<", "==", "!="]
@@ -71,10 +72,6 @@ _K_ARGUMENT = re.compile(r"^(?P<inner>.+?)\s*,\s*(?P<name>[A-Za-z_]\w*)\s*=\s*(?
 _OVERRIDE_RE = re.compile(rf"^\s*(?P<op>{_OP})?\s*(?P<value>\S+)\s*$")
 
 CASE_LANGUAGE = "case.language"
-
-
-class ExpressionError(ValueError):
-    """A threshold expression does not parse; the message says what was expected."""
 
 
 @dataclass(frozen=True)
