@@ -103,7 +103,8 @@ class Registry:
             raise ConfigError(f"unknown judge provider {name!r}; known: {', '.join(sorted(self.providers))}") from None
 
     def has_metric(self, name: str) -> bool:
-        return find_metric(name, self.metrics) is not None
+        """Whether a suite's metric name (spelt exactly) is a registered metric."""
+        return find_metric(name, self.metrics, as_written=True) is not None
 
     def known_names(self) -> list[str]:
         return sorted(set(self.rubrics) | {name.removesuffix("@K") for name in self.metrics})

@@ -1274,3 +1274,18 @@ def test_a_bad_aggregate_scale_names_its_entry(
     assert message in error.message
     assert error.field is not None and error.field.startswith(("aggregate[0]", "aggregate[1]"))
     assert error.line in (5, 6, 8)
+
+
+def test_metric_names_in_a_suite_are_spelt_as_registered(tmp_path: Path, registry: Registry) -> None:
+    # resolve_metric() forgives case ("ChrF" is chrf); a suite does not: its results, scales and
+    # metric_options are keyed by the name as written, so "ChrF" would be a metric without chrF's scale.
+    error = build_error(
+        tmp_path,
+        registry,
+        """\
+        suite: demo
+        cases:
+          - {id: a, language: hi, output: x, reference: y, assert: [ChrF >= 1]}
+        """,
+    )
+    assert (error.line, error.message) == (3, "threshold on undefined metric 'ChrF'")

@@ -205,17 +205,20 @@ def _parameters(factory: Callable[..., Any]) -> list[str] | None:
 
 
 def find_metric(
-    name: str, metrics: Mapping[str, Callable[..., Any]] = BUILTIN_METRICS
+    name: str, metrics: Mapping[str, Callable[..., Any]] = BUILTIN_METRICS, *, as_written: bool = False
 ) -> tuple[str, str | None] | None:
     """Where a metric name is registered: the key in ``metrics`` and the text after ``@``, if any.
 
-    The one parser of ``@K`` names. A name is looked up as written, then stripped and
-    lower-cased (``ChrF++`` is ``chrf++``; a plugin's ``MyMetric`` is found as written). A
-    family registered as ``base@K`` is found by its bare name (the factory's default k)
-    and by ``base@<k>``; a plain ``base`` whose factory takes ``k`` also answers to
-    ``base@<k>``. None for a name nothing is registered under (``chrf@3``).
+    The one parser of ``@K`` names. A name is looked up as written, then (unless
+    ``as_written``) stripped and lower-cased (``ChrF++`` is ``chrf++``; a plugin's
+    ``MyMetric`` is found as written). A suite names metrics as written: its results, scales
+    and ``metric_options`` are keyed by that name. A family registered as ``base@K`` is found
+    by its bare name (the factory's default k) and by ``base@<k>``; a plain ``base`` whose
+    factory takes ``k`` also answers to ``base@<k>``. None for a name nothing is registered
+    under (``chrf@3``).
     """
-    for key in dict.fromkeys((name, name.strip().lower())):
+    spellings = (name,) if as_written else (name, name.strip().lower())
+    for key in dict.fromkeys(spellings):
         if key in metrics:
             return key, None
         if f"{key}@K" in metrics:
