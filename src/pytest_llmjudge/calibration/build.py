@@ -86,13 +86,14 @@ class CalibrationSet:
     languages: tuple[str, ...]
     gate: schema.GateConfig
     """The ``gate:`` mapping as validated; its lookups apply the override rules."""
-    aggregation: AggregationRule = "majority_then_rounded_mean"
-    ceiling: Literal["slots", "annotators"] = "slots"
-    convention: AgreementConvention = "all_pairs"
-    group_by: tuple[str, ...] = ("language",)
+    # The options below come from the file, defaults included (calibration/schema.py writes them once).
+    aggregation: AggregationRule
+    ceiling: Literal["slots", "annotators"]
+    convention: AgreementConvention
+    group_by: tuple[str, ...]
+    correction: CorrectionConfig
     group_info: Mapping[str, Group] = field(default_factory=dict)
     """group name -> its fields and values."""
-    correction: CorrectionConfig = field(default_factory=CorrectionConfig)
     sanity: SanityConfig | None = None
     recorded_judge: str | None = None
     task: str | None = None
