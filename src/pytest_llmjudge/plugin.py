@@ -254,7 +254,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _pricer(config: pytest.Config) -> Callable[[str], tuple[float, float] | None]:
     """``model -> (input, output)`` USD per 1M tokens, from the table the cost report uses."""
-    from pytest_llmjudge.report.assemble import PriceError, parse_prices, price_for
+    from pytest_llmjudge.errors import PriceError
+    from pytest_llmjudge.report.assemble import parse_prices, price_for
     from pytest_llmjudge.report.plugin import price_lines
 
     try:

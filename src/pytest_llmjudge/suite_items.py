@@ -39,26 +39,29 @@ from pytest_llmjudge.aggregate import (
     render_human_table,
     render_table,
 )
-from pytest_llmjudge.errors import ItemFailure, LLMJudgeError
+from pytest_llmjudge.errors import CaseFailure, LLMJudgeError
 from pytest_llmjudge.escaping import ONE_LINE, escape_controls
 from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
 from pytest_llmjudge.execution.sequential import NOT_NEEDED, SEQUENTIAL_STATS, RowRun, order_key, run_rounds
 from pytest_llmjudge.execution.spend import NOT_JUDGED
 from pytest_llmjudge.formatting import format_fixed, format_value
 from pytest_llmjudge.label_queue_plugin import queue_key
-from pytest_llmjudge.records import AggregateRecord, CaseRecord, CaseScore, HumanEstimate, ReleaseMember, Turn
+from pytest_llmjudge.records import (
+    AggregateRecord,
+    CaseRecord,
+    CaseScore,
+    HumanEstimate,
+    ReleaseMember,
+    Threshold,
+    Turn,
+)
 from pytest_llmjudge.records import AggregateRow as RecordRow
-from pytest_llmjudge.records import Threshold as RecordThreshold
 from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem, record
 from pytest_llmjudge.session.suites import built_suite
-from pytest_llmjudge.suite.expressions import HUMAN_STATS, PASS_K_STATS, Threshold
+from pytest_llmjudge.suite.expressions import HUMAN_STATS, PASS_K_STATS, MetricThreshold
 from pytest_llmjudge.suite.model import JUDGE_KINDS, AggregateCheck, Case, Suite
 
 EXCERPT_CHARS = 300
-
-
-class CaseFailure(ItemFailure):
-    """A case's score missed its threshold, or there is no score."""
 
 
 def _excerpt(text: str | None) -> str:
@@ -217,7 +220,7 @@ def _sequential_settings(board: ScoreBoard, suite: Suite) -> tuple[bool, int, in
 
 
 def _sequential_value(
-    spec_inner: Threshold | None, case: Case, score: Score, scale: tuple[float, float]
+    spec_inner: MetricThreshold | None, case: Case, score: Score, scale: tuple[float, float]
 ) -> float | None:
     """A judged case's value for the confidence sequence: its score (``mean``) or 1/0 for
     passing (``pass_rate``); None (the row is then judged in full) when it is unscored,
@@ -448,7 +451,7 @@ class CaseItem(_SuiteItem):
     """One case checked against one threshold."""
 
     def __init__(
-        self, *, suite: Suite, case: Case, threshold: Threshold, judge_problem: str | None, **kwargs: Any
+        self, *, suite: Suite, case: Case, threshold: MetricThreshold, judge_problem: str | None, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
         self.suite = suite
@@ -470,7 +473,7 @@ class CaseItem(_SuiteItem):
             self.case,
             self.threshold.metric,
             score,
-            threshold=RecordThreshold(op=self.threshold.op, value=expected),
+            threshold=Threshold(op=self.threshold.op, value=expected),
             passed=passed,
         )
         self.llmjudge_result = result
@@ -817,7 +820,7 @@ class AggregateItem(_SuiteItem):
                     value=r.value,
                     ci_low=r.ci_low,
                     ci_high=r.ci_high,
-                    threshold=RecordThreshold(op=r.spec.op, value=r.spec.value),
+                    threshold=Threshold(op=r.spec.op, value=r.spec.value),
                     passed=r.passed,
                     problem=r.problem,
                     human=None if r.human is None else HumanEstimate(**vars(r.human)),

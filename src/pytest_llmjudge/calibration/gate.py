@@ -63,6 +63,7 @@ from pytest_llmjudge.calibration.correction import (
     evaluate_correction,
     fit_correction,
 )
+from pytest_llmjudge.calibration.schema import CalibrationConfig, CorrectionConfig, GateConfig
 from pytest_llmjudge.errors import StatisticsError
 from pytest_llmjudge.stats.agreement import agreement_report, as_label_array, weighted_f1_from_confusion
 from pytest_llmjudge.stats.annotators import (
@@ -83,30 +84,37 @@ __all__ = ["GateOptions", "GateResult", "evaluate_gate"]
 _TOLERANCE = 1e-12
 
 
+# The defaults are the file format's (calibration/schema.py), written once there.
+_GATE = GateConfig.model_fields
+_CALIBRATION = CalibrationConfig.model_fields
+_CORRECTION = CorrectionConfig.model_fields
+
+
 @dataclass(frozen=True)
 class GateOptions:
-    """How one gate is computed and judged."""
+    """How one gate (one group x metric) is computed and judged: the gate's criteria resolved
+    for it (:meth:`GateConfig.criteria_for`) and the calibration set's options."""
 
     threshold: float
     min_kappa: float | None = None
     min_ceiling_ratio: float | None = None
     max_abs_skew: float | None = None
-    ci_lower_bound: bool = False
-    family: str | None = None
+    ci_lower_bound: bool = _GATE["ci_lower_bound"].default
+    family: str | None = _GATE["family"].default
     """``release``: the gate joins the run's release family (:func:`release_pvalue`)."""
-    confidence: float = 0.95
-    resamples: int = 1000
-    seed: int = 0
-    min_items: int = 30
-    max_unscored_rate: float = 0.0
-    aggregation: AggregationRule = "majority_then_rounded_mean"
-    ceiling: Literal["slots", "annotators"] = "slots"
-    convention: AgreementConvention = "all_pairs"
-    correction_method: CorrectionMethod = "most_likely"
-    holdout: float = 0.3
-    correction_seed: int = 0
-    correction_min_holdout: int = 10
-    correction_resamples: int = 1000
+    confidence: float = _GATE["confidence"].default
+    resamples: int = _GATE["resamples"].default
+    seed: int = _GATE["seed"].default
+    min_items: int = _GATE["min_items"].default
+    max_unscored_rate: float = _GATE["max_unscored_rate"].default
+    aggregation: AggregationRule = _CALIBRATION["aggregation"].default
+    ceiling: Literal["slots", "annotators"] = _CALIBRATION["ceiling"].default
+    convention: AgreementConvention = _CALIBRATION["agreement_convention"].default
+    correction_method: CorrectionMethod = _CORRECTION["method"].default
+    holdout: float = _CORRECTION["holdout"].default
+    correction_seed: int = _CORRECTION["seed"].default
+    correction_min_holdout: int = _CORRECTION["min_holdout"].default
+    correction_resamples: int = _CORRECTION["resamples"].default
 
 
 def _optional(value: float | None) -> float | None:

@@ -49,7 +49,7 @@ from pytest_llmjudge.calibration.sanity import (
 )
 from pytest_llmjudge.errors import LLMJudgeError, SuiteError
 from pytest_llmjudge.execution.scoreboard import JuryChoice, Score, ScoreBoard
-from pytest_llmjudge.suite.expressions import Threshold
+from pytest_llmjudge.suite.expressions import MetricThreshold
 from pytest_llmjudge.suite.model import Case, Suite
 from pytest_llmjudge.suite.schema import JudgeConfig
 
@@ -203,7 +203,7 @@ class GateComputer:
                     suite=name,
                     recorded={},
                     thresholds=tuple(
-                        Threshold(metric=m, op=">=", value=float(cal.rubrics[m].scale[0])) for m in wanted
+                        MetricThreshold(metric=m, op=">=", value=float(cal.rubrics[m].scale[0])) for m in wanted
                     ),
                 )
             )

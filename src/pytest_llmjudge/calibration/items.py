@@ -35,7 +35,7 @@ from pytest_llmjudge.calibration.build import CalibrationSet
 from pytest_llmjudge.calibration.gate import GateResult
 from pytest_llmjudge.calibration.gates import GateComputer, judge_scored_languages
 from pytest_llmjudge.calibration.report import gate_message
-from pytest_llmjudge.errors import ItemFailure, LLMJudgeError
+from pytest_llmjudge.errors import CaseFailure, GateError, GateFailure, LLMJudgeError
 from pytest_llmjudge.records import (
     ConsistencyRecord,
     GateRecord,
@@ -48,17 +48,9 @@ from pytest_llmjudge.records import (
 )
 from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem, record
 from pytest_llmjudge.suite.model import Case, Suite
-from pytest_llmjudge.suite_items import AggregateItem, CaseFailure, CaseItem
+from pytest_llmjudge.suite_items import AggregateItem, CaseItem
 
 store_key = pytest.StashKey["GateComputer"]()
-
-
-class GateFailure(ItemFailure):
-    """A gate (or sanity check) missed its threshold."""
-
-
-class GateError(ItemFailure):
-    """A gate could not be decided (too few items, unscored items): never an expected failure."""
 
 
 def get_store(config: pytest.Config) -> GateComputer:

@@ -61,8 +61,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     config = session.config
     if not _active(config) or config.option.collectonly:
         return
-    from pytest_llmjudge.errors import LLMJudgeError
-    from pytest_llmjudge.execution.batch import BatchPending, BatchPhase
+    from pytest_llmjudge.errors import BatchPending, LLMJudgeError
+    from pytest_llmjudge.execution.batch import BatchPhase
     from pytest_llmjudge.session.items import selected_calls, selected_requests
 
     settings = config.stash[settings_key]

@@ -73,7 +73,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
-from pytest_llmjudge.errors import ProviderError, UnscoredError
+from pytest_llmjudge.errors import ProviderCallError, ProviderError, UnscoredError
 from pytest_llmjudge.execution.cache import JudgeCache, Lease, cache_key, redact
 from pytest_llmjudge.execution.leasing import Holder, LeaseKeeper
 from pytest_llmjudge.execution.ratelimit import CONGESTION_STATUSES, Budget, Budgets
@@ -83,7 +83,6 @@ from pytest_llmjudge.judges.base import (
     MAX_REPLY_BYTES,
     JudgeProvider,
     LazyProvider,
-    ProviderCallError,
     ProviderReply,
     ProviderRequest,
     Usage,

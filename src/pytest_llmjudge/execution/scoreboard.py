@@ -52,6 +52,7 @@ from pytest_llmjudge.judges.logprobs import ScoreDistribution
 from pytest_llmjudge.judges.parsing import Verdict
 from pytest_llmjudge.judges.prompts import JudgedText, JudgeSettings, build_request
 from pytest_llmjudge.judges.rubrics import Rubric
+from pytest_llmjudge.metrics import resolve_metric
 from pytest_llmjudge.metrics.base import Metric, MetricInput
 from pytest_llmjudge.metrics.rag import JUDGED_METRICS, Reply
 from pytest_llmjudge.redaction import redact
@@ -989,7 +990,7 @@ class ScoreBoard:
         key = (str(suite.path), metric)
         with self._lock:
             if key not in self._metrics:
-                self._metrics[key] = self.registry.metric(metric, suite.metric_options.get(metric))
+                self._metrics[key] = resolve_metric(metric, suite.metric_options.get(metric), self.registry.metrics)
             return self._metrics[key]
 
     def _metric_score(self, suite: Suite, case: Case, metric: str) -> Score:

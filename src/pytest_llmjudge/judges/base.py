@@ -38,6 +38,9 @@ from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+# Re-exported: provider plugins import it from here (docs/extending.md); it is defined in errors.py.
+from pytest_llmjudge.errors import ProviderCallError as ProviderCallError
+
 _SECRET_QUERY = re.compile(r"(key|token|secret|password|signature|sig|auth)", re.IGNORECASE)
 
 
@@ -210,23 +213,6 @@ class ProviderReply:
     digit_tokens: tuple[tuple[int, str, tuple[tuple[str, float], ...]], ...] | None = None
     """The reply's integer tokens with their top log-probabilities, when asked for and given
     (``judges.logprobs.digit_tokens``); None when the provider gave none."""
-
-
-class ProviderCallError(Exception):
-    """A provider call failed; ``retryable`` says whether trying again can help."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        retryable: bool,
-        status: int | None = None,
-        retry_after: float | None = None,
-    ) -> None:
-        self.retryable = retryable
-        self.status = status
-        self.retry_after = retry_after
-        super().__init__(message)
 
 
 @runtime_checkable

@@ -43,7 +43,7 @@ from __future__ import annotations
 import copy
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from pytest_llmjudge.errors import MetricError, MissingDependencyError
@@ -159,6 +159,3 @@ class LanguageId:
         if self.min_confidence is not None and confidence < self.min_confidence:
             return MetricValue(UNDETERMINED, detail)
         return MetricValue(language_family(best), detail)
-
-    def compute_many(self, items: Sequence[MetricInput]) -> list[MetricValue]:
-        return [self.compute(item) for item in items]

@@ -76,6 +76,3 @@ class RougeL:
             2 * precision * recall / total if total > 0 else 0.0,
             {**self._detail, "precision": precision, "recall": recall},
         )
-
-    def compute_many(self, items: Sequence[MetricInput]) -> list[MetricValue]:
-        return [self.compute(item) for item in items]

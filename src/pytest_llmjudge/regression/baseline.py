@@ -80,7 +80,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_llmjudge.atomic import write_atomic
-from pytest_llmjudge.errors import LLMJudgeError
+from pytest_llmjudge.errors import BaselineError
 from pytest_llmjudge.formatting import number
 from pytest_llmjudge.records import AggregateRecord, CaseRecord, CaseScore, ItemRecord
 
@@ -91,10 +91,6 @@ FORMAT = "pytest-llmjudge-baseline"
 VERSION = 1
 DEFAULT_DIR = "llmjudge_baselines"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
-class BaselineError(LLMJudgeError):
-    """A baseline file is missing, unreadable, or not a baseline of a version we read."""
 
 
 @dataclass

@@ -48,16 +48,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_llmjudge.errors import ItemFailure
+from pytest_llmjudge.errors import RegressionFailure
 from pytest_llmjudge.formatting import format_fixed, format_value
 from pytest_llmjudge.session.items import LLMJudgeItem, record
 from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
 from pytest_llmjudge.session.state import scoreboard_key
 
 if TYPE_CHECKING:
+    from pytest_llmjudge.errors import BaselineError
     from pytest_llmjudge.history import History
     from pytest_llmjudge.records import CaseDrop
-    from pytest_llmjudge.regression.baseline import Baseline, BaselineError, MetricScores
+    from pytest_llmjudge.regression.baseline import Baseline, MetricScores
     from pytest_llmjudge.regression.compare import RegressionResult, RegressionSettings
     from pytest_llmjudge.regression.human import HumanChange
     from pytest_llmjudge.stats.grouping import Group
@@ -198,7 +199,8 @@ state_key = pytest.StashKey[RegressionState]()
 
 
 def _load(state: RegressionState, path: Path) -> Baseline:
-    from pytest_llmjudge.regression.baseline import BaselineError, load_baseline
+    from pytest_llmjudge.errors import BaselineError
+    from pytest_llmjudge.regression.baseline import load_baseline
 
     cached = state.loaded.get(path)
     if cached is None:
@@ -225,9 +227,9 @@ class RegressionFile(pytest.File):
     """The regression items of one suite file (next to the suite's own items)."""
 
     def collect(self) -> list[pytest.Item]:
-        from pytest_llmjudge.errors import LLMJudgeError
+        from pytest_llmjudge.errors import BaselineError, LLMJudgeError
         from pytest_llmjudge.escaping import ONE_LINE, escape_controls
-        from pytest_llmjudge.regression.baseline import BaselineError, resolve_path
+        from pytest_llmjudge.regression.baseline import resolve_path
         from pytest_llmjudge.session.suites import built_suite
         from pytest_llmjudge.stats.grouping import MISSING, Group
 
@@ -298,10 +300,6 @@ class RegressionFile(pytest.File):
                     )
                 )
         return items
-
-
-class RegressionFailure(ItemFailure):
-    """A regression item's gate failed, or it could not be checked."""
 
 
 class RegressionErrorItem(LLMJudgeItem):

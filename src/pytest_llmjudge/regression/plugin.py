@@ -147,7 +147,8 @@ def _family_kinds(value: str) -> tuple[str, ...]:
 def pytest_configure(config: pytest.Config) -> None:
     if not is_enabled(config):
         return
-    from pytest_llmjudge.regression.baseline import DEFAULT_DIR, BaselineError, resolve_path
+    from pytest_llmjudge.errors import BaselineError
+    from pytest_llmjudge.regression.baseline import DEFAULT_DIR, resolve_path
 
     rootdir = Path(config.rootpath)
     raw_dir = config.getini("llmjudge_baseline_dir") or DEFAULT_DIR

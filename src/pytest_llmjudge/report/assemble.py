@@ -65,6 +65,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
+from pytest_llmjudge.errors import PriceError
 from pytest_llmjudge.execution.runner import RunnerStats
 from pytest_llmjudge.formatting import format_number, format_value, number
 from pytest_llmjudge.metrics.scales import reference_scale
@@ -129,10 +130,6 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
 
 # A dated snapshot or alias of a priced model: gpt-4o-mini-2024-07-18, claude-opus-4-20250514.
 _SNAPSHOT = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
-
-
-class PriceError(ValueError):
-    """A line of ``llmjudge_prices`` that can't be read."""
 
 
 def parse_prices(lines: Iterable[str]) -> dict[str, tuple[float, float]]:

@@ -194,7 +194,8 @@ def parse_target(raw: str, base: Path) -> tuple[str, Path]:
 def pytest_configure(config: pytest.Config) -> None:
     if not is_enabled(config):
         return
-    from pytest_llmjudge.report.assemble import PriceError, parse_prices
+    from pytest_llmjudge.errors import PriceError
+    from pytest_llmjudge.report.assemble import parse_prices
 
     raw_targets = config.getoption("llmjudge_report") or config.getini("llmjudge_report")
     base = Path(config.invocation_params.dir)
