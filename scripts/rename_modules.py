@@ -43,6 +43,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 PACKAGE = "pytest_llmjudge"
 SRC = Path("src") / PACKAGE
@@ -88,33 +89,45 @@ FILE_MOVES: list[tuple[str, str]] = [
     ("tests/unit/test_sharing.py", "tests/unit/test_xdist_sharing.py"),
 ]
 
-# New packages and their __init__ docstrings (module names only: no bare ``x.py`` an old name could match).
-PACKAGES: dict[str, str] = {
+# New packages and their __init__ docstrings: a first line, one bullet per module that is there (a move
+# skipped leaves its bullet out), a closing paragraph. Module names only: no bare ``x.py`` an old name could match.
+PACKAGES: dict[str, tuple[str, dict[str, str], str]] = {
     "util": (
-        "Small helpers every layer uses for what the plugin writes; none imports pytest or a feature package.\n\n"
-        "* ``atomic``: replace a file so that a reader sees the old one or the whole new one;\n"
-        "* ``escaping``: control characters made visible in text written to a terminal, HTML or XML;\n"
-        "* ``formatting``: numbers as text, the one way a score or threshold reads everywhere;\n"
-        "* ``redaction``: credentials masked in everything written.\n"
+        "Small helpers every layer uses for what the plugin writes; none imports pytest or a feature package.",
+        {
+            "atomic": "replace a file so that a reader sees the old one or the whole new one",
+            "escaping": "control characters made visible in text written to a terminal, HTML or XML",
+            "formatting": "numbers as text, the one way a score or threshold reads everywhere",
+            "redaction": "credentials masked in everything written",
+        },
+        "",
     ),
     "selection": (
-        "Which of the collected items run; every item left out is reported as deselected, as ``-k`` does.\n\n"
-        "* ``plugin``: ``--llmjudge-language`` and the suites' tags as ``-m`` markers;\n"
-        "* ``sharding``: the stable hash that gives each case to one shard of ``--llmjudge-shard i/N``;\n"
-        "* ``sharding_plugin``: the hooks that keep one shard's items.\n\n"
+        "Which of the collected items run; every item left out is reported as deselected, as ``-k`` does.",
+        {
+            "plugin": "``--llmjudge-language`` and the suites' tags as ``-m`` markers",
+            "sharding": "the stable hash that gives each case to one shard of ``--llmjudge-shard i/N``",
+            "sharding_plugin": "the hooks that keep one shard's items",
+        },
         "Not to be confused with ``execution.xdist_sharing``, which splits a run's judge calls (not its\n"
-        "items) between the pytest-xdist workers of one run.\n"
+        "items) between the pytest-xdist workers of one run.",
     ),
     "progress": (
-        "Live progress of a run's judge calls.\n\n"
-        "* ``counters``: what one process counts (calls planned and done, cache hits, failures, tokens) and\n"
-        "  the one line of text made of them;\n"
-        "* ``plugin``: the thread that draws that line on the terminal, through capture and pytest-xdist.\n"
+        "Live progress of a run's judge calls.",
+        {
+            "counters": "what one process counts (calls planned and done, cache hits, failures, tokens) and\n"
+            "  the one line of text made of them",
+            "plugin": "the thread that draws that line on the terminal, through capture and pytest-xdist",
+        },
+        "",
     ),
     "label_queue": (
-        "``--llmjudge-label-queue``: which cases to send to annotators next.\n\n"
-        "* ``plan``: how many labels a group needs for an interval of a given width, and the seeded sample;\n"
-        "* ``plugin``: gathers the scored cases of the human aggregates and writes the queue at the end.\n"
+        "``--llmjudge-label-queue``: which cases to send to annotators next.",
+        {
+            "plan": "how many labels a group needs for an interval of a given width, and the seeded sample",
+            "plugin": "gathers the scored cases of the human aggregates and writes the queue at the end",
+        },
+        "",
     ),
 }
 
@@ -126,6 +139,13 @@ IDENTIFIERS: list[tuple[str, str, str]] = [
     ("Scoreboard", "Scorer", "execution.scoreboard"),
     ("scoreboard", "scorer", "execution.scoreboard"),
     ("SCOREBOARD", "SCORER", "execution.scoreboard"),
+]
+
+# Edits that only make sense after a move (file, pattern, replacement, the move): the import-graph test
+# named suite_items.py as an items module by hand; as suite/items.py it is one by its name.
+POST_EDITS: list[tuple[str, str, str, str]] = [
+    ("tests/unit/test_import_graph.py", r' or module == f"\{PACKAGE\}\.suite\.items"', "", "suite_items"),
+    ("tests/unit/test_import_graph.py", r", and ``suite/items\.py``\)", ")", "suite_items"),
 ]
 
 # Where references are rewritten: tracked files under these roots with these suffixes.
@@ -255,9 +275,16 @@ def split_module_imports(text: str, moved: dict[str, str]) -> tuple[str, int]:
 # -- references by regex ------------------------------------------------------------------------
 
 
-def reference_rules(moves: list[Move], ambiguous: set[str]) -> list[tuple[re.Pattern[str], str, str | None]]:
-    """(pattern, replacement, only in files of this directory or None) for every move to rewrite."""
-    rules: list[tuple[re.Pattern[str], str, str | None]] = []
+class Rule(NamedTuple):
+    pattern: re.Pattern[str]
+    replacement: str
+    label: str  # what the rule rewrites, for the report
+    where: str | None = None  # only in this file, or in the files of this directory
+
+
+def reference_rules(moves: list[Move], ambiguous: set[str]) -> list[Rule]:
+    """The rewrites of every move whose references are rewritten (:attr:`Move.rewrite`)."""
+    rules: list[Rule] = []
     for move in moves:
         if not move.rewrite:
             continue
@@ -270,29 +297,34 @@ def reference_rules(moves: list[Move], ambiguous: set[str]) -> list[tuple[re.Pat
                 names = "|".join(map(re.escape, children))
                 # ... but not pytest_llmjudge.progress.counters, nor "from pytest_llmjudge.progress import counters"
                 exclude = r"(?!\.(?:" + names + r")\b)(?![ \t]+import[ \t]+(?:" + names + r")\b)"
+        dotted = f"{PACKAGE}.{move.old} -> {PACKAGE}.{move.new}"
         # pytest_llmjudge.a.b (and f"{PACKAGE}.a.b" in the import-graph test)
         rules.append(
-            (
+            Rule(
                 re.compile(r"(?<![\w.])(" + PACKAGE + r"|\{PACKAGE\})\." + old_dotted + r"(?!\w)" + exclude),
                 r"\1." + move.new,
-                None,
+                dotted,
             )
         )
         # f"{SESSION}.items" (the import-graph test names the session package so)
         if move.old.startswith("session.") and move.new.startswith("session."):
             rules.append(
-                (re.compile(r"\{SESSION\}\." + re.escape(move.old[8:]) + r"(?!\w)"), "{SESSION}." + move.new[8:], None)
+                Rule(
+                    re.compile(r"\{SESSION\}\." + re.escape(move.old[8:]) + r"(?!\w)"),
+                    "{SESSION}." + move.new[8:],
+                    dotted,
+                )
             )
         # ``a.b`` / `a.b` / :mod:`~a.b` of a nested module, in prose (never code: pytest's ``session.items``)
         if "." in move.old:
-            rules.append((re.compile(r"(?<=[`~])" + old_dotted + r"(?!\w)" + exclude), move.new, None))
+            rules.append(Rule(re.compile(r"(?<=[`~])" + old_dotted + r"(?!\w)" + exclude), move.new, dotted))
         # file paths: src/pytest_llmjudge/a/b.py, pytest_llmjudge/a/b.py, a/b.py (a bare b.py when top-level)
         old_rel, new_rel = move.old.replace(".", "/") + ".py", move.new.replace(".", "/") + ".py"
         rules.append(
-            (
+            Rule(
                 re.compile(r"(?<![\w/.-])((?:src/)?(?:" + PACKAGE + r"/)?)" + re.escape(old_rel) + r"(?!\w)"),
                 r"\1" + new_rel,
-                None,
+                f"{old_rel} -> {new_rel}",
             )
         )
         # a bare b.py of a nested module: everywhere when no other module has that file name, else only
@@ -302,54 +334,57 @@ def reference_rules(moves: list[Move], ambiguous: set[str]) -> list[tuple[re.Pat
             new_dir, _, new_leaf = new_rel.rpartition("/")
             target = new_leaf if new_dir == old_dir else new_rel
             where = None if leaf not in ambiguous else str(SRC / old_dir)
-            rules.append((re.compile(r"(?<![\w/.-])" + re.escape(leaf) + r"(?!\w)"), target, where))
+            rules.append(
+                Rule(re.compile(r"(?<![\w/.-])" + re.escape(leaf) + r"(?!\w)"), target, f"{leaf} -> {target}", where)
+            )
     return rules
 
 
-def file_move_rules(moves: list[tuple[str, str]]) -> list[tuple[re.Pattern[str], str, str | None]]:
-    rules: list[tuple[re.Pattern[str], str, str | None]] = []
+def file_move_rules(moves: list[tuple[str, str]]) -> list[Rule]:
+    rules: list[Rule] = []
     for old, new in moves:
-        rules.append((re.compile(r"(?<![\w/.-])" + re.escape(old) + r"(?!\w)"), new, None))
+        rules.append(Rule(re.compile(r"(?<![\w/.-])" + re.escape(old) + r"(?!\w)"), new, f"{old} -> {new}"))
         old_leaf, new_leaf = old.rpartition("/")[2], new.rpartition("/")[2]
-        rules.append((re.compile(r"(?<![\w/.-])" + re.escape(old_leaf) + r"(?!\w)"), new_leaf, None))
+        rules.append(
+            Rule(re.compile(r"(?<![\w/.-])" + re.escape(old_leaf) + r"(?!\w)"), new_leaf, f"{old_leaf} -> {new_leaf}")
+        )
     return rules
 
 
-def identifier_rules(moves: dict[str, Move]) -> list[tuple[re.Pattern[str], str]]:
-    rules = []
-    for old, new, move in IDENTIFIERS:
-        if move in moves and moves[move].active:
-            rules.append((re.compile(re.escape(old)), new))
-    return rules
+def post_edit_rules(moves: dict[str, Move]) -> list[Rule]:
+    return [
+        Rule(re.compile(pattern), replacement, f"{path}: {pattern}", path)
+        for path, pattern, replacement, move in POST_EDITS
+        if move in moves and moves[move].active
+    ]
 
 
-def rewrite_text(
-    path: Path,
-    text: str,
-    rules: list[tuple[re.Pattern[str], str, str | None]],
-    identifiers: list[tuple[re.Pattern[str], str]],
-    moved_modules: dict[str, str],
-) -> tuple[str, list[str]]:
+def identifier_rules(moves: dict[str, Move]) -> list[Rule]:
+    """Every token containing an identifier of :data:`IDENTIFIERS` (its move in effect)."""
+    return [
+        Rule(re.compile(re.escape(old)), new, f"{old} -> {new}")
+        for old, new, move in IDENTIFIERS
+        if move in moves and moves[move].active
+    ]
+
+
+def rewrite_text(path: Path, text: str, rules: list[Rule], moved_modules: dict[str, str]) -> tuple[str, list[str]]:
     notes = []
     if path.suffix in (".py", ".pyi"):
-        text, n = split_module_imports(text, moved_modules)
-        if n:
-            notes.append(f"{n} 'from package import module'")
         if path.is_relative_to(SRC):
             package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
             text, n = absolute_relative_imports(text, package, {f"{PACKAGE}.{m}" for m in moved_modules})
             if n:
                 notes.append(f"{n} relative import(s) made absolute")
-    for pattern, replacement, where in rules:
-        if where is not None and str(path.parent) != where:
+        text, n = split_module_imports(text, moved_modules)
+        if n:
+            notes.append(f"{n} 'from package import module' split")
+    for rule in rules:
+        if rule.where is not None and rule.where not in (str(path), str(path.parent)):
             continue
-        text, n = pattern.subn(replacement, text)
+        text, n = rule.pattern.subn(rule.replacement, text)
         if n:
-            notes.append(f"{n}x {pattern.pattern[:60]}")
-    for pattern, replacement in identifiers:
-        text, n = pattern.subn(replacement, text)
-        if n:
-            notes.append(f"{n}x {pattern.pattern} -> {replacement}")
+            notes.append(f"{rule.label}" + (f" x{n}" if n > 1 else ""))
     return text, notes
 
 
@@ -365,16 +400,20 @@ def plan_moves() -> list[Move]:
     return moves
 
 
-def ensure_package(name: str, created: list[str]) -> None:
+def ensure_package(name: str, modules: list[str], created: list[str]) -> None:
     directory = SRC / name.replace(".", "/")
     init = directory / "__init__.py"
     if init.exists():
         return
-    directory.mkdir(parents=True, exist_ok=True)
-    docstring = PACKAGES.get(name)
-    if docstring is None:
+    if name not in PACKAGES:
         raise SystemExit(f"rename_modules: no docstring for the new package {name!r}: add it to PACKAGES")
-    init.write_text(f'"""{docstring}"""\n', encoding="utf-8")
+    first, described, last = PACKAGES[name]
+    bullets = [f"* ``{leaf}``: {text};" for leaf, text in described.items() if leaf in modules]
+    if bullets:
+        bullets[-1] = bullets[-1][:-1] + "."
+    docstring = "\n\n".join(part for part in (first, "\n".join(bullets), last) if part)
+    directory.mkdir(parents=True, exist_ok=True)
+    init.write_text(f'"""{docstring}\n"""\n', encoding="utf-8")
     git("add", str(init))
     created.append(str(init))
 
@@ -425,7 +464,7 @@ def main() -> int:
         rules = reference_rules(moves, ambiguous)
         for path in tracked_files():
             text = path.read_text(encoding="utf-8")
-            hits = sum(len(p.findall(text)) for p, _, where in rules if where is None or str(path.parent) == where)
+            hits = sum(len(r.pattern.findall(text)) for r in rules if r.where in (None, str(path), str(path.parent)))
             if hits:
                 print(f"  {path}: {hits} reference(s)")
         return 0
@@ -437,7 +476,9 @@ def main() -> int:
             continue
         package = move.new.rpartition(".")[0]
         for i in range(1, len(package.split(".")) + 1) if package else ():
-            ensure_package(".".join(package.split(".")[:i]), created)
+            name = ".".join(package.split(".")[:i])
+            modules = [m.new.rpartition(".")[2] for m in moves if m.active and m.new.rpartition(".")[0] == name]
+            ensure_package(name, modules, created)
         text = move.old_path.read_text(encoding="utf-8")
         text, n = absolute_relative_imports(text, f"{PACKAGE}.{move.old}".rpartition(".")[0], None)
         if n:
@@ -454,11 +495,11 @@ def main() -> int:
     moved_modules = {m.old: m.new for m in moves if m.rewrite}
     rules = reference_rules(moves, ambiguous) + file_move_rules([(o, n) for o, n, _ in file_moves])
     by_name = {m.old: m for m in moves}
-    identifiers = identifier_rules(by_name)
+    rules += identifier_rules(by_name) + post_edit_rules(by_name)
     changed: list[Path] = []
     for path in tracked_files() + [Path(p) for p in created]:
         text = path.read_text(encoding="utf-8")
-        new_text, notes = rewrite_text(path, text, rules, identifiers, moved_modules)
+        new_text, notes = rewrite_text(path, text, rules, moved_modules)
         if new_text != text:
             path.write_text(new_text, encoding="utf-8")
             changed.append(path)
@@ -493,12 +534,12 @@ def report_leftovers(moves: list[Move]) -> int:
     """Old dotted names and paths of moved modules still present (printed for a human to judge)."""
     patterns = []
     for move in moves:
-        if move.state != "moved" and not (move.state == "done" and not move.old_is_now_package):
+        if not move.rewrite:
             continue
         patterns.append(re.compile(r"(?<![\w.])" + PACKAGE + r"\." + re.escape(move.old) + r"(?![\w.])"))
         patterns.append(re.compile(r"(?<![\w/.-])" + re.escape(move.old.replace(".", "/")) + r"\.py(?!\w)"))
-    for old, _new, move in IDENTIFIERS:
-        if any(m.old == move and m.active for m in moves):
+    for old, _new, owner in IDENTIFIERS:
+        if any(m.old == owner and m.active for m in moves):
             patterns.append(re.compile(re.escape(old)))
     count = 0
     for path in tracked_files():
