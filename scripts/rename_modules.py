@@ -275,6 +275,19 @@ def split_module_imports(text: str, moved: dict[str, str]) -> tuple[str, int]:
 # -- references by regex ------------------------------------------------------------------------
 
 
+def package_exclude(move: Move) -> str:
+    """For an old name that is now a package (``progress``), a lookahead that leaves its modules alone:
+    not ``pytest_llmjudge.progress.counters``, nor ``from pytest_llmjudge.progress import counters``."""
+    if not move.old_is_now_package:
+        return ""
+    package_dir = SRC / move.old.replace(".", "/")
+    children = sorted(p.stem for p in package_dir.glob("*.py") if p.stem != "__init__")
+    if not children:
+        return ""
+    names = "|".join(map(re.escape, children))
+    return r"(?!\.(?:" + names + r")\b)(?![ \t]+import[ \t]+(?:" + names + r")\b)"
+
+
 class Rule(NamedTuple):
     pattern: re.Pattern[str]
     replacement: str
@@ -289,14 +302,7 @@ def reference_rules(moves: list[Move], ambiguous: set[str]) -> list[Rule]:
         if not move.rewrite:
             continue
         old_dotted = re.escape(move.old)
-        exclude = ""
-        if move.old_is_now_package:
-            package_dir = SRC / move.old.replace(".", "/")
-            children = sorted(p.stem for p in package_dir.glob("*.py") if p.stem != "__init__")
-            if children:
-                names = "|".join(map(re.escape, children))
-                # ... but not pytest_llmjudge.progress.counters, nor "from pytest_llmjudge.progress import counters"
-                exclude = r"(?!\.(?:" + names + r")\b)(?![ \t]+import[ \t]+(?:" + names + r")\b)"
+        exclude = package_exclude(move)
         dotted = f"{PACKAGE}.{move.old} -> {PACKAGE}.{move.new}"
         # pytest_llmjudge.a.b (and f"{PACKAGE}.a.b" in the import-graph test)
         rules.append(
@@ -536,7 +542,9 @@ def report_leftovers(moves: list[Move]) -> int:
     for move in moves:
         if not move.rewrite:
             continue
-        patterns.append(re.compile(r"(?<![\w.])" + PACKAGE + r"\." + re.escape(move.old) + r"(?![\w.])"))
+        patterns.append(
+            re.compile(r"(?<![\w.])" + PACKAGE + r"\." + re.escape(move.old) + r"(?!\w)" + package_exclude(move))
+        )
         patterns.append(re.compile(r"(?<![\w/.-])" + re.escape(move.old.replace(".", "/")) + r"\.py(?!\w)"))
     for old, _new, owner in IDENTIFIERS:
         if any(m.old == owner and m.active for m in moves):
