@@ -261,7 +261,7 @@ class AggregateRow(Record):
 
 
 class ReleaseMember(Record):
-    """An aggregate row decided in the release family (``family: release``; ``regression/items.py``)."""
+    """An aggregate row or agreement gate decided in the release family (``family: release``; ``regression/items.py``)."""
 
     family: str
     """The family's scope: run, suite or metric."""
@@ -442,6 +442,8 @@ class GateRecord(ItemRecord):
     agreement_levels: dict[str, int] = Field(default_factory=dict)
     single_annotator: int | None = None
     """How many scored items had one annotator (usable, but reported)."""
+    release: ReleaseMember | None = None
+    """Set when the gate joined the release family: its posterior p and adjusted p decide the F1 criterion."""
     distribution: dict[str, Json] | None = None
     """Per agreement level (and ``all``): each side's label counts, shares and means."""
     skew: Skew | None = None

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from pytest_llmjudge import builtin_plugins
 from pytest_llmjudge.aggregate import ScoredValue, compute_row, compute_rows, pass_k_cases
 from pytest_llmjudge.errors import SuiteError
 from pytest_llmjudge.execution.scoreboard import combine_samples
@@ -212,15 +211,6 @@ def test_categorical_samples_compare_like_case_assertions() -> None:
 
 
 # --------------------------------------------------------------------------- recorded samples
-
-
-@pytest.fixture(scope="module")
-def registry() -> Registry:
-    return Registry(
-        providers=dict(builtin_plugins.pytest_llmjudge_providers()),
-        rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics()),
-        metrics=dict(builtin_plugins.pytest_llmjudge_metrics()),
-    )
 
 
 def _suite(tmp_path: Path, registry: Registry, recorded: str, extra: str = "") -> Suite:

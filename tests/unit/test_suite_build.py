@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from pytest_llmjudge import builtin_plugins
 from pytest_llmjudge.errors import SuiteError
 from pytest_llmjudge.judges.rubrics import BUILTIN_RUBRICS, LINGUISTIC_ACCEPTABILITY
 from pytest_llmjudge.registry import Registry
@@ -21,15 +20,6 @@ from pytest_llmjudge.suite.build import build_suite
 from pytest_llmjudge.suite.expressions import Threshold
 from pytest_llmjudge.suite.loader import load_yaml
 from pytest_llmjudge.suite.model import RecordedValue, Suite
-
-
-@pytest.fixture(scope="module")
-def registry() -> Registry:
-    return Registry(
-        providers=dict(builtin_plugins.pytest_llmjudge_providers()),
-        rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics()),
-        metrics=dict(builtin_plugins.pytest_llmjudge_metrics()),
-    )
 
 
 def write(directory: Path, name: str, text: str) -> Path:

@@ -90,6 +90,7 @@ class GateSettings:
     min_ceiling_ratio: float | None = None
     max_abs_skew: float | None = None
     ci_lower_bound: bool = False
+    family: str | None = None
     confidence: float = 0.95
     resamples: int = 1000
     seed: int = 0
@@ -518,6 +519,7 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
             min_ceiling_ratio=gate.min_ceiling_ratio,
             max_abs_skew=gate.max_abs_skew,
             ci_lower_bound=gate.ci_lower_bound,
+            family=gate.family,
             confidence=gate.confidence,
             resamples=gate.resamples,
             seed=gate.seed,

@@ -283,6 +283,7 @@ class GateComputer:
             min_ceiling_ratio=criteria["min_ceiling_ratio"],
             max_abs_skew=criteria["max_abs_skew"],
             ci_lower_bound=gate.ci_lower_bound,
+            family=gate.family,
             confidence=gate.confidence,
             resamples=gate.resamples,
             seed=gate.seed,

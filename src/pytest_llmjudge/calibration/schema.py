@@ -151,6 +151,11 @@ class GateConfig(_Strict):
         description="group name (e.g. 'hi-task=qa', see group_by) -> the same shapes as per_language.",
     )
     ci_lower_bound: bool = Field(False, description="Compare the F1 interval's lower bound instead of F1.")
+    family: Literal["release"] | None = Field(
+        None,
+        description="release: each gate joins the run's release family; it passes only when F1 >= threshold is "
+        "shown at the family's corrected level (posterior p-value, regression.correction).",
+    )
     confidence: float = Field(0.95, gt=0.5, lt=1.0)
     resamples: int = Field(1000, ge=10, le=100_000)
     seed: int = Field(0, description="Seed of the F1 interval's posterior draws.")

@@ -25,6 +25,12 @@ decided in the same pass (:func:`decide_family`): their betting p-values
 (``stats/betting.py``) are corrected with the regression items' and each row passes when its
 adjusted p is ``<= alpha`` (:class:`JoinedDecision`).
 
+Agreement gates join the run's family the same way (``gate: {family: release}`` in a
+calibration set, or ``--llmjudge-family-include=gates``; the gate items'
+``release_family_key``, :func:`run_family_key`): their p-value is the posterior probability
+that weighted F1 is below the threshold (``calibration/gate.py``), and a gate passes the
+criterion when its adjusted p is ``<= alpha``.
+
 Outcomes: a regression fails; an inconclusive drop passes with a
 :class:`~pytest_llmjudge.regression.compare.RegressionWarning`; "too few cases to decide" is
 a warning and a skip reported as ``UNDECIDED`` (``regression/plugin.py``), never a pass;
@@ -143,6 +149,21 @@ def family_key_of(config: pytest.Config, suite: Suite, metric: str) -> tuple[str
     s = RegressionSettings(**values)
     where = {"run": (), "suite": (str(suite.path),), "metric": (str(suite.path), metric)}
     return (s.family, *where[s.family], s.correction, repr(s.alpha))
+
+
+def run_family_key(config: pytest.Config) -> tuple[str, ...]:
+    """The key of the run-wide family with the command line's correction and alpha (or the defaults).
+
+    Agreement gates join this family (``gate: {family: release}``,
+    ``--llmjudge-family-include=gates``): a calibration set belongs to no suite, so it joins
+    the run's family, together with the regression items of suites whose family is ``run``.
+    """
+    from pytest_llmjudge.regression.compare import RegressionSettings
+
+    state = config.stash[state_key]
+    values = {name: getattr(state, name) for name in ("alpha", "correction") if getattr(state, name) is not None}
+    s = RegressionSettings(**values)
+    return ("run", s.correction, repr(s.alpha))
 
 
 def decide_family(item: pytest.Item, key: tuple[str, ...]) -> None:

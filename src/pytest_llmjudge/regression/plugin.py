@@ -113,17 +113,35 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--llmjudge-family-include",
         default=None,
-        choices=("aggregates",),
+        type=_family_kinds,
+        metavar="KINDS",
         dest="llmjudge_family_include",
-        help="aggregates: every lower(mean(...)) >= t / upper(mean(...)) <= t aggregate row on a known scale joins "
-        "the release family (its betting p-value is corrected with the regression items'); default: only "
-        "aggregates with family: release.",
+        help="aggregates, gates, or aggregates,gates: every lower(mean(...)) >= t / upper(mean(...)) <= t aggregate "
+        "row on a known scale (betting p-value), and every human-agreement gate (posterior p-value of "
+        "F1 >= threshold), joins the release family and is corrected with the regression items; default: only "
+        "those with family: release.",
     )
     parser.addini(
         "llmjudge_baseline_dir",
         "Directory of named baselines (default llmjudge_baselines under the rootdir).",
         default=None,
     )
+
+
+_FAMILY_KINDS = ("aggregates", "gates")
+
+
+def _family_kinds(value: str) -> tuple[str, ...]:
+    """``--llmjudge-family-include``'s comma-separated kinds of checks."""
+    import argparse
+
+    kinds = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
+    unknown = [kind for kind in kinds if kind not in _FAMILY_KINDS]
+    if unknown or not kinds:
+        raise argparse.ArgumentTypeError(
+            f"invalid choice: {value!r} (choose from {', '.join(_FAMILY_KINDS)}, or both separated by a comma)"
+        )
+    return kinds
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -155,8 +173,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state.family = config.getoption("llmjudge_family")
     state.fail_on = config.getoption("llmjudge_fail_on")
     state.mode = config.getoption("llmjudge_regression_mode")
-    include = config.getoption("llmjudge_family_include")
-    state.include = (include,) if include else ()
+    state.include = config.getoption("llmjudge_family_include") or ()
     try:
         name = config.getoption("llmjudge_baseline")
         if name:
@@ -247,7 +264,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def _verdict(config: pytest.Config) -> ReleaseVerdict | None:
-    from pytest_llmjudge.records import AggregateRecord, RegressionRecord
+    from pytest_llmjudge.records import AggregateRecord, GateRecord, RegressionRecord
     from pytest_llmjudge.regression.verdict import release_verdict
 
     collected = config.stash.get(results_key, None)
@@ -256,6 +273,7 @@ def _verdict(config: pytest.Config) -> ReleaseVerdict | None:
     return release_verdict(
         [r for r in collected.records if isinstance(r, RegressionRecord)],
         [r for r in collected.records if isinstance(r, AggregateRecord)],
+        [r for r in collected.records if isinstance(r, GateRecord)],
     )
 
 

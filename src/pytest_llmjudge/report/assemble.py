@@ -720,7 +720,7 @@ def _build_document(inputs: RunInputs) -> ReportDocument:
         aggregates=aggregates,
         gates=gates,
         regressions=regressions,
-        release=release_verdict(regressions, [a for a in aggregates if isinstance(a, AggregateRecord)]),
+        release=release_verdict(regressions, [a for a in aggregates if isinstance(a, AggregateRecord)], gates),
         rankings=rankings,
         other=other,
         not_run=not_run,
