@@ -7,7 +7,8 @@ Run from the repository root, on a clean tree, after the branches that move code
     python scripts/rename_modules.py --dry-run  # only say what would move and which files refer to it
 
 then check and commit the result (``git add -A && git commit``). The script is idempotent: a
-second run finds every move done and changes nothing. A planned move whose source is gone (another
+second run finds every move done and changes nothing, except references to the old names that a
+branch merged since brought in, which it rewrites too: run it again after merging such a branch. A planned move whose source is gone (another
 branch folded the module away) is skipped with a message; one whose source and target both exist
 stops the script before anything changes.
 
@@ -181,9 +182,15 @@ class Move:
 
     @property
     def rewrite(self) -> bool:
-        """Whether references to the old name are rewritten: when the move is in effect, except that a
-        name that is now a package is rewritten only in the run that moved it (later, it names the package)."""
-        return self.state == "moved" or (self.state == "done" and not self.old_is_now_package)
+        """Whether references to the old name are rewritten: whenever the move is in effect (a branch
+        merged after the moves may still use the old names; run the script again after merging it)."""
+        return self.active
+
+    @property
+    def old_names_package(self) -> bool:
+        """After an earlier run moved ``progress`` to ``progress.counters``, a bare ``pytest_llmjudge.progress``
+        (or ``from pytest_llmjudge import progress``) may name the new package: left alone then."""
+        return self.state == "done" and self.old_is_now_package
 
 
 def git(*args: str) -> str:
@@ -304,6 +311,8 @@ def reference_rules(moves: list[Move], ambiguous: set[str]) -> list[Rule]:
         old_dotted = re.escape(move.old)
         exclude = package_exclude(move)
         dotted = f"{PACKAGE}.{move.old} -> {PACKAGE}.{move.new}"
+        if move.old_names_package:  # only pytest_llmjudge.progress.Name / ... progress import Name
+            exclude += r"(?=\.\w|[ \t]+import\b)"
         # pytest_llmjudge.a.b (and f"{PACKAGE}.a.b" in the import-graph test)
         rules.append(
             Rule(
@@ -498,7 +507,7 @@ def main() -> int:
         print(f"created {init}")
 
     # 2-3. rewrite references and identifiers
-    moved_modules = {m.old: m.new for m in moves if m.rewrite}
+    moved_modules = {m.old: m.new for m in moves if m.rewrite and not m.old_names_package}
     rules = reference_rules(moves, ambiguous) + file_move_rules([(o, n) for o, n, _ in file_moves])
     by_name = {m.old: m for m in moves}
     rules += identifier_rules(by_name) + post_edit_rules(by_name)
