@@ -369,7 +369,7 @@ def _assign_carriers(items: list[pytest.Item], suite_path: str, metric: str) -> 
     fallback = next((item for item in mine if item.language == ALL_LANGUAGES), None)
     groups = [item for item in mine if item.language != ALL_LANGUAGES]
     # The first group item (in run order) of each (group_by, group name): a case's group is
-    # computed once per distinct group_by, not once per item (10,000 cases x 10 groups: 0.9 s).
+    # computed once per distinct group_by, not once per item (per item it grew with cases x groups).
     first: dict[tuple[tuple[str, ...], str], int] = {}
     for index, item in enumerate(groups):
         first.setdefault((item.check.group_by, item.language), index)
@@ -605,8 +605,8 @@ class AggregateItem(_SuiteItem):
 
         Computed by the first of the check's row items to run and shared by the others: each
         row item needs all rows (its failure shows the table), so computing them per item cost
-        one pass over every case and a bootstrap interval per group, for each group (10,000
-        cases in 10 languages, 2 aggregates: 4.4 s of a 9.7 s run). Let go of once all the
+        one pass over every case and a bootstrap interval per group, for each group (about half
+        of a large multilingual run, docs/scale.md). Let go of once all the
         check's selected items have taken it (in one process; an xdist worker keeps it).
 
         "All rows" are the selected ones: only their groups' cases are judged, so a run of one

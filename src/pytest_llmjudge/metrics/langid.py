@@ -68,8 +68,8 @@ _IDENTIFIERS: dict[frozenset[str] | None, Any] = {}
 
 
 def _identifier(candidates: frozenset[str] | None) -> Any:
-    """A normalised-probability identifier per candidate set; the model is read once (about 0.4 s
-    of CPU, an lzma-compressed file), and each candidate set restricts a copy of it."""
+    """A normalised-probability identifier per candidate set; the model is read once (an
+    lzma-compressed file, slow to read), and each candidate set restricts a copy of it."""
     with _LOAD_LOCK:
         identifier = _IDENTIFIERS.get(candidates)
         if identifier is None:

@@ -311,8 +311,8 @@ def _fail(path: Path, message: str) -> BaselineError:
 
 
 MAX_BASELINE_BYTES = 32 * 1024 * 1024
-"""Largest baseline file read (32 MiB, as for suite YAML). Parsed JSON costs about thirty times its size in
-memory when it is mostly short case ids and scores: a 60 MB file took 1.7 GB of RSS."""
+"""Largest baseline file read (32 MiB, as for suite YAML). Parsed JSON costs many times its size in
+memory when it is mostly short case ids and scores (measured in docs/baselines.md)."""
 
 
 def load_baseline(path: Path) -> Baseline:

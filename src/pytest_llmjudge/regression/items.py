@@ -67,7 +67,7 @@ if TYPE_CHECKING:
 _EXCERPT = 5
 MAX_LISTED = 100
 """Case ids a regression record lists per kind of missing case (with the count of all): a baseline
-of a million cases the suite no longer has made a 161 MB JSON report listing every one."""
+of a million cases the suite no longer has made a JSON report of every one (docs/baselines.md)."""
 
 
 UNDECIDED = "too few cases to decide"

@@ -51,7 +51,7 @@ from pytest_llmjudge.session.state import (
 )
 
 # The document's models (pydantic) are imported where they are built: every pytest run loads
-# this module, with or without --llmjudge, and pydantic with the models took 0.11 s of it.
+# this module, with or without --llmjudge, and pydantic with the models was most of its import.
 if TYPE_CHECKING:
     from pytest_llmjudge.history import History
     from pytest_llmjudge.records import ItemRecord
