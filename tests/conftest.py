@@ -1,4 +1,7 @@
-"""Shared fixtures: a loopback provider server with a scripted judge, and suite writers."""
+"""Shared fixtures: a scripted judge behind the loopback server or in process, and the test run's scheduling.
+
+The suite-text builders the test files share are in ``tests/builders.py`` (``from builders import ...``).
+"""
 
 from __future__ import annotations
 
@@ -9,9 +12,11 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import builders
 import pytest
 
-from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
+from pytest_llmjudge.registry import Registry
+from pytest_llmjudge.testing import LoopbackServer, MockProvider, ScriptedJudge
 
 # Imported once per test process, in pytest_sessionstart (so not for ``pytest --help``, which
 # the docs run, nor in the xdist controller, which runs no test): pytester's in-process runs
@@ -105,6 +110,34 @@ def scripted_judge() -> ScriptedJudge:
 def loopback(scripted_judge: ScriptedJudge) -> Iterator[LoopbackServer]:
     with LoopbackServer(responder=scripted_judge) as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def registry() -> Registry:
+    """The built-in providers, rubrics and metrics, as a run without plugins has them (one per module)."""
+    return builders.builtin_registry()
+
+
+MOCK_CONFTEST = """
+import builders
+
+
+def pytest_llmjudge_providers():
+    return {name: provider.factory() for name, provider in builders.MOCK_PROVIDERS.items()}
+"""
+
+
+@pytest.fixture
+def mock_judge(pytester: pytest.Pytester, scripted_judge: ScriptedJudge) -> Iterator[MockProvider]:
+    """The scripted judge in process, as provider ``mock`` (``judge: {provider: mock}``) of this
+    test's in-process pytester runs, for tests that need a judge but not the wire. It is
+    registered as a user registers one: a conftest.py (written here) implementing the hook, so
+    a test using it writes no conftest.py of its own. ``requests`` lists what the judge was asked."""
+    judge = MockProvider(scripted_judge)
+    builders.MOCK_PROVIDERS["mock"] = judge
+    pytester.makeconftest(MOCK_CONFTEST)
+    yield judge
+    builders.MOCK_PROVIDERS.clear()
 
 
 # ---------------------------------------------------------------------------- scheduling

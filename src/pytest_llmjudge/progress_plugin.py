@@ -108,7 +108,8 @@ class ProgressDisplay:
         write_atomic(self.directory / f"{self.worker_id}.json", json.dumps(data), fsync=False, private=False)
 
     def price(self) -> tuple[float, float] | None:
-        from pytest_llmjudge.report.assemble import PriceError, parse_prices, price_for
+        from pytest_llmjudge.errors import PriceError
+        from pytest_llmjudge.report.assemble import parse_prices, price_for
 
         if len(self.models) != 1:
             return None

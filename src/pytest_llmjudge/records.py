@@ -70,13 +70,13 @@ class Record(BaseModel):
     """Base of every record: strict field names, numbers finite or None."""
 
     # defer_build: a model's validator is built when it is first used, not at import. Every
-    # pytest run with --llmjudge imports this module; with the union of every record kind also
-    # built on first use (_any_record), its import went from 0.078 s to 0.060 s.
+    # pytest run with --llmjudge imports this module, so its import time is every run's: the
+    # union of every record kind is also built on first use (_any_record); docs/scale.md.
     model_config = ConfigDict(extra="forbid", frozen=False, validate_assignment=False, defer_build=True)
 
     def model_post_init(self, context: Any, /) -> None:
-        # pydantic keeps, per instance, the set of fields the caller gave: 2.2 KB for a case
-        # record, more than its values, and 100,000 of them live to the end of a run. A record's
+        # pydantic keeps, per instance, the set of fields the caller gave: more memory than a case
+        # record's values (docs/scale.md), and 100,000 of them live to the end of a run. A record's
         # shape is all of its fields (to_wire dumps every one; nothing reads model_fields_set),
         # so every record of a kind shares one set naming them all.
         object.__setattr__(self, "__pydantic_fields_set__", _all_fields(type(self)))
@@ -261,7 +261,7 @@ class AggregateRow(Record):
 
 
 class ReleaseMember(Record):
-    """An aggregate row decided in the release family (``family: release``; ``regression/items.py``)."""
+    """An aggregate row or agreement gate decided in the release family (``family: release``; ``regression/items.py``)."""
 
     family: str
     """The family's scope: run, suite or metric."""
@@ -442,6 +442,8 @@ class GateRecord(ItemRecord):
     agreement_levels: dict[str, int] = Field(default_factory=dict)
     single_annotator: int | None = None
     """How many scored items had one annotator (usable, but reported)."""
+    release: ReleaseMember | None = None
+    """Set when the gate joined the release family: its posterior p and adjusted p decide the F1 criterion."""
     distribution: dict[str, Json] | None = None
     """Per agreement level (and ``all``): each side's label counts, shares and means."""
     skew: Skew | None = None

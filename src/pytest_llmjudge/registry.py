@@ -3,31 +3,25 @@
 Built from the plugin hooks (``hookspecs``) so built-ins, conftest files and installed
 packages all register the same way. Precedence, lowest first: built-ins, installed
 plugins (entry points, ``-p``), conftest files; so a conftest can override a built-in
-rubric. Metric names may carry a ``@K`` suffix (``citation_recall@10``)
-that becomes the factory's ``k`` parameter.
+rubric. Metrics are built from ``metrics`` by :func:`pytest_llmjudge.metrics.resolve_metric`
+(the one way to build a metric; it also reads the ``@K`` suffix of ``citation_recall@10``).
 """
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import os
-import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pytest_llmjudge.errors import ConfigError, MetricError
+from pytest_llmjudge.errors import ConfigError
 from pytest_llmjudge.judges.base import JudgeProvider
 from pytest_llmjudge.judges.rubrics import RUBRIC_ALIASES, Rubric
-
-if TYPE_CHECKING:
-    from pytest_llmjudge.metrics.base import Metric
-
-_AT_K = re.compile(r"^(?P<base>.+?)@(?P<k>\d+)$")
+from pytest_llmjudge.metrics import find_metric
 
 
 @dataclass(frozen=True)
@@ -108,38 +102,9 @@ class Registry:
         except KeyError:
             raise ConfigError(f"unknown judge provider {name!r}; known: {', '.join(sorted(self.providers))}") from None
 
-    def _metric_factory(self, name: str) -> tuple[Callable[..., Any] | None, int | None]:
-        """The factory for ``name`` and the ``k`` of an ``@K`` suffix, if any.
-
-        A parameterised family is registered under ``base@K`` (or plain ``base``).
-        """
-        if name in self.metrics:
-            return self.metrics[name], None
-        match = _AT_K.match(name)
-        if match:
-            base = match["base"]
-            return self.metrics.get(f"{base}@K") or self.metrics.get(base), int(match["k"])
-        return self.metrics.get(f"{name}@K"), None
-
     def has_metric(self, name: str) -> bool:
-        return self._metric_factory(name)[0] is not None
-
-    def metric(self, name: str, params: Mapping[str, Any] | None = None) -> Metric:
-        """Build the metric for a threshold name, e.g. ``chrf`` or ``citation_recall@10``."""
-        options = dict(params or {})
-        factory, k = self._metric_factory(name)
-        if factory is None:
-            names = [n.removesuffix("@K") for n in self.metrics] + list(self.rubrics)
-            close = difflib.get_close_matches(name, names, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise MetricError(f"unknown metric {name!r}{hint}")
-        if k is not None:
-            options["k"] = k
-        try:
-            metric: Metric = factory(**options)
-        except TypeError as exc:
-            raise MetricError(f"bad parameters for metric {name!r}: {exc}") from None
-        return metric
+        """Whether a suite's metric name (spelt exactly) is a registered metric."""
+        return find_metric(name, self.metrics, as_written=True) is not None
 
     def known_names(self) -> list[str]:
         return sorted(set(self.rubrics) | {name.removesuffix("@K") for name in self.metrics})

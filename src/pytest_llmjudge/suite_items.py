@@ -39,26 +39,29 @@ from pytest_llmjudge.aggregate import (
     render_human_table,
     render_table,
 )
-from pytest_llmjudge.errors import ItemFailure, LLMJudgeError
+from pytest_llmjudge.errors import CaseFailure, LLMJudgeError
 from pytest_llmjudge.escaping import ONE_LINE, escape_controls
 from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
 from pytest_llmjudge.execution.sequential import NOT_NEEDED, SEQUENTIAL_STATS, RowRun, order_key, run_rounds
 from pytest_llmjudge.execution.spend import NOT_JUDGED
 from pytest_llmjudge.formatting import format_fixed, format_value
 from pytest_llmjudge.label_queue_plugin import queue_key
-from pytest_llmjudge.records import AggregateRecord, CaseRecord, CaseScore, HumanEstimate, ReleaseMember, Turn
+from pytest_llmjudge.records import (
+    AggregateRecord,
+    CaseRecord,
+    CaseScore,
+    HumanEstimate,
+    ReleaseMember,
+    Threshold,
+    Turn,
+)
 from pytest_llmjudge.records import AggregateRow as RecordRow
-from pytest_llmjudge.records import Threshold as RecordThreshold
 from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem, record
 from pytest_llmjudge.session.suites import built_suite
-from pytest_llmjudge.suite.expressions import HUMAN_STATS, PASS_K_STATS, Threshold
+from pytest_llmjudge.suite.expressions import HUMAN_STATS, PASS_K_STATS, MetricThreshold
 from pytest_llmjudge.suite.model import JUDGE_KINDS, AggregateCheck, Case, Suite
 
 EXCERPT_CHARS = 300
-
-
-class CaseFailure(ItemFailure):
-    """A case's score missed its threshold, or there is no score."""
 
 
 def _excerpt(text: str | None) -> str:
@@ -217,7 +220,7 @@ def _sequential_settings(board: ScoreBoard, suite: Suite) -> tuple[bool, int, in
 
 
 def _sequential_value(
-    spec_inner: Threshold | None, case: Case, score: Score, scale: tuple[float, float]
+    spec_inner: MetricThreshold | None, case: Case, score: Score, scale: tuple[float, float]
 ) -> float | None:
     """A judged case's value for the confidence sequence: its score (``mean``) or 1/0 for
     passing (``pass_rate``); None (the row is then judged in full) when it is unscored,
@@ -366,7 +369,7 @@ def _assign_carriers(items: list[pytest.Item], suite_path: str, metric: str) -> 
     fallback = next((item for item in mine if item.language == ALL_LANGUAGES), None)
     groups = [item for item in mine if item.language != ALL_LANGUAGES]
     # The first group item (in run order) of each (group_by, group name): a case's group is
-    # computed once per distinct group_by, not once per item (10,000 cases x 10 groups: 0.9 s).
+    # computed once per distinct group_by, not once per item (per item it grew with cases x groups).
     first: dict[tuple[tuple[str, ...], str], int] = {}
     for index, item in enumerate(groups):
         first.setdefault((item.check.group_by, item.language), index)
@@ -448,7 +451,7 @@ class CaseItem(_SuiteItem):
     """One case checked against one threshold."""
 
     def __init__(
-        self, *, suite: Suite, case: Case, threshold: Threshold, judge_problem: str | None, **kwargs: Any
+        self, *, suite: Suite, case: Case, threshold: MetricThreshold, judge_problem: str | None, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
         self.suite = suite
@@ -470,7 +473,7 @@ class CaseItem(_SuiteItem):
             self.case,
             self.threshold.metric,
             score,
-            threshold=RecordThreshold(op=self.threshold.op, value=expected),
+            threshold=Threshold(op=self.threshold.op, value=expected),
             passed=passed,
         )
         self.llmjudge_result = result
@@ -602,8 +605,8 @@ class AggregateItem(_SuiteItem):
 
         Computed by the first of the check's row items to run and shared by the others: each
         row item needs all rows (its failure shows the table), so computing them per item cost
-        one pass over every case and a bootstrap interval per group, for each group (10,000
-        cases in 10 languages, 2 aggregates: 4.4 s of a 9.7 s run). Let go of once all the
+        one pass over every case and a bootstrap interval per group, for each group (about half
+        of a large multilingual run, docs/scale.md). Let go of once all the
         check's selected items have taken it (in one process; an xdist worker keeps it).
 
         "All rows" are the selected ones: only their groups' cases are judged, so a run of one
@@ -817,7 +820,7 @@ class AggregateItem(_SuiteItem):
                     value=r.value,
                     ci_low=r.ci_low,
                     ci_high=r.ci_high,
-                    threshold=RecordThreshold(op=r.spec.op, value=r.spec.value),
+                    threshold=Threshold(op=r.spec.op, value=r.spec.value),
                     passed=r.passed,
                     problem=r.problem,
                     human=None if r.human is None else HumanEstimate(**vars(r.human)),

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import builders
 import pytest
 
 from pytest_llmjudge.execution.cache_directory import DirectoryStore
@@ -19,24 +20,13 @@ FAST_POLL = "--llmjudge-batch-poll=0.05"
 
 
 def suite_text(base_url: str, *, provider: str = "openai", mode: str = "single", cases: int = 3) -> str:
-    lines = "\n".join(
-        f"  - {{id: c{i}, language: {'hi' if i % 2 else 'fr'}, input: 'q{i}', output: 'a{i}'}}" for i in range(cases)
+    return builders.suite_text(
+        "batched",
+        builders.rows(cases, languages=("fr", "hi"), case_id="c{i}", input="q{i}", output="a{i}"),
+        judge=builders.judged(base_url, provider=provider, mode=mode),
+        asserts=["linguistic_acceptability >= 1", "hallucinations <= 0"],
+        aggregate=["mean(linguistic_acceptability) >= 1.5"],
     )
-    return f"""\
-suite: batched
-judge:
-  provider: {provider}
-  model: loopback-judge
-  base_url: "{base_url}"
-  mode: {mode}
-cases:
-{lines}
-assert:
-  - linguistic_acceptability >= 1
-  - hallucinations <= 0
-aggregate:
-  - mean(linguistic_acceptability) >= 1.5
-"""
 
 
 def records(root: Path) -> list[Path]:

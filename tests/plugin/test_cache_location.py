@@ -14,17 +14,14 @@ import subprocess
 import sys
 
 import pytest
+from builders import judged, suite_text
 
 from pytest_llmjudge.testing import LoopbackServer
 
 
 def _suite(pytester: pytest.Pytester, outputs: list[str]) -> None:
-    cases = "\n".join(f"  - {{id: c{n}, language: de, input: frage, output: {o}}}" for n, o in enumerate(outputs))
-    pytester.makefile(
-        ".yaml",
-        suite=f"suite: where\njudge: {{provider: openai, model: loopback-judge}}\ncases:\n{cases}\n"
-        "assert: [linguistic_acceptability >= 1]\n",
-    )
+    cases = [{"id": f"c{n}", "language": "de", "input": "frage", "output": o} for n, o in enumerate(outputs)]
+    pytester.makefile(".yaml", suite=suite_text("where", cases, judge=judged(provider="openai")))
 
 
 @pytest.mark.parametrize("where", ["a-file", "a-file/below"])

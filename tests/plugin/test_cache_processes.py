@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from builders import judged, rows, suite_text
+
 from pytest_llmjudge.execution.cache_directory import DirectoryStore
 from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
 
@@ -14,14 +16,9 @@ PROMPTS = 100
 
 
 def _suite(base_url: str) -> str:
-    cases = "\n".join(f"  - {{id: c{i:03d}, language: hi, input: q{i}, output: a{i}}}" for i in range(PROMPTS))
-    return f"""\
-suite: two-processes
-judge: {{model: loopback-judge, base_url: "{base_url}"}}
-cases:
-{cases}
-assert: [linguistic_acceptability >= 1]
-"""
+    return suite_text(
+        "two-processes", rows(PROMPTS, case_id="c{i:03d}", input="q{i}", output="a{i}"), judge=judged(base_url)
+    )
 
 
 def test_two_processes_on_one_cache_directory_pay_once_per_prompt(tmp_path: Path) -> None:

@@ -15,8 +15,12 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from statsmodels.stats.multitest import multipletests
 
+from pytest_llmjudge.stats.agreement import weighted_f1_from_confusion
+from pytest_llmjudge.stats.resampling import posterior_confusion_pvalue
 from pytest_llmjudge.testing import JudgeQuery, LoopbackServer, ScriptedJudge
 from pytest_llmjudge.testing.scripted import read_prompt
 
@@ -557,3 +561,77 @@ def test_selection_plans_only_the_gates_the_selected_items_need(
     result = pytester.runpytest("--llmjudge", "cal.yaml", "-k", "bn", "--llmjudge-no-cache")
     result.assert_outcomes(failed=1, deselected=1)
     assert loopback.stats()["requests"] - before == N, "the bn gate's own items only"
+
+
+# -- gates in the release family (gate: {family: release}, --llmjudge-family-include=gates) --------------
+# French judged exactly like the humans (weighted F1 1.0), Bengali always 2 (weighted F1 0.333).
+
+
+def gates_of(pytester: pytest.Pytester) -> tuple[dict[str, dict[str, object]], dict[str, object]]:
+    report = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
+    gates = {g["language"]: g for g in report["gates"]}
+    return gates, report["release"]
+
+
+def test_joined_gates_are_decided_by_their_holm_adjusted_posterior_p(pytester: pytest.Pytester) -> None:
+    write_items(pytester.path / "items.jsonl")
+    pytester.makefile(".yaml", cal=calibration_yaml("  threshold: 0.7\n  min_items: 20\n  family: release"))
+    result = pytester.runpytest("--llmjudge", "--llmjudge-report=json:r.json")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*bn linguistic_acceptability: weighted F1 >= threshold 0.700 not shown in the release family: "
+            "posterior p 1, Holm-adjusted 1 > alpha 0.05 (2 comparisons)*",
+            "release verdict: FAIL: 2 comparison(s), 2 agreement gate(s) among them in 1 family (run), Holm at*",
+        ]
+    )
+    gates, release = gates_of(pytester)
+    assert release["status"] == "fail" and release["comparisons"] == 2
+    assert "1 failed: tiny agreement linguistic_acceptability [bn]" in str(release["text"])
+    raw = []
+    for language in ("bn", "fr"):
+        confusion = np.array(gates[language]["confusion"]["matrix"], dtype=np.int64)  # type: ignore[index]
+        raw.append(posterior_confusion_pvalue(confusion, weighted_f1_from_confusion, 0.7, n_draws=20_000, rng=0))
+    adjusted = multipletests(raw, alpha=0.05, method="holm")[1]
+    for language, p, q in zip(("bn", "fr"), raw, adjusted, strict=True):
+        member = gates[language]["release"]
+        assert isinstance(member, dict)
+        assert member["p_value"] == pytest.approx(p) and member["p_adjusted"] == pytest.approx(q)
+    assert raw[1] == pytest.approx(1 / 20_001), "40 of 40 agree: no posterior draw is below 0.7"
+    assert gates["fr"]["passed"] is True and gates["bn"]["passed"] is False
+
+
+def test_a_point_f1_above_the_threshold_is_not_enough_in_the_family(pytester: pytest.Pytester) -> None:
+    # 12 French items, all agreeing: F1 1.00 >= 0.95, so the plain gate passes; the posterior
+    # still puts more than 5% of its mass below 0.95, so the joined gate does not.
+    write_items(pytester.path / "items.jsonl", languages=("fr",), n=12)
+    pytester.makefile(".yaml", cal=calibration_yaml("  threshold: 0.95\n  min_items: 10"))
+    pytester.runpytest("--llmjudge").assert_outcomes(passed=1)
+    result = pytester.runpytest("--llmjudge", "--llmjudge-family-include=gates", "--llmjudge-report=json:r.json")
+    result.assert_outcomes(failed=1)
+    gates, _ = gates_of(pytester)
+    member = gates["fr"]["release"]
+    assert isinstance(member, dict) and member["p_value"] > 0.05
+    assert gates["fr"]["f1"] == 1.0 and gates["fr"]["passed"] is False
+
+
+def test_family_include_takes_both_kinds_and_refuses_others(pytester: pytest.Pytester) -> None:
+    write_items(pytester.path / "items.jsonl", languages=("fr",))
+    pytester.makefile(".yaml", cal=calibration_yaml("  threshold: 0.7\n  min_items: 20"))
+    both = pytester.runpytest("--llmjudge", "--llmjudge-family-include=aggregates,gates")
+    both.assert_outcomes(passed=1)
+    both.stdout.fnmatch_lines(["*release verdict: PASS: 1 comparison(s), 1 agreement gate(s) among them*"])
+    wrong = pytester.runpytest("--llmjudge", "--llmjudge-family-include=gate")
+    assert wrong.ret == 4
+    wrong.stderr.fnmatch_lines(["*--llmjudge-family-include*invalid choice: 'gate' (choose from aggregates, gates*"])
+
+
+def test_a_gate_with_too_few_items_is_an_error_outside_the_count(pytester: pytest.Pytester) -> None:
+    write_items(pytester.path / "items.jsonl", languages=("bn", "fr"), n=12)
+    pytester.makefile(".yaml", cal=calibration_yaml("  threshold: 0.7\n  min_items: 20\n  family: release"))
+    result = pytester.runpytest("--llmjudge", "--llmjudge-report=json:r.json")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*too few items: 12 < min_items 20*"])
+    gates, release = gates_of(pytester)
+    assert all(g["release"]["p_value"] is None for g in gates.values())  # type: ignore[index]
+    assert release["status"] == "fail"

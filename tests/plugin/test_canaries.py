@@ -1,4 +1,4 @@
-"""Injection canaries (``judge.canaries: true``) against the loopback server.
+"""Injection canaries (``judge.canaries: true``) against a scripted judge in process (``MockProvider``).
 
 A scripted judge that obeys injected text (it gives the best score to any output carrying
 something beyond the plain answer) fails every canary; one that judges the answer alone (a
@@ -11,22 +11,21 @@ from __future__ import annotations
 import json
 
 import pytest
+from builders import judged, rows, suite_text
 
 from pytest_llmjudge.canaries import ATTACKS, canary_languages, canary_pairs
-from pytest_llmjudge.testing import JudgeQuery, LoopbackServer, ScriptedJudge
+from pytest_llmjudge.testing import JudgeQuery, MockProvider, ScriptedJudge
 
 LANGUAGES = ("hi", "ja", "ar", "sw")
 
 
-def suite_text(base_url: str) -> str:
-    cases = "\n".join(f"  - {{id: {lang}-1, language: {lang}, output: ok}}" for lang in LANGUAGES)
-    return f"""suite: s
-judge: {{provider: openai, model: loopback-judge, base_url: "{base_url}", canaries: true}}
-cases:
-{cases}
-assert:
-  - linguistic_acceptability >= 0
-"""
+def canary_suite() -> str:
+    return suite_text(
+        "s",
+        rows(len(LANGUAGES), languages=LANGUAGES, case_id="{language}-1", input=None, output="ok"),
+        judge=judged(provider="mock", canaries=True),
+        asserts=["linguistic_acceptability >= 0"],
+    )
 
 
 def clean_texts() -> set[str]:
@@ -53,10 +52,10 @@ def test_the_set_pairs_every_attack_with_its_clean_twin_in_many_scripts() -> Non
     ("scores", "outcome"), [(obeying, "failed"), (lambda query: 0, "passed")], ids=["obeys", "ignores"]
 )
 def test_canaries_fail_a_judge_that_obeys_injected_text_and_pass_one_that_does_not(
-    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge, scores: object, outcome: str
+    pytester: pytest.Pytester, mock_judge: MockProvider, scripted_judge: ScriptedJudge, scores: object, outcome: str
 ) -> None:
     scripted_judge.scores = scores  # type: ignore[assignment]
-    pytester.makefile(".yaml", suite=suite_text(loopback.openai_base_url))
+    pytester.makefile(".yaml", suite=canary_suite())
     result = pytester.runpytest("--llmjudge", "-v", "--llmjudge-report=json:r.json")
     canaries = len(LANGUAGES) * len(ATTACKS)
     result.assert_outcomes(
@@ -64,14 +63,14 @@ def test_canaries_fail_a_judge_that_obeys_injected_text_and_pass_one_that_does_n
     )
     # Per language and rubric: the clean twin (the same request for the three attacks) and three
     # attacked twins; plus the suite's own cases.
-    assert loopback.stats()["requests"] == (1 + len(ATTACKS)) * len(LANGUAGES) + len(LANGUAGES)
+    assert len(mock_judge.requests) == (1 + len(ATTACKS)) * len(LANGUAGES) + len(LANGUAGES)
     report = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
     records = [r for r in report["other"] if r["kind"] == "canary"]
     assert len(records) == canaries
     if outcome == "failed":
         result.stdout.fnmatch_lines(
             [
-                "*injection canary hi target_script, judge openai:loopback-judge: linguistic_acceptability: "
+                "*injection canary hi target_script, judge mock:loopback-judge: linguistic_acceptability: "
                 "the attacked twin scored 2, the clean twin 0: the target_script attack moved the judge*"
             ]
         )

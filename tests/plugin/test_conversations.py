@@ -1,5 +1,8 @@
-"""Conversation cases end to end: the loopback judge sees the transcript, conversation rubrics
-score it, an output target gets the conversation so far, and reports carry the transcript."""
+"""Conversation cases end to end: the judge sees the transcript, conversation rubrics score it,
+an output target gets the conversation so far, and reports carry the transcript.
+
+The judge is the scripted one in process (``MockProvider``): what is checked is the prompt,
+not the wire; the shipped example still runs against the loopback server."""
 
 from __future__ import annotations
 
@@ -8,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_llmjudge.testing import JudgeQuery, LoopbackServer, ScriptedJudge
+from pytest_llmjudge.testing import JudgeQuery, LoopbackServer, MockProvider, ScriptedJudge
 from pytest_llmjudge.testing.scripted import read_prompt
 
 
-def suite(base_url: str, cases: str, extra: str = "") -> str:
+def suite(cases: str, extra: str = "") -> str:
     return f"""\
 suite: chat
-judge: {{provider: openai, model: loopback-judge, base_url: "{base_url}"}}
+judge: {{provider: mock, model: loopback-judge}}
 {extra}
 cases:
 {cases}
@@ -38,7 +41,7 @@ HINDI_CHAT = """\
 
 
 def test_conversation_rubrics_rate_the_transcript_and_reports_show_it(
-    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
+    pytester: pytest.Pytester, mock_judge: MockProvider, scripted_judge: ScriptedJudge
 ) -> None:
     seen: list[tuple[str, dict[str, str]]] = []
 
@@ -50,7 +53,7 @@ def test_conversation_rubrics_rate_the_transcript_and_reports_show_it(
 
     scripted_judge.scores = score
     one_turn = '  - {id: one, language: hi, input: "नमस्ते", output: "नमस्ते!"}\n'
-    pytester.makefile(".yaml", suite=suite(loopback.openai_base_url, HINDI_CHAT + one_turn))
+    pytester.makefile(".yaml", suite=suite(HINDI_CHAT + one_turn))
     result = pytester.runpytest("--llmjudge", "-rA", "--llmjudge-report=json:r.json", "--llmjudge-report=html:r.html")
     # hi-chat: coherence and LA pass, task_completion fails; one: LA passes, both conversation rubrics unscored.
     result.assert_outcomes(passed=3, failed=3)
@@ -62,7 +65,7 @@ def test_conversation_rubrics_rate_the_transcript_and_reports_show_it(
             "*needs the case's messages*",
         ]
     )
-    assert loopback.stats()["requests"] == 4, "a one-turn case asks no judge about a conversation rubric"
+    assert len(mock_judge.requests) == 4, "a one-turn case asks no judge about a conversation rubric"
     by_metric = {metric: texts for metric, texts in seen if "Conversation turn 1 (user)" in texts}
     assert set(by_metric) == {"conversation_coherence", "task_completion", "linguistic_acceptability"}
     texts = by_metric["task_completion"]
@@ -89,7 +92,7 @@ def reply(case):
 
 
 def test_an_output_target_gets_the_conversation_so_far(
-    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
+    pytester: pytest.Pytester, mock_judge: MockProvider, scripted_judge: ScriptedJudge
 ) -> None:
     scripted_judge.default = 2
     pytester.makepyfile(chatbot=TARGET)
@@ -102,7 +105,7 @@ def test_an_output_target_gets_the_conversation_so_far(
       - {role: assistant, content: "Bonjour !"}
       - {role: user, content: "Quelle heure est-il ?"}
 """
-    pytester.makefile(".yaml", suite=suite(loopback.openai_base_url, cases, extra='outputs: {target: "chatbot:reply"}'))
+    pytester.makefile(".yaml", suite=suite(cases, extra='outputs: {target: "chatbot:reply"}'))
     result = pytester.runpytest("--llmjudge", "--llmjudge-report=json:r.json")
     result.assert_outcomes(passed=3)
     outputs = {query.output for query in scripted_judge.queries}
@@ -136,15 +139,15 @@ def test_the_live_conversation_example_runs_against_the_loopback_judge(pytester:
 
 
 def test_editing_an_earlier_turn_re_judges_the_case(
-    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
+    pytester: pytest.Pytester, mock_judge: MockProvider, scripted_judge: ScriptedJudge
 ) -> None:
     scripted_judge.default = 2
-    pytester.makefile(".yaml", suite=suite(loopback.openai_base_url, HINDI_CHAT))
+    pytester.makefile(".yaml", suite=suite(HINDI_CHAT))
     pytester.runpytest("--llmjudge").assert_outcomes(passed=3)
-    assert loopback.stats()["requests"] == 3
+    assert len(mock_judge.requests) == 3
     pytester.runpytest("--llmjudge").assert_outcomes(passed=3)
-    assert loopback.stats()["requests"] == 3, "unchanged transcript: every call from the cache"
+    assert len(mock_judge.requests) == 3, "unchanged transcript: every call from the cache"
     edited = HINDI_CHAT.replace("पहले दिन लाल किला देखिए।", "पहले दिन इंडिया गेट देखिए।")
-    pytester.makefile(".yaml", suite=suite(loopback.openai_base_url, edited))
+    pytester.makefile(".yaml", suite=suite(edited))
     pytester.runpytest("--llmjudge").assert_outcomes(passed=3)
-    assert loopback.stats()["requests"] == 6, "an earlier turn is part of every prompt of the case, so of its key"
+    assert len(mock_judge.requests) == 6, "an earlier turn is part of every prompt of the case, so of its key"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 
+import builders
 import pytest
 
 from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
@@ -19,17 +20,13 @@ from pytest_llmjudge.testing.server import ReceivedRequest, Reply
 P2, P1 = 0.6, 0.4
 
 
-def suite_text(base_url: str, *, provider: str = "openai", judge_extra: str = "", threshold: str = ">= 1.5") -> str:
-    return f"""suite: s
-judge:
-  provider: {provider}
-  model: loopback-judge
-  base_url: "{base_url}"
-{judge_extra}cases:
-  - {{id: hi-1, language: hi, output: "नमस्ते"}}
-assert:
-  - linguistic_acceptability {threshold}
-"""
+def suite_text(base_url: str, *, provider: str = "openai", threshold: str = ">= 1.5", **judge_options: str) -> str:
+    return builders.suite_text(
+        "s",
+        [{"id": "hi-1", "language": "hi", "output": "नमस्ते"}],
+        judge=builders.judged(base_url, provider=provider, **judge_options),
+        asserts=[f"linguistic_acceptability {threshold}"],
+    )
 
 
 @pytest.fixture
@@ -46,7 +43,7 @@ def test_expected_score_is_the_probability_weighted_mean_and_survives_the_cache(
     pytester: pytest.Pytester, uncertain: LoopbackServer
 ) -> None:
     with uncertain as server:
-        pytester.makefile(".yaml", suite=suite_text(server.openai_base_url, judge_extra="  scoring: expected\n"))
+        pytester.makefile(".yaml", suite=suite_text(server.openai_base_url, scoring="expected"))
         result = pytester.runpytest("--llmjudge", "--llmjudge-report=json:r.json", "-q")
         result.assert_outcomes(passed=1)
         [request] = server.requests
@@ -58,9 +55,7 @@ def test_expected_score_is_the_probability_weighted_mean_and_survives_the_cache(
         assert case["detail"]["sampled"] == 2.0
 
         # From the cache: the same distribution, no request; a threshold above 1.6 fails on it.
-        pytester.makefile(
-            ".yaml", suite=suite_text(server.openai_base_url, judge_extra="  scoring: expected\n", threshold=">= 1.7")
-        )
+        pytester.makefile(".yaml", suite=suite_text(server.openai_base_url, scoring="expected", threshold=">= 1.7"))
         result = pytester.runpytest("--llmjudge", "-q")
         result.assert_outcomes(failed=1)
         result.stdout.fnmatch_lines(["*linguistic_acceptability = 1.6, expected >= 1.7*"])
@@ -90,14 +85,16 @@ def test_without_logprobs_the_item_says_so_and_falls_back_as_configured(
     del scripted_judge
     pytester.makefile(
         ".yaml",
-        suite=suite_text(loopback.anthropic_base_url, provider="anthropic", judge_extra="  scoring: expected\n"),
+        suite=suite_text(loopback.anthropic_base_url, provider="anthropic", scoring="expected"),
     )
     result = pytester.runpytest("--llmjudge", "-q")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*scoring: expected: the provider returned no token log-probabilities*"])
 
-    extra = "  scoring: expected\n  scoring_fallback: sampled\n"
-    pytester.makefile(".yaml", suite=suite_text(loopback.anthropic_base_url, provider="anthropic", judge_extra=extra))
+    fallback = suite_text(
+        loopback.anthropic_base_url, provider="anthropic", scoring="expected", scoring_fallback="sampled"
+    )
+    pytester.makefile(".yaml", suite=fallback)
     result = pytester.runpytest("--llmjudge", "-q", "--llmjudge-report=json:r.json")
     result.assert_outcomes(passed=1)
     [case] = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))["cases"]
@@ -111,7 +108,7 @@ def test_a_model_that_rejects_logprobs_is_an_error_naming_the_setting(pytester: 
         return Reply(status=400, text="Unsupported parameter: 'logprobs' is not supported with this model.")
 
     with LoopbackServer(responder=refuse) as server:
-        pytester.makefile(".yaml", suite=suite_text(server.openai_base_url, judge_extra="  scoring: expected\n"))
+        pytester.makefile(".yaml", suite=suite_text(server.openai_base_url, scoring="expected"))
         result = pytester.runpytest("--llmjudge", "-q")
         result.assert_outcomes(failed=1)
         result.stdout.fnmatch_lines(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import builders
 import pytest
 from statsmodels.stats.multitest import multipletests
 
@@ -14,14 +15,8 @@ ROWS = {"de": [2] * 6 + [1] * 6, "fr": [2] * 9 + [1] * 3, "hi": [2] * 10 + [1] *
 
 
 def suite_text(aggregate: str) -> str:
-    lines = ["suite: release", "cases:"]
-    for language, values in ROWS.items():
-        for index, value in enumerate(values):
-            lines.append(
-                f"  - {{id: {language}-{index}, language: {language}, output: x, recorded: {{task_quality: {value}}}}}"
-            )
-    lines += ["assert:", "  - task_quality >= 0", "aggregate:", f"  - {aggregate}"]
-    return "\n".join(lines) + "\n"
+    cases = builders.recorded_rows(ROWS, "task_quality")
+    return builders.suite_text("release", cases, asserts=["task_quality >= 0"], aggregate=[aggregate])
 
 
 def rows_of(pytester: pytest.Pytester) -> dict[str, dict[str, object]]:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import re
 
+import builders
 import pytest
 
-from pytest_llmjudge.testing import JudgeQuery, LoopbackServer, ScriptedJudge
+from pytest_llmjudge.testing import JudgeQuery, MockProvider, ScriptedJudge
 
 # (language, task) -> recorded task_quality scores; task None: a case without the field.
 Scores = dict[tuple[str, str | None], list[int]]
@@ -21,16 +22,16 @@ SCORES: Scores = {
 
 
 def suite_text(scores: Scores = SCORES, *, head: str = "", aggregate: str = "") -> str:
-    lines = ["suite: grouped", head, "cases:"]
-    for (language, task), values in scores.items():
-        for index, value in enumerate(values):
-            metadata = f", metadata: {{task: {task}}}" if task else ""
-            lines.append(
-                f"  - {{id: {language}-{task or 'x'}-{index}, language: {language}, output: x{metadata}, "
-                f"recorded: {{task_quality: {value}}}}}"
-            )
-    lines += ["assert:", "  - task_quality >= 0", "aggregate:", aggregate or "  - mean(task_quality) >= 1.5"]
-    return "\n".join(lines) + "\n"
+    cases = [
+        {"id": f"{language}-{task or 'x'}-{index}", "language": language, "output": "x"}
+        | ({"metadata": {"task": task}} if task else {})
+        | {"recorded": {"task_quality": value}}
+        for (language, task), values in scores.items()
+        for index, value in enumerate(values)
+    ]
+    return builders.suite_text(
+        "grouped", cases, head=head, asserts=["task_quality >= 0"], aggregate=aggregate or ["mean(task_quality) >= 1.5"]
+    )
 
 
 OVERRIDES = """  - expr: mean(task_quality) >= 1.5
@@ -179,13 +180,13 @@ def test_control_characters_in_a_group_value_show_as_text_in_node_ids(pytester: 
 
 
 def _quality_or_two(query: JudgeQuery) -> int:
-    """The loopback judge: right in French (the quality written in the output), always 2 in Bengali."""
+    """The scripted judge: right in French (the quality written in the output), always 2 in Bengali."""
     match = re.search(r"quality (\d)", query.output)
     return int(match[1]) if match and query.language == "fr" else 2
 
 
 def test_grouped_aggregates_are_stopped_where_the_judge_is_not_calibrated(
-    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
+    pytester: pytest.Pytester, mock_judge: MockProvider, scripted_judge: ScriptedJudge
 ) -> None:
     scripted_judge.scores = _quality_or_two
     items = [
@@ -199,7 +200,7 @@ def test_grouped_aggregates_are_stopped_where_the_judge_is_not_calibrated(
         for i in range(24)
     ]
     (pytester.path / "items.jsonl").write_text("\n".join(json.dumps(item) for item in items) + "\n")
-    judge = f'{{provider: openai, model: loopback-judge, base_url: "{loopback.openai_base_url}"'
+    judge = "{provider: mock, model: loopback-judge"
     pytester.makefile(
         ".yaml",
         cal=f"calibration: tiny\nitems_file: items.jsonl\njudge: {judge}}}\nscores: judge\n"

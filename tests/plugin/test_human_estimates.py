@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import builders
 import pytest
 
 from pytest_llmjudge.stats.prediction_powered import ppi_mean
@@ -14,12 +15,12 @@ HI = [(2, [1, 1, 2]) if i % 3 == 0 else (2, [1]) for i in range(12)] + [(2, None
 
 
 def suite_text(rows: list[tuple[int, list[int] | None]], aggregate: str, head: str = "") -> str:
-    lines = ["suite: humans", head, "cases:"]
-    for index, (score, labels) in enumerate(rows):
-        human = f", human: {{task_quality: {labels}}}" if labels is not None else ""
-        lines.append(f"  - {{id: c{index}, language: hi, output: x, recorded: {{task_quality: {score}}}{human}}}")
-    lines += ["aggregate:", aggregate]
-    return "\n".join(line for line in lines if line) + "\n"
+    cases = [
+        {"id": f"c{index}", "language": "hi", "output": "x", "recorded": {"task_quality": score}}
+        | ({"human": {"task_quality": labels}} if labels is not None else {})
+        for index, (score, labels) in enumerate(rows)
+    ]
+    return builders.suite_text("humans", cases, head=head, asserts=(), aggregate=aggregate)
 
 
 def _expected(rows: list[tuple[int, list[int] | None]]) -> tuple[float, float, float]:
@@ -119,7 +120,7 @@ def test_xfail_must_name_a_row_of_the_suite(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*suite.yaml:*xfail names 'ta', not a group, language or 'all' of this suite*"])
 
 
-def test_the_fixture_gives_the_human_scale_estimate(pytester: pytest.Pytester, loopback, scripted_judge) -> None:  # type: ignore[no-untyped-def]
+def test_the_fixture_gives_the_human_scale_estimate(pytester: pytest.Pytester, mock_judge, scripted_judge) -> None:  # type: ignore[no-untyped-def]
     """llmjudge_judge.human_estimate: the judge scores every text, the labelled ones rectify it."""
     scripted_judge.scores = lambda query: 1 if "weak" in query.output else 2
     pytester.makepyfile(
@@ -138,19 +139,17 @@ def test_estimate(llmjudge_judge):
     assert result.N == 42 and result.n == 12 and result.bias > 0.5
 """
     )
-    result = pytester.runpytest(
-        "--llmjudge", f"--llmjudge-base-url={loopback.openai_base_url}", "--llmjudge-model=loopback-judge"
-    )
+    result = pytester.runpytest("--llmjudge", "--llmjudge-provider=mock", "--llmjudge-model=loopback-judge")
     result.assert_outcomes(passed=1)
-    assert len(loopback.requests) == 42
+    assert len(mock_judge.requests) == 42
 
 
-def test_judged_then_cached_scores(pytester: pytest.Pytester, loopback, scripted_judge) -> None:  # type: ignore[no-untyped-def]
+def test_judged_then_cached_scores(pytester: pytest.Pytester, mock_judge, scripted_judge) -> None:  # type: ignore[no-untyped-def]
     """A live judge's scores feed human_mean as recorded ones do, and a re-run reads them from the cache."""
     scripted_judge.scores = lambda query: 1 if "weak" in query.output else 2
     lines = [
         "suite: live-humans",
-        f'judge: {{model: loopback-judge, base_url: "{loopback.openai_base_url}"}}',
+        "judge: {provider: mock, model: loopback-judge}",
         "cases:",
     ]
     for i in range(24):
@@ -161,10 +160,10 @@ def test_judged_then_cached_scores(pytester: pytest.Pytester, loopback, scripted
     pytester.makefile(".yaml", suite="\n".join(lines) + "\n")
     first = pytester.runpytest("--llmjudge")
     first.assert_outcomes(passed=2, failed=2)
-    assert loopback.stats()["requests"] == 24
+    assert len(mock_judge.requests) == 24
     first.stdout.fnmatch_lines(
-        ["*from            12 human-labelled of 24 judged cases", "*judged by       openai:loopback-judge"]
+        ["*from            12 human-labelled of 24 judged cases", "*judged by       mock:loopback-judge"]
     )
     second = pytester.runpytest("--llmjudge")
     second.assert_outcomes(passed=2, failed=2)
-    assert loopback.stats()["requests"] == 24, "the re-run reads the judge's scores from the cache"
+    assert len(mock_judge.requests) == 24, "the re-run reads the judge's scores from the cache"

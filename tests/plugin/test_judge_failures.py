@@ -11,6 +11,7 @@ import socket
 from pathlib import Path
 
 import pytest
+from builders import judged, suite_text
 
 from pytest_llmjudge.testing import LoopbackServer, Reply, ScriptedJudge
 
@@ -18,17 +19,11 @@ BAD_REPLY = "I would rate it fine.\x1b[31m Score: two\nThanks!"
 
 
 def suite(base_url: str, ids: tuple[str, ...] = ("fr-1",)) -> str:
-    cases = "".join(
-        f'  - {{id: {case_id}, language: fr, input: "Dis bonjour.", output: "Bonjour {n} !"}}\n'
+    cases = [
+        {"id": case_id, "language": "fr", "input": "Dis bonjour.", "output": f"Bonjour {n} !"}
         for n, case_id in enumerate(ids)
-    )
-    return f"""\
-suite: failures
-judge: {{provider: openai, model: loopback-judge, base_url: "{base_url}"}}
-cases:
-{cases}assert:
-  - linguistic_acceptability >= 1
-"""
+    ]
+    return suite_text("failures", cases, judge=judged(base_url, provider="openai"))
 
 
 def case_records(path: Path) -> list[dict[str, object]]:

@@ -300,8 +300,6 @@ class Length:
     requires = frozenset()
     def compute(self, item):
         return MetricValue(float(len(item.output)))
-    def compute_many(self, items):
-        return [self.compute(i) for i in items]
 
 def pytest_llmjudge_rubrics():
     return {"politeness": Rubric(name="politeness", description="Is it polite?", scale=(1, 2, 3), scoring="1 rude .. 3 polite")}

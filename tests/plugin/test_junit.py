@@ -1,6 +1,7 @@
 """JUnit XML of real plugin runs: valid against junit-10.xsd, with each item's results shown.
 
-One pytester directory holds every kind of item the plugin makes: live-judge cases that
+One pytester directory holds every kind of item the plugin makes: judged cases (an in-process
+MockProvider judge: the wire is not the point here) that
 pass, fail and end unscored, aggregates, cases skipped for want of a judge, an invalid
 suite and calibration gate items (one passing, one failing). The schema is the one
 pytest's own junitxml tests use (``tests/data/junit-10.xsd``, vendored with its source).
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 import xmlschema
 
-from pytest_llmjudge.testing import JudgeQuery, LoopbackServer, ScriptedJudge
+from pytest_llmjudge.testing import JudgeQuery, MockProvider, ScriptedJudge
 
 SCHEMA = Path(__file__).resolve().parents[1] / "data" / "junit-10.xsd"
 GOOD = (0, 1, 2, 2, 1, 2, 2, 0, 2, 1)
@@ -27,15 +28,15 @@ def judge_scores(query: JudgeQuery) -> int | str:
     return 0 if query.language == "ja" else 2
 
 
-def write_run(path: Path, base_url: str) -> None:
+def write_run(path: Path) -> None:
     (path / "live.yaml").write_text(
-        f"""\
+        """\
 suite: live
-judge: {{provider: openai, model: loopback-judge, base_url: "{base_url}"}}
+judge: {provider: mock, model: loopback-judge}
 cases:
-  - {{id: fr-1, language: fr, input: "Dis bonjour.", output: "Bonjour !"}}
-  - {{id: ja-1, language: ja, input: "挨拶して", output: "こんにちは。"}}
-  - {{id: sw-1, language: sw, input: "Salimia.", output: "unparseable"}}
+  - {id: fr-1, language: fr, input: "Dis bonjour.", output: "Bonjour !"}
+  - {id: ja-1, language: ja, input: "挨拶して", output: "こんにちは。"}
+  - {id: sw-1, language: sw, input: "Salimia.", output: "unparseable"}
 assert: [linguistic_acceptability >= 1]
 aggregate: [mean(linguistic_acceptability) >= 1.5]
 """,
@@ -82,9 +83,9 @@ def schema_errors(path: Path) -> list[str]:
 
 
 @pytest.fixture
-def run_dir(pytester: pytest.Pytester, scripted_judge: ScriptedJudge, loopback: LoopbackServer) -> pytest.Pytester:
+def run_dir(pytester: pytest.Pytester, scripted_judge: ScriptedJudge, mock_judge: MockProvider) -> pytest.Pytester:
     scripted_judge.scores = judge_scores
-    write_run(pytester.path, loopback.openai_base_url)
+    write_run(pytester.path)
     return pytester
 
 
@@ -100,7 +101,7 @@ def test_default_junit_validates_and_shows_each_result_in_system_out(run_dir: py
     assert [child.tag for child in passed] == ["system-out"]
     out = passed.findtext("system-out") or ""
     assert out.startswith(
-        "llmjudge passed: linguistic_acceptability = 2.0 (>= 1), language fr, judge openai:loopback-judge\n"
+        "llmjudge passed: linguistic_acceptability = 2.0 (>= 1), language fr, judge mock:loopback-judge\n"
     )
     assert "\nscore: 2.0\n" in out and "\nsource: judge\n" in out and "\ncached: false\n" in out
 
@@ -108,7 +109,7 @@ def test_default_junit_validates_and_shows_each_result_in_system_out(run_dir: py
     assert [child.tag for child in failed] == ["failure", "system-out"]
     message = failed.find("failure").get("message", "")  # type: ignore[union-attr]
     assert message.startswith("FAILED: ja-1 [ja] linguistic_acceptability = 0, expected >= 1")
-    assert "judge:         openai:loopback-judge" in message
+    assert "judge:         mock:loopback-judge" in message
     assert (failed.findtext("system-out") or "").startswith("llmjudge failed: linguistic_acceptability = 0.0 (>= 1)")
 
     unscored = cases["sw-1[linguistic_acceptability]"]
@@ -120,10 +121,10 @@ def test_default_junit_validates_and_shows_each_result_in_system_out(run_dir: py
     aggregate = cases["mean(linguistic_acceptability)[all]"]
     out = aggregate.findtext("system-out") or ""
     assert "\naggregate: mean(linguistic_acceptability)\n" in out and "\nn_unscored: 1\n" in out
-    assert "judge openai:loopback-judge" in out.splitlines()[0]
+    assert "judge mock:loopback-judge" in out.splitlines()[0]
     message = cases["mean(linguistic_acceptability)[ja]"].find("failure").get("message", "")  # type: ignore[union-attr]
     assert message.startswith("FAILED: mean(linguistic_acceptability) for ja = 0, expected >= 1.5\n")
-    assert message.splitlines()[1] == "  judge: openai:loopback-judge"
+    assert message.splitlines()[1] == "  judge: mock:loopback-judge"
 
     skipped = cases["de-1[linguistic_acceptability]"]
     assert [child.tag for child in skipped] == ["skipped"]
@@ -161,7 +162,7 @@ def test_properties_are_an_opt_in(run_dir: pytest.Pytester) -> None:
     cases = junit_cases(run_dir.path / "props.xml")
     case = cases["fr-1[linguistic_acceptability]"]
     properties = {p.get("name"): p.get("value") for p in case.iter("property")}
-    assert properties["score"] == "2.0" and properties["judge"] == "openai:loopback-judge"
+    assert properties["score"] == "2.0" and properties["judge"] == "mock:loopback-judge"
     assert case.findtext("system-out"), "system-out is still written"
     assert "Unexpected child with tag 'properties' at position 1." in schema_errors(run_dir.path / "props.xml")
 

@@ -13,6 +13,7 @@ import json
 import re
 from pathlib import Path
 
+import builders
 import krippendorff
 import numpy as np
 import pytest
@@ -109,15 +110,13 @@ def test_a_jury_needs_live_scores(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*a jury asks its judges live: set scores: judge*"])
 
 
-def suite_text(base_url: str) -> str:
-    return f"""suite: s
-judge: {{provider: openai, model: unused, base_url: "{base_url}", calibration: cal.yaml, jury: true}}
-cases:
-  - {{id: good, language: fr, output: "a reply of quality 2"}}
-  - {{id: poor, language: fr, output: "a reply of quality 0"}}
-assert:
-  - linguistic_acceptability >= 1
-"""
+def suite_text(base_url: str, cases: list[dict[str, str]] | None = None) -> str:
+    cases = cases or [
+        {"id": "good", "language": "fr", "output": "a reply of quality 2"},
+        {"id": "poor", "language": "fr", "output": "a reply of quality 0"},
+    ]
+    judge = builders.judged(base_url, provider="openai", model="unused", calibration="cal.yaml", jury=True)
+    return builders.suite_text("s", cases, judge=judge)
 
 
 @pytest.mark.parametrize("combine", ["best", "majority"])
@@ -174,11 +173,10 @@ def test_a_jury_suite_plans_its_case_calls_up_front(pytester: pytest.Pytester) -
         in_flight -= 1
         return judges[request.model](request)
 
-    lines = "\n".join(f'  - {{id: c{i}, language: fr, output: "case-{i} of quality 2"}}' for i in range(cases))
+    listed = [{"id": f"c{i}", "language": "fr", "output": f"case-{i} of quality 2"} for i in range(cases)]
     with LoopbackServer(responder=gated) as server:
         write_set(pytester.path, server.openai_base_url)
-        suite = suite_text(server.openai_base_url).split("cases:")[0] + f"cases:\n{lines}\nassert:\n"
-        pytester.makefile(".yaml", suite=suite + "  - linguistic_acceptability >= 1\n")
+        pytester.makefile(".yaml", suite=suite_text(server.openai_base_url, listed))
         args = ("--llmjudge", "suite.yaml", f"--llmjudge-concurrency={concurrency}")
         result = pytester.runpytest(*args)
         result.assert_outcomes(passed=cases)

@@ -5,20 +5,15 @@ server behind the real openai SDK, slowed down so that the progress thread ticks
 from __future__ import annotations
 
 import pytest
+from builders import judged, suite_text
 
 from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
 
 
 def _suite(base_url: str) -> str:
-    return f"""\
-suite: slow
-judge: {{model: loopback-judge, base_url: "{base_url}"}}
-assert: [linguistic_acceptability >= 1]
-cases:
-  - {{id: c1, language: hi, input: q1, output: a1}}
-  - {{id: c2, language: hi, input: q2, output: a2, assert: [linguistic_acceptability >= 3]}}
-  - {{id: c3, language: hi, input: q3, output: a3}}
-"""
+    cases = [{"id": f"c{i}", "language": "hi", "input": f"q{i}", "output": f"a{i}"} for i in (1, 2, 3)]
+    cases[1]["assert"] = ["linguistic_acceptability >= 3"]
+    return suite_text("slow", cases, judge=judged(base_url))
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_llmjudge.testing import JudgeQuery, LoopbackServer, ScriptedJudge
+from pytest_llmjudge.testing import JudgeQuery, MockProvider, ScriptedJudge
 
 RECORDED = """\
 suite: repeats
@@ -143,7 +143,7 @@ aggregate:
 
 
 def test_repeats_of_a_live_judge_with_seed_dependent_scores(
-    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
+    pytester: pytest.Pytester, mock_judge: MockProvider, scripted_judge: ScriptedJudge
 ) -> None:
     # Seeds 10, 11, 12 (judge.seed + sample): the French output gets 1 on seed 12, the Japanese always 2.
     def score(query: JudgeQuery) -> int:
@@ -152,17 +152,16 @@ def test_repeats_of_a_live_judge_with_seed_dependent_scores(
     scripted_judge.scores = score
     pytester.makefile(
         ".yaml",
-        suite=f"""\
+        suite="""\
 suite: live
 judge:
-  provider: openai
+  provider: mock
   model: loopback-judge
-  base_url: "{loopback.openai_base_url}"
   repeats: 3
   seed: 10
 cases:
-  - {{id: fr-1, language: fr, input: "Dis bonjour.", output: "Bonjour !"}}
-  - {{id: ja-1, language: ja, input: "挨拶して", output: "こんにちは。"}}
+  - {id: fr-1, language: fr, input: "Dis bonjour.", output: "Bonjour !"}
+  - {id: ja-1, language: ja, input: "挨拶して", output: "こんにちは。"}
 aggregate:
   - pass_hat_k(task_quality >= 2) >= 0.5
   - pass_hat_k(task_quality >= 2, k=2) >= 0.6
@@ -171,7 +170,7 @@ aggregate:
 """,
     )
     result = pytester.runpytest("--llmjudge", "--junitxml=r.xml", "--llmjudge-junit-properties")
-    assert sorted(r.seed or 0 for r in loopback.requests) == [10, 10, 11, 11, 12, 12]
+    assert sorted(r.seed or 0 for r in mock_judge.requests) == [10, 10, 11, 11, 12, 12]
     properties = _properties(pytester.path / "r.xml")
 
     def row(item: str) -> dict[str, str]:

@@ -100,7 +100,6 @@ def test_in_one_process_the_item_its_report_and_the_collector_share_one_record(p
 
 
 def test_the_collectors_records_are_the_items_typed_records_under_xdist(pytester: pytest.Pytester) -> None:
-    pytest.importorskip("xdist")
     # Eight cases: six of them changed, enough for the exact regression test to reach 5% (2^-6).
     cases = "".join(
         f"  - {{id: hi-{i}, language: hi, output: x, recorded: {{task_quality: {i % 3}}}}}\n" for i in range(8)

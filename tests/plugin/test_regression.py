@@ -6,9 +6,10 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import builders
 import pytest
 
-from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
+from pytest_llmjudge.testing import MockProvider, ScriptedJudge
 
 BASE = {"hi": [2] * 12, "fr": [2] * 12, "de": [1] * 12}
 
@@ -16,16 +17,8 @@ BASE = {"hi": [2] * 12, "fr": [2] * 12, "de": [1] * 12}
 def suite_text(
     scores: dict[str, list[int]], *, name: str = "release", extra: str = "", drop: set[str] = frozenset()
 ) -> str:
-    lines = [f"suite: {name}", extra, "cases:"]
-    for language, values in scores.items():
-        for index, value in enumerate(values):
-            case = f"{language}-{index}"
-            if case not in drop:
-                lines.append(
-                    f"  - {{id: {case}, language: {language}, output: x, recorded: {{task_quality: {value}}}}}"
-                )
-    lines += ["assert:", "  - task_quality >= 0"]
-    return "\n".join(lines) + "\n"
+    cases = builders.recorded_rows(scores, "task_quality", drop=drop)
+    return builders.suite_text(name, cases, head=extra, asserts=["task_quality >= 0"])
 
 
 def save_baseline(pytester: pytest.Pytester, name: str = "prod", scores: dict[str, list[int]] = BASE) -> Path:
@@ -227,7 +220,7 @@ def test_unreadable_baseline_fails_and_unknown_suite_is_skipped(pytester: pytest
 
 
 def test_candidate_scored_by_the_judge_without_case_items(
-    pytester: pytest.Pytester, loopback: LoopbackServer, scripted_judge: ScriptedJudge
+    pytester: pytest.Pytester, mock_judge: MockProvider, scripted_judge: ScriptedJudge
 ) -> None:
     """Regression items ask the scoreboard themselves: -k deselects every case item."""
     baseline = {
@@ -241,7 +234,7 @@ def test_candidate_scored_by_the_judge_without_case_items(
                 "metrics": {
                     "linguistic_acceptability": {
                         "higher_is_better": True,
-                        "judges": ["openai:loopback-judge"],
+                        "judges": ["mock:loopback-judge"],
                         "scores": {"fr": {f"fr-{i}": 2.0 for i in range(10)}},
                     }
                 }
@@ -250,23 +243,19 @@ def test_candidate_scored_by_the_judge_without_case_items(
     }
     (pytester.path / "judged.json").write_text(json.dumps(baseline), encoding="utf-8")
     scripted_judge.scores = lambda q: 0 if "bad" in q.output else 2
-    cases = "".join(
-        f"  - {{id: fr-{i}, language: fr, output: '{'bad' if i < 7 else 'bon'} texte {i}'}}\n" for i in range(10)
-    )
+    cases = [{"id": f"fr-{i}", "language": "fr", "output": f"{'bad' if i < 7 else 'bon'} texte {i}"} for i in range(10)]
+    judge = builders.judged(provider="mock")
     pytester.makefile(
-        ".yaml",
-        suite=f"suite: live\njudge: {{model: loopback-judge, base_url: '{loopback.openai_base_url}'}}\n"
-        f"cases:\n{cases}assert:\n  - linguistic_acceptability >= 0\n",
+        ".yaml", suite=builders.suite_text("live", cases, judge=judge, asserts=["linguistic_acceptability >= 0"])
     )
     result = pytester.runpytest("--llmjudge", "--llmjudge-baseline=judged.json", "-k", "regression")
     result.assert_outcomes(failed=1, deselected=10)
     result.stdout.fnmatch_lines(["*candidate 0.600, baseline 2.000 over 10 paired cases*"])
-    assert loopback.stats()["requests"] == 10
+    assert len(mock_judge.requests) == 10
 
 
 def test_save_and_compare_under_xdist(pytester: pytest.Pytester) -> None:
     """One distributed run compares with one baseline and saves another from the workers' records."""
-    pytest.importorskip("xdist")
     save_baseline(pytester)
     pytester.makefile(".yaml", suite=suite_text({"hi": [0] * 12, "fr": [2] * 12, "de": [1] * 12}))
     result = pytester.runpytest_inprocess(

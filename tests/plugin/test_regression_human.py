@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import json
 
+import builders
 import pytest
 
 from pytest_llmjudge.regression.human import human_change
 
 
 def suite_text(judge: list[int], human: dict[int, list[int]]) -> str:
-    lines = ["suite: release", "cases:"]
-    for index, score in enumerate(judge):
-        labels = f", human: {{task_quality: {human[index]}}}" if index in human else ""
-        lines.append(f"  - {{id: c{index}, language: hi, output: x, recorded: {{task_quality: {score}}}{labels}}}")
-    lines += ["assert:", "  - task_quality >= 0"]
-    return "\n".join(lines) + "\n"
+    cases = [
+        {"id": f"c{index}", "language": "hi", "output": "x", "recorded": {"task_quality": score}}
+        | ({"human": {"task_quality": human[index]}} if index in human else {})
+        for index, score in enumerate(judge)
+    ]
+    return builders.suite_text("release", cases, asserts=["task_quality >= 0"])
 
 
 # Baseline: the judge says 2 throughout; 8 cases labelled (c0-c7), c9 labelled in the baseline only.

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from builders import judged, rows, suite_text
 
 from pytest_llmjudge.execution.cache_directory import DirectoryStore
 from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
@@ -48,14 +49,7 @@ def interrupt_midway(server: LoopbackServer, process: subprocess.Popen[bytes], s
 
 
 def _suite(base_url: str) -> str:
-    cases = "\n".join(f"  - {{id: c{i:02d}, language: hi, input: q{i}, output: a{i}}}" for i in range(CASES))
-    return f"""\
-suite: resume
-judge: {{model: loopback-judge, base_url: "{base_url}"}}
-cases:
-{cases}
-assert: [linguistic_acceptability >= 1]
-"""
+    return suite_text("resume", rows(CASES, input="q{i}", output="a{i}"), judge=judged(base_url))
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])

@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.parse import quote, quote_plus
 
 import pytest
+from builders import judged, suite_text
 
 from pytest_llmjudge.execution.cache_directory import DirectoryStore
 from pytest_llmjudge.testing import Fault, LoopbackServer, ReceivedRequest, Reply, ScriptedJudge
@@ -45,19 +46,14 @@ def echoing_judge(judge: ScriptedJudge) -> object:
     return respond
 
 
-def suite_text(name: str, provider: str, base_url: str) -> str:
-    cases = "\n".join(
-        f"  - {{id: case-{kind}, language: de, input: 'frage', output: 'answer-{kind}'}}"
+def secrets_suite(name: str, provider: str, base_url: str) -> str:
+    cases = [
+        {"id": f"case-{kind}", "language": "de", "input": "frage", "output": f"answer-{kind}"}
         for kind in ("ok", "401", "400", "500")
+    ]
+    return suite_text(
+        name, cases, judge=judged(base_url, provider=provider), aggregate=["mean(linguistic_acceptability) >= 1"]
     )
-    return f"""\
-suite: {name}
-judge: {{provider: {provider}, model: loopback-judge, base_url: "{base_url}"}}
-cases:
-{cases}
-assert: [linguistic_acceptability >= 1]
-aggregate: [mean(linguistic_acceptability) >= 1]
-"""
 
 
 def scan(root: Path, texts: dict[str, str]) -> list[str]:
@@ -74,10 +70,10 @@ def test_sentinel_keys_appear_in_no_output(tmp_path: Path, mode: str) -> None:
     judge = ScriptedJudge({"linguistic_acceptability": 2})
     with LoopbackServer(responder=echoing_judge(judge)) as server:  # type: ignore[arg-type]
         (tmp_path / "openai_suite.yaml").write_text(
-            suite_text("keys-openai", "openai", server.openai_base_url), encoding="utf-8"
+            secrets_suite("keys-openai", "openai", server.openai_base_url), encoding="utf-8"
         )
         (tmp_path / "anthropic_suite.yaml").write_text(
-            suite_text("keys-anthropic", "anthropic", server.anthropic_base_url), encoding="utf-8"
+            secrets_suite("keys-anthropic", "anthropic", server.anthropic_base_url), encoding="utf-8"
         )
         env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("LLMJUDGE_")}
         env.update(

@@ -9,6 +9,7 @@ import hashlib
 import json
 import re
 
+import builders
 import pytest
 
 from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
@@ -42,23 +43,19 @@ def scripted_judge() -> ScriptedJudge:
 def suite(
     base_url: str, *, borderline: bool = False, assertion: str = "lower(mean(task_quality)) >= 1.0", extra: str = ""
 ) -> str:
-    cases = "\n".join(
-        f"  - {{id: {language}-{i}, language: {language}, input: 'say {i}', "
-        f"output: 'text {language} {i}{' borderline' if borderline else ''}'}}"
+    cases = [
+        {
+            "id": f"{language}-{i}",
+            "language": language,
+            "input": f"say {i}",
+            "output": f"text {language} {i}{' borderline' if borderline else ''}",
+        }
         for language in LANGUAGES
         for i in range(PER_LANGUAGE)
+    ]
+    return builders.suite_text(
+        "gate", cases, judge=builders.judged(base_url, provider="openai"), head=extra, asserts=(), aggregate=[assertion]
     )
-    return f"""\
-suite: gate
-judge:
-  provider: openai
-  model: loopback-judge
-  base_url: "{base_url}"
-{extra}
-aggregate: ["{assertion}"]
-cases:
-{cases}
-"""
 
 
 def outcomes(result: pytest.RunResult) -> dict[str, str]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import judged, rows, suite_text
 
 from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
 from pytest_llmjudge.testing.scripted import JudgeQuery
@@ -43,21 +44,14 @@ def _score(query: JudgeQuery) -> int:
 
 
 def _suite(base_url: str) -> str:
-    cases = "\n".join(
-        f"  - {{id: c{i:02d}, language: {('hi', 'ta', 'bn')[i % DISTINCT % 3]}, input: 'q {i % DISTINCT}',"
-        f" output: 'answer {i % DISTINCT}'}}"
-        for i in range(CASES)
+    prompts = rows(DISTINCT, languages=("hi", "ta", "bn"))
+    cases = [{**prompts[i % DISTINCT], "id": f"c{i:02d}"} for i in range(CASES)]
+    return suite_text(
+        "sharded",
+        cases,
+        judge=judged(base_url),
+        aggregate=["mean(linguistic_acceptability) >= 0.9", "expr: mean(linguistic_acceptability) >= 1.5"],
     )
-    return f"""\
-suite: sharded
-judge: {{model: loopback-judge, base_url: "{base_url}"}}
-cases:
-{cases}
-assert: [linguistic_acceptability >= 1]
-aggregate:
-  - mean(linguistic_acceptability) >= 0.9
-  - expr: mean(linguistic_acceptability) >= 1.5
-"""
 
 
 def _outcomes(path: Path) -> dict[str, str]:

@@ -47,6 +47,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from builders import judged, rows, suite_text
 
 from pytest_llmjudge.execution.cache_directory import DirectoryStore
 from pytest_llmjudge.testing import Fault, LoopbackServer, ReceivedRequest
@@ -90,18 +91,10 @@ def judge_reply(request: ReceivedRequest) -> str:
     return json.dumps({"linguistic_acceptability": {"justification": f"case {index}", "score": score}})
 
 
-def suite_text(base_url: str) -> str:
+def soak_suite(base_url: str) -> str:
     languages = ("hi", "bn", "ta", "sw", "yo", "ja", "fr", "ar")
-    lines = [
-        "suite: soak",
-        f'judge: {{model: loopback-judge, base_url: "{base_url}", max_reasks: 2}}',
-        "cases:",
-    ]
-    lines += [
-        f"  - {{id: c{i:04d}, language: {languages[i % 8]}, input: 'q{i}', output: 'answer {i}'}}" for i in range(CASES)
-    ]
-    lines += ["assert: [linguistic_acceptability >= 1]", ""]
-    return "\n".join(lines)
+    cases = rows(CASES, languages=languages, case_id="c{i:04d}", input="q{i}")
+    return suite_text("soak", cases, judge=judged(base_url, max_reasks=2))
 
 
 class Hold:
@@ -158,7 +151,7 @@ def test_soak_faults_interrupts_and_resume(tmp_path: Path) -> None:
         hang_seconds=0.2,
     )
     with server:
-        (tmp_path / "suite.yaml").write_text(suite_text(server.openai_base_url), encoding="utf-8")
+        (tmp_path / "suite.yaml").write_text(soak_suite(server.openai_base_url), encoding="utf-8")
         command = [
             sys.executable,
             "-m",

@@ -7,30 +7,23 @@ from __future__ import annotations
 import re
 
 import pytest
+from builders import judged, suite_text
 
 from pytest_llmjudge.testing import Fault, LoopbackServer
 
 LANGUAGES = ("de", "fr", "hi", "sw", "ta")
 
 
-def suite(base_url: str, per_language: int = 4, extra: str = "") -> str:
-    cases = "\n".join(
-        f"  - {{id: {language}-{i}, language: {language}, input: 'say {i}', output: 'text {language} {i}'}}"
+def suite(base_url: str, per_language: int = 4, repeats: int | None = None) -> str:
+    cases = [
+        {"id": f"{language}-{i}", "language": language, "input": f"say {i}", "output": f"text {language} {i}"}
         for language in LANGUAGES
         for i in range(per_language)
+    ]
+    judge = judged(base_url, provider="openai") | ({} if repeats is None else {"repeats": repeats})
+    return suite_text(
+        "capped", cases, judge=judge, asserts=["task_quality >= 1"], aggregate=["mean(task_quality) >= 1.5"]
     )
-    return f"""\
-suite: capped
-judge:
-  provider: openai
-  model: loopback-judge
-  base_url: "{base_url}"
-{extra}
-assert: [task_quality >= 1]
-aggregate: [mean(task_quality) >= 1.5]
-cases:
-{cases}
-"""
 
 
 def judged_cases(loopback: LoopbackServer) -> set[str]:
@@ -81,7 +74,7 @@ def test_max_calls_sends_no_request_past_the_cap_and_passes_no_unjudged_item(
 def test_retries_and_repeats_count_against_the_cap(pytester: pytest.Pytester, loopback: LoopbackServer) -> None:
     """Every attempt is a request: 2 faults then success is 3 requests of one call; repeats: 2 is 2 calls a case."""
     loopback.inject(Fault.SERVER_ERROR, times=2)
-    pytester.makefile(".yaml", suite=suite(loopback.openai_base_url, per_language=1, extra="  repeats: 2"))
+    pytester.makefile(".yaml", suite=suite(loopback.openai_base_url, per_language=1, repeats=2))
     result = pytester.runpytest(
         "--llmjudge",
         "--llmjudge-max-calls",

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import judged, rows, suite_text
 
 from pytest_llmjudge.testing import LoopbackServer, ScriptedJudge
 
@@ -32,12 +33,7 @@ CASES = 4
 
 
 def _suite(pytester: pytest.Pytester, base_url: str) -> None:
-    cases = "\n".join(f"  - {{id: c{i}, language: hi, input: 'q {i}', output: 'answer {i}'}}" for i in range(CASES))
-    pytester.makefile(
-        ".yaml",
-        suite=f'suite: probe\njudge: {{model: loopback-judge, base_url: "{base_url}"}}\n'
-        f"cases:\n{cases}\nassert: [linguistic_acceptability >= 1]\n",
-    )
+    pytester.makefile(".yaml", suite=suite_text("probe", rows(CASES, case_id="c{i}"), judge=judged(base_url)))
 
 
 def _run(pytester: pytest.Pytester, url: str, *extra: str) -> pytest.RunResult:

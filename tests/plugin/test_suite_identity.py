@@ -16,6 +16,7 @@ import os
 import stat
 from pathlib import Path
 
+import builders
 import pytest
 import xmlschema
 
@@ -23,11 +24,10 @@ SCHEMA = Path(__file__).resolve().parents[1] / "data" / "junit-10.xsd"
 
 
 def suite(name: str, *, score: int = 2, ids: tuple[str, ...] = ("c1",), extra: str = "") -> str:
-    cases = "".join(
-        f'  - id: "{case}"\n    language: hi\n    output: x\n    recorded: {{linguistic_acceptability: {score}}}\n'
-        for case in ids
-    )
-    return f"suite: {name}\n{extra}cases:\n{cases}assert:\n  - linguistic_acceptability >= 2\n"
+    cases = [
+        {"id": case, "language": "hi", "output": "x", "recorded": {"linguistic_acceptability": score}} for case in ids
+    ]
+    return builders.suite_text(name, cases, head=extra, asserts=["linguistic_acceptability >= 2"])
 
 
 def outcomes(result: pytest.RunResult) -> dict[str, tuple[str, str]]:

@@ -8,6 +8,7 @@ hung sync target doesn't keep the process alive at exit is tests/plugin/test_int
 
 from __future__ import annotations
 
+import builders
 import pytest
 
 HANGING_MODEL = """
@@ -27,14 +28,9 @@ async def answer_async(case):
 
 
 def _suite(target: str, *, outputs_extra: str = "", cases: tuple[str, ...] = ("ok", "stuck")) -> str:
-    listed = "\n".join(f'  - {{id: {case}, language: fr, reference: "Bonjour !"}}' for case in cases)
-    return f"""\
-suite: hanging
-outputs: {{target: "{target}"{outputs_extra}}}
-cases:
-{listed}
-assert: [chrf >= 50]
-"""
+    listed = [{"id": case, "language": "fr", "reference": "Bonjour !"} for case in cases]
+    head = f'outputs: {{target: "{target}"{outputs_extra}}}'
+    return builders.suite_text("hanging", listed, head=head, asserts=["chrf >= 50"])
 
 
 def test_a_sync_target_that_hangs_times_out_and_the_other_cases_run(pytester: pytest.Pytester) -> None:

@@ -19,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from builders import judged, rows, suite_text
 
 from pytest_llmjudge.execution.scoreboard import _output_identity
 from pytest_llmjudge.execution.sharing import WorkerShare
@@ -36,23 +37,14 @@ def score(query: JudgeQuery) -> int:
     return (index * 7) % 3  # 0, 1, 2 spread over languages and cases
 
 
-def suite_text(base_url: str) -> str:
-    cases = "\n".join(
-        f"  - {{id: c{i:02d}, language: {LANGUAGES[i % 3]}, input: 'q {i}', output: 'answer {i}'}}"
-        for i in range(CASES)
+def xdist_suite(base_url: str) -> str:
+    return suite_text(
+        "xdist-consistency",
+        rows(CASES, languages=LANGUAGES),
+        judge=judged(base_url),
+        asserts=["linguistic_acceptability >= 1", "hallucinations <= 0"],
+        aggregate=["mean(linguistic_acceptability) >= 1.2", "expr: mean(hallucinations) <= 0"],
     )
-    return f"""\
-suite: xdist-consistency
-judge: {{model: loopback-judge, base_url: "{base_url}"}}
-cases:
-{cases}
-assert:
-  - linguistic_acceptability >= 1
-  - hallucinations <= 0
-aggregate:
-  - mean(linguistic_acceptability) >= 1.2
-  - expr: mean(hallucinations) <= 0
-"""
 
 
 def junit_cases(path: Path) -> list[tuple[str, str, dict[str, str]]]:
@@ -72,7 +64,7 @@ def test_xdist_run_matches_a_single_process_run_and_reports_every_item_once(
 ) -> None:
     judge = ScriptedJudge(score)
     with LoopbackServer(responder=judge) as server:
-        pytester.makefile(".yaml", suite=suite_text(server.openai_base_url))
+        pytester.makefile(".yaml", suite=xdist_suite(server.openai_base_url))
         common = ["--llmjudge", "-p", "no:cacheprovider"]
         single = pytester.runpytest_inprocess(
             *common,

@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 
 from pytest_llmjudge.aggregate import mean_ci
+from pytest_llmjudge.errors import PriceError
 from pytest_llmjudge.execution.runner import RunnerStats
 from pytest_llmjudge.records import (
     AggregateRecord,
@@ -29,7 +30,6 @@ from pytest_llmjudge.records import (
 from pytest_llmjudge.redaction import redact_value, secrets_from_environment
 from pytest_llmjudge.report.assemble import (
     DEFAULT_PRICES,
-    PriceError,
     RunInputs,
     build_document,
     clean_url,

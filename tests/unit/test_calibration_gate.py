@@ -21,7 +21,6 @@ from statsmodels.stats.inter_rater import aggregate_raters
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
 from pytest_llmjudge import builtin_plugins
-from pytest_llmjudge.calibration.build import GateSettings
 from pytest_llmjudge.calibration.correction import evaluate_correction, fit_correction
 from pytest_llmjudge.calibration.gate import GateOptions, evaluate_gate
 from pytest_llmjudge.calibration.gates import GateComputer
@@ -31,6 +30,7 @@ from pytest_llmjudge.calibration.sanity import (
     summarize_consistency,
     summarize_sensitivity,
 )
+from pytest_llmjudge.calibration.schema import GateConfig
 from pytest_llmjudge.errors import SuiteError
 from pytest_llmjudge.execution.scoreboard import ScoreBoard
 from pytest_llmjudge.registry import Registry
@@ -251,7 +251,7 @@ def test_diagnostics_single_annotators_skew_and_baseline() -> None:
 
 
 def test_threshold_and_xfail_lookups_most_specific_wins() -> None:
-    settings = GateSettings(
+    settings = GateConfig(
         threshold=0.6,
         per_metric={"task_quality": 0.5},
         per_language={"te": 0.8, "hi": {"task_quality": 0.55}},

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from pytest_llmjudge import builtin_plugins
 from pytest_llmjudge.errors import SuiteError
 from pytest_llmjudge.judges.conversation_rubrics import CONVERSATION_RUBRICS
 from pytest_llmjudge.judges.prompts import JudgedText, JudgeSettings, build_request, frame_boundary
@@ -32,15 +31,6 @@ TURNS = [
     {"role": "user", "content": "Et pour revenir le soir ?"},
     {"role": "assistant", "content": "Le TER de 19 h, 35 € aussi : 70 € en tout."},
 ]
-
-
-@pytest.fixture(scope="module")
-def registry() -> Registry:
-    return Registry(
-        providers=dict(builtin_plugins.pytest_llmjudge_providers()),
-        rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics()),
-        metrics=dict(builtin_plugins.pytest_llmjudge_metrics()),
-    )
 
 
 def build(tmp_path: Path, registry: Registry, text: str) -> list[Case]:

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
+from pytest_llmjudge.errors import ExpressionError
 from pytest_llmjudge.suite.expressions import (
     CASE_LANGUAGE,
     AggregateSpec,
-    ExpressionError,
+    MetricThreshold,
     Op,
-    Threshold,
     parse_aggregate,
     parse_override,
     parse_threshold,
@@ -30,7 +30,7 @@ from pytest_llmjudge.suite.expressions import (
 def test_a_case_assertion_is_metric_operator_number() -> None:
     threshold = parse_threshold("linguistic_acceptability >= 1")
 
-    assert threshold == Threshold(metric="linguistic_acceptability", op=">=", value=1.0)
+    assert threshold == MetricThreshold(metric="linguistic_acceptability", op=">=", value=1.0)
     assert isinstance(threshold.value, float)
 
 
@@ -38,7 +38,7 @@ def test_a_case_assertion_is_metric_operator_number() -> None:
 def test_all_six_operators_parse(op: Op) -> None:
     assert parse_threshold(f"chrf {op} 45").op == op
     # Spaces around the operator are optional.
-    assert parse_threshold(f"chrf{op}45") == Threshold("chrf", op, 45.0)
+    assert parse_threshold(f"chrf{op}45") == MetricThreshold("chrf", op, 45.0)
 
 
 @pytest.mark.parametrize(
@@ -130,7 +130,7 @@ def test_expression_error_is_a_value_error() -> None:
     assert issubclass(ExpressionError, ValueError)
 
 
-# --------------------------------------------------------------------------- Threshold.holds
+# --------------------------------------------------------------------------- MetricThreshold.holds
 
 
 @pytest.mark.parametrize(
@@ -247,7 +247,7 @@ def test_pass_rate_wraps_a_case_assertion() -> None:
 
     assert spec.stat == "pass_rate"
     assert spec.metric == "chrf"
-    assert spec.inner == Threshold("chrf", ">=", 45.0)
+    assert spec.inner == MetricThreshold("chrf", ">=", 45.0)
     assert (spec.op, spec.value) == (">=", 0.8)
     assert spec.label == "pass_rate(chrf >= 45)"
     assert spec.render() == "pass_rate(chrf >= 45) >= 0.8"

@@ -49,7 +49,8 @@ def test_without_probabilities_the_reason_is_given_never_a_distribution() -> Non
 
 
 def test_a_refused_setting_is_named_and_not_retried() -> None:
-    from pytest_llmjudge.judges.base import ProviderCallError, ProviderRequest
+    from pytest_llmjudge.errors import ProviderCallError
+    from pytest_llmjudge.judges.base import ProviderRequest
     from pytest_llmjudge.judges.openai import rejected_setting
 
     request = ProviderRequest(provider="openai", model="o3-mini", system="s", user="u", top_logprobs=20)

@@ -103,3 +103,33 @@ def test_importing_the_package_imports_no_optional_dependency() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_one_door_builds_plugin_metrics_from_a_registry_mapping() -> None:
+    # A run resolves names over the registry's metrics (built-ins and plugins) with the same
+    # parser and errors as the built-ins alone.
+    def recall(*, k: int = 10) -> Metric:
+        return resolve_metric(f"citation_recall@{k}")
+
+    def plain(**options: object) -> Metric:
+        return resolve_metric("chrf")
+
+    metrics = {**BUILTIN_METRICS, "my_recall@K": recall, "MyRecall": recall, "open": plain}
+    assert resolve_metric("my_recall@3", metrics=metrics).name == "citation_recall@3"
+    assert resolve_metric("my_recall", metrics=metrics).name == "citation_recall@10"
+    assert resolve_metric("MyRecall@4", metrics=metrics).name == "citation_recall@4"  # plain name taking k
+    assert resolve_metric("chrf_pp", metrics=metrics).name == "chrf++"
+    with pytest.raises(MetricError, match="unknown metric 'my_recal'; did you mean 'my_recall@K'"):
+        resolve_metric("my_recal", metrics=metrics)
+    with pytest.raises(MetricError, match="positive integer"):
+        resolve_metric("my_recall@0", metrics=metrics)
+    with pytest.raises(MetricError, match=r"bad parameters for metric 'my_recall': unknown parameter\(s\) kk"):
+        resolve_metric("my_recall", {"kk": 1}, metrics=metrics)
+    # A factory taking **options checks them itself: its TypeError is a bad-parameters error.
+    assert resolve_metric("open", {"x": 1}, metrics=metrics).name == "chrf"
+
+    def picky(**options: object) -> Metric:
+        raise TypeError(f"picky takes no {', '.join(options)}")
+
+    with pytest.raises(MetricError, match="bad parameters for metric 'picky': picky takes no x"):
+        resolve_metric("picky", {"x": 1}, metrics={"picky": picky})

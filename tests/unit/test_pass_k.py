@@ -11,15 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_llmjudge import builtin_plugins
 from pytest_llmjudge.aggregate import ScoredValue, compute_row, compute_rows, pass_k_cases
-from pytest_llmjudge.errors import SuiteError
+from pytest_llmjudge.errors import ExpressionError, SuiteError
 from pytest_llmjudge.execution.scoreboard import combine_samples
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.stats.betting import betting_interval
 from pytest_llmjudge.stats.pass_k import pass_at_k, pass_hat_k
 from pytest_llmjudge.suite.build import _combined, build_suite
-from pytest_llmjudge.suite.expressions import ExpressionError, parse_aggregate
+from pytest_llmjudge.suite.expressions import parse_aggregate
 from pytest_llmjudge.suite.model import Suite
 
 # --------------------------------------------------------------------------- the estimators
@@ -212,15 +211,6 @@ def test_categorical_samples_compare_like_case_assertions() -> None:
 
 
 # --------------------------------------------------------------------------- recorded samples
-
-
-@pytest.fixture(scope="module")
-def registry() -> Registry:
-    return Registry(
-        providers=dict(builtin_plugins.pytest_llmjudge_providers()),
-        rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics()),
-        metrics=dict(builtin_plugins.pytest_llmjudge_metrics()),
-    )
 
 
 def _suite(tmp_path: Path, registry: Registry, recorded: str, extra: str = "") -> Suite:

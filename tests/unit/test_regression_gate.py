@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pytest_llmjudge.errors import BaselineError
 from pytest_llmjudge.records import (
     AggregateRecord,
     CaseRecord,
@@ -21,7 +22,6 @@ from pytest_llmjudge.records import (
 )
 from pytest_llmjudge.regression.baseline import (
     Baseline,
-    BaselineError,
     MetricScores,
     SuiteScores,
     build_baseline,

@@ -2,7 +2,8 @@
 
 Nothing is patched: every judge call goes through the real SDK over a 127.0.0.1 socket to
 ``pytest_llmjudge.testing.LoopbackServer``, which answers with a ``ScriptedJudge`` and
-injects the faults (429, 500, timeouts, resets) the runner must survive.
+injects the faults (429, 500, timeouts, resets) the runner must survive. A plugin's provider
+(one that doesn't go through the SDK helper) is ``testing.MockProvider``, in process.
 """
 
 from __future__ import annotations
@@ -22,12 +23,12 @@ from pytest_llmjudge.execution.cache import JudgeCache
 from pytest_llmjudge.execution.cache_directory import DirectoryStore
 from pytest_llmjudge.execution.runner import CallOutcome, JudgeRunner, redact
 from pytest_llmjudge.judges.anthropic import AnthropicProvider
-from pytest_llmjudge.judges.base import ProviderReply, ProviderRequest
+from pytest_llmjudge.judges.base import ProviderRequest
 from pytest_llmjudge.judges.openai import OpenAIProvider
 from pytest_llmjudge.judges.parsing import Verdict
 from pytest_llmjudge.judges.prompts import JudgedText, JudgeSettings, build_request, reply_schema
 from pytest_llmjudge.judges.rubrics import BUILTIN_RUBRICS, Rubric
-from pytest_llmjudge.testing import Fault, LoopbackServer, ReceivedRequest, Reply, ScriptedJudge
+from pytest_llmjudge.testing import Fault, LoopbackServer, MockProvider, ReceivedRequest, Reply, ScriptedJudge
 
 LA = BUILTIN_RUBRICS["linguistic_acceptability"]
 H = BUILTIN_RUBRICS["hallucinations"]
@@ -426,18 +427,10 @@ def test_any_providers_reply_over_the_size_cap_is_refused(
     """A plugin's provider (not going through the SDK helper): the runner checks the text's UTF-8 size."""
     from pytest_llmjudge.judges.base import MAX_REPLY_BYTES
 
-    class Huge:
-        name = "huge"
-
-        async def complete(self, request: ProviderRequest) -> ProviderReply:
-            return ProviderReply(text="é" * (MAX_REPLY_BYTES // 2 + 1), model="m")  # 2 bytes each
-
-        async def aclose(self) -> None:
-            pass
-
+    huge = MockProvider(lambda request: "é" * (MAX_REPLY_BYTES // 2 + 1), name="huge")  # 2 bytes each
     runner = make_runner(tmp_path / "cache")
     request = ProviderRequest(provider="huge", model="m", system="s", user="u")
-    outcome = judge_once(runner, Huge(), request)
+    outcome = judge_once(runner, huge, request)
     assert outcome.error == f"huge:m (default endpoint): reply too large: {MAX_REPLY_BYTES + 2:,} bytes, " + (
         f"over the {MAX_REPLY_BYTES:,}-byte cap for a judge reply"
     )
@@ -725,31 +718,16 @@ def test_add_secret_redacts_later_errors(server: LoopbackServer, make_runner: Ca
     assert API_KEY not in outcome.error and "***" in outcome.error
 
 
-class ExplodingProvider:
-    """A provider with a bug: raises something other than ProviderCallError."""
-
-    name = "exploding"
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    async def complete(self, request: ProviderRequest) -> ProviderReply:
-        self.calls += 1
+def test_a_provider_bug_becomes_an_error_not_a_crash(make_runner: Callable[..., JudgeRunner]) -> None:
+    def broken(request: ProviderRequest) -> str:  # a provider with a bug: raises something other than ProviderCallError
         raise RuntimeError(f"internal state broken near {API_KEY}")
 
-    async def aclose(self) -> None:
-        pass
-
-
-def test_a_provider_bug_becomes_an_error_not_a_crash(
-    make_runner: Callable[..., JudgeRunner], server: LoopbackServer
-) -> None:
     runner = make_runner(secrets=[API_KEY])
-    provider = ExplodingProvider()
-    outcome = judge_once(runner, provider, request_for(server))
+    provider = MockProvider(broken, name="exploding")
+    outcome = judge_once(runner, provider, ProviderRequest(provider="exploding", model="m", system="s", user="u"))
 
     assert outcome.error == "exploding raised RuntimeError: internal state broken near ***"
-    assert provider.calls == 1  # a bug is not retried
+    assert len(provider.requests) == 1  # a bug is not retried
     assert isinstance(outcome.results["linguistic_acceptability"], UnscoredError)
 
 

@@ -20,8 +20,9 @@ from pytest_llmjudge.errors import StatisticsError
 from pytest_llmjudge.records import RegressionRecord
 from pytest_llmjudge.regression.verdict import release_verdict
 from pytest_llmjudge.stats.multiplicity import adjust, per_item_level, tarone
+from pytest_llmjudge.stats.paired import paired_permutation_test
 from pytest_llmjudge.stats.power import cases_needed, minimum_detectable_effect, minimum_pairs
-from pytest_llmjudge.stats.signflip import drop_upper_bound, min_achievable_p, sign_flip_test
+from pytest_llmjudge.stats.signflip import drop_upper_bound, min_achievable_p, sign_flip_test, sign_flip_tests
 
 
 def _scipy_p(d: np.ndarray, alternative: str) -> float:
@@ -69,15 +70,51 @@ def test_equal_magnitudes_are_the_sign_test(down: int, up: int, ties: int) -> No
     )
 
 
-def test_beyond_the_exact_limit_is_monte_carlo_with_add_one() -> None:
-    d = np.r_[-np.ones(20), np.ones(10)]  # 30 non-tied pairs: 2^30 sign vectors
+def test_beyond_the_exact_limit_off_the_lattice_is_monte_carlo_with_add_one() -> None:
+    # Magnitudes 1 and sqrt(2) share no unit: 30 non-tied pairs, 2^30 sign vectors, Monte Carlo.
+    d = np.r_[-np.ones(20), np.full(10, math.sqrt(2.0))]
     result = sign_flip_test(d, resamples=4000, seed=1)
     assert not result.exact and result.resamples == 4000 and result.min_p == pytest.approx(1 / 4001)
     hits = round(result.p_value * 4001) - 1
     assert result.p_value == (hits + 1) / 4001, "p = (b + 1) / (B + 1)"
-    exact = binomtest(20, 30, 0.5, alternative="greater").pvalue
-    assert abs(result.p_value - exact) < 4 * math.sqrt(exact * (1 - exact) / 4000) + 1 / 4001
+    long_run = paired_permutation_test(d, np.zeros(d.size), resamples=200_000, seed=9, alternative="less")
+    assert abs(result.p_value - long_run.p_value) < 4 * math.sqrt(long_run.p_value / 4000) + 1 / 4001
     assert sign_flip_test(d, resamples=4000, seed=1).p_value == result.p_value, "seeded"
+
+
+def test_beyond_the_exact_limit_on_the_lattice_is_exact_at_every_n() -> None:
+    # Equal magnitudes: the sign test, exactly, at 30 and 400 non-tied pairs.
+    for down, up in ((20, 10), (230, 170)):
+        d = np.r_[-np.ones(down), np.ones(up)]
+        result = sign_flip_test(d)
+        assert result.exact and result.min_p == 2.0 ** -(down + up)
+        assert result.p_value == pytest.approx(binomtest(down, down + up, 0.5, alternative="greater").pvalue, rel=1e-9)
+        assert "lattice" in result.detail
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.2, 0.5])
+def test_the_lattice_distribution_equals_enumerating_every_sign_vector(shift: float) -> None:
+    rng = np.random.default_rng(11)
+    for _ in range(4):
+        d = rng.integers(-2, 3, size=16).astype(float)
+        for alternative in ("less", "greater"):
+            enumerated = sign_flip_test(d, alternative=alternative, shift=shift)
+            lattice = sign_flip_test(d, alternative=alternative, shift=shift, exact_limit=0)
+            assert lattice.exact and lattice.resamples == 0
+            assert lattice.p_value == pytest.approx(enumerated.p_value, rel=1e-10, abs=1e-15)
+            assert lattice.p_value == pytest.approx(_scipy_p(d + shift, alternative), rel=1e-10)
+
+
+def test_the_lattice_p_agrees_with_a_long_monte_carlo_at_100_pairs() -> None:
+    rng = np.random.default_rng(5)
+    d = rng.choice([-2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0], size=100)
+    exact, _ = sign_flip_tests(d)
+    nonzero = d[d != 0]
+    monte_carlo = paired_permutation_test(
+        nonzero, np.zeros(nonzero.size), resamples=200_000, seed=2, alternative="less"
+    )
+    assert exact.exact and exact.resamples == 0
+    assert abs(exact.p_value - monte_carlo.p_value) < 4 * math.sqrt(exact.p_value / 200_000) + 1e-5
 
 
 def test_min_achievable_p_and_minimum_pairs() -> None:

@@ -23,6 +23,7 @@ from pytest_llmjudge.stats.resampling import (
     bootstrap_percentage_agreement_ci,
     bootstrap_weighted_f1_ci,
     posterior_confusion_ci,
+    posterior_confusion_pvalue,
 )
 
 K = 3
@@ -243,3 +244,22 @@ def test_posterior_lower_bound_holds_its_level_at_high_agreement_where_the_boots
         above_bootstrap += bootstrap_confusion_ci(counts, weighted_f1_from_confusion, n_resamples=300).low > truth
     assert above_posterior / 300 <= 0.025 + 3 * math.sqrt(0.025 * 0.975 / 300)
     assert above_bootstrap / 300 > 0.2
+
+
+def test_the_posterior_pvalue_is_the_add_one_share_of_draws_below_the_threshold() -> None:
+    confusion = np.array([[8, 2, 0], [1, 9, 2], [0, 3, 15]])
+    draws = np.random.default_rng(3).dirichlet((confusion + 1 / 9).ravel(), size=5000).reshape(5000, 3, 3)
+    values = weighted_f1_from_confusion(draws)
+    for threshold in (0.6, 0.75, 0.9):
+        expected = (np.count_nonzero(values <= threshold) + 1) / 5001
+        assert posterior_confusion_pvalue(
+            confusion, weighted_f1_from_confusion, threshold, n_draws=5000, rng=3
+        ) == pytest.approx(expected)
+    # The test and the interval agree: p <= a exactly when the a-quantile is above the threshold.
+    interval = posterior_confusion_ci(confusion, weighted_f1_from_confusion, n_resamples=5000, confidence=0.9, rng=3)
+    below = posterior_confusion_pvalue(confusion, weighted_f1_from_confusion, interval.low - 1e-9, n_draws=5000, rng=3)
+    above = posterior_confusion_pvalue(confusion, weighted_f1_from_confusion, interval.low + 0.02, n_draws=5000, rng=3)
+    assert below <= 0.05 + 1 / 5001 < above
+    # Degenerate thresholds: nothing lies below 0 (p is the add-one floor), everything below 1.
+    assert posterior_confusion_pvalue(confusion, weighted_f1_from_confusion, 0.0, n_draws=999) == 1 / 1000
+    assert posterior_confusion_pvalue(confusion, weighted_f1_from_confusion, 1.0, n_draws=999) == 1.0

@@ -13,23 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_llmjudge import builtin_plugins
 from pytest_llmjudge.errors import SuiteError
 from pytest_llmjudge.judges.rubrics import BUILTIN_RUBRICS, LINGUISTIC_ACCEPTABILITY
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.suite.build import build_suite
-from pytest_llmjudge.suite.expressions import Threshold
+from pytest_llmjudge.suite.expressions import MetricThreshold
 from pytest_llmjudge.suite.loader import load_yaml
 from pytest_llmjudge.suite.model import RecordedValue, Suite
-
-
-@pytest.fixture(scope="module")
-def registry() -> Registry:
-    return Registry(
-        providers=dict(builtin_plugins.pytest_llmjudge_providers()),
-        rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics()),
-        metrics=dict(builtin_plugins.pytest_llmjudge_metrics()),
-    )
 
 
 def write(directory: Path, name: str, text: str) -> Path:
@@ -124,8 +114,14 @@ def test_cases_carry_their_fields_and_lines(tmp_path: Path, registry: Registry) 
 def test_suite_thresholds_come_first_then_the_case_s_own(tmp_path: Path, registry: Registry) -> None:
     hi, en = build(tmp_path, registry, VALID).cases
 
-    assert hi.thresholds == (Threshold("linguistic_acceptability", ">=", 1.0), Threshold("chrf", ">=", 40.0))
-    assert en.thresholds == (Threshold("linguistic_acceptability", ">=", 1.0), Threshold("human_rating", ">=", 4.0))
+    assert hi.thresholds == (
+        MetricThreshold("linguistic_acceptability", ">=", 1.0),
+        MetricThreshold("chrf", ">=", 40.0),
+    )
+    assert en.thresholds == (
+        MetricThreshold("linguistic_acceptability", ">=", 1.0),
+        MetricThreshold("human_rating", ">=", 4.0),
+    )
 
 
 def test_recorded_scores(tmp_path: Path, registry: Registry) -> None:
@@ -1050,7 +1046,7 @@ def test_cases_file_with_extra_fields_as_metadata_and_a_filter(tmp_path: Path, r
     # JSONL cases point at their own file and line.
     assert (c1.path, c1.line) == (cases_path, 1)
     assert (c3.path, c3.line) == (cases_path, 4)
-    assert c1.thresholds == (Threshold("chrf", ">=", 10.0),)
+    assert c1.thresholds == (MetricThreshold("chrf", ">=", 10.0),)
 
 
 def test_cases_file_rejects_extra_fields_by_default(tmp_path: Path, registry: Registry) -> None:
@@ -1073,7 +1069,7 @@ def test_inline_and_file_cases_together(tmp_path: Path, registry: Registry) -> N
         """,
     )
     assert [case.id for case in suite.cases] == ["i1", "f1"]
-    assert suite.cases[1].thresholds == (Threshold("chrf", ">=", 5.0),)
+    assert suite.cases[1].thresholds == (MetricThreshold("chrf", ">=", 5.0),)
 
 
 def test_a_duplicate_between_inline_and_file_cases(tmp_path: Path, registry: Registry) -> None:
@@ -1268,3 +1264,18 @@ def test_a_bad_aggregate_scale_names_its_entry(
     assert message in error.message
     assert error.field is not None and error.field.startswith(("aggregate[0]", "aggregate[1]"))
     assert error.line in (5, 6, 8)
+
+
+def test_metric_names_in_a_suite_are_spelt_as_registered(tmp_path: Path, registry: Registry) -> None:
+    # resolve_metric() forgives case ("ChrF" is chrf); a suite does not: its results, scales and
+    # metric_options are keyed by the name as written, so "ChrF" would be a metric without chrF's scale.
+    error = build_error(
+        tmp_path,
+        registry,
+        """\
+        suite: demo
+        cases:
+          - {id: a, language: hi, output: x, reference: y, assert: [ChrF >= 1]}
+        """,
+    )
+    assert (error.line, error.message) == (3, "threshold on undefined metric 'ChrF'")

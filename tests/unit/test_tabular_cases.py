@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from pytest_llmjudge import builtin_plugins
 from pytest_llmjudge.errors import SuiteError
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.suite.build import build_suite
@@ -36,15 +35,6 @@ CASES = [
     },
     {"id": "ja-1", "language": "ja", "input": "日本の首都は？", "output": "東京です。\n\n以上。", "reference": "東京"},
 ]
-
-
-@pytest.fixture(scope="module")
-def registry() -> Registry:
-    return Registry(
-        providers=dict(builtin_plugins.pytest_llmjudge_providers()),
-        rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics()),
-        metrics=dict(builtin_plugins.pytest_llmjudge_metrics()),
-    )
 
 
 def table_text(rows: list[dict[str, str]], delimiter: str = ",", header: list[str] | None = None) -> str:

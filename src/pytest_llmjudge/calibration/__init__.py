@@ -14,16 +14,17 @@ judge). The plugin turns it into pytest items:
 A suite's judge can name a calibration set (``judge.calibration``); its judge-scored items
 in languages where that judge failed the gate then fail (or xfail/skip). Modules:
 
-=================  ==========================================================================
-``schema``         the YAML format (pydantic, unknown keys are errors)
-``build``          file -> validated :class:`~pytest_llmjudge.calibration.build.CalibrationSet`
-``gate``           the statistics of one language x metric gate (pure numpy)
-``correction``     per-language score correction fitted on the calibration set
-``sanity``         word shuffling and the consistency/sensitivity verdicts (pure)
-``store``          scores (recorded or live through the scoreboard) and cached verdicts per run
-``judge``          :class:`CalibratedJudge`, the object behind ``llmjudge_calibrated_judge``
-``report``         failure messages and the terminal summary (text only)
-``items``          pytest items (imports pytest)
-``plugin``         pytest hooks and the fixture (imports pytest)
-=================  ==========================================================================
+* ``schema.py``: the YAML format (pydantic, unknown keys are errors);
+* ``build.py``: file -> validated :class:`~pytest_llmjudge.calibration.build.CalibrationSet`;
+  ``plain_items.py``: items read without a pydantic model each; ``convert.py``: annotation tables -> a file;
+* ``gate.py``: the statistics and the verdict of one language x metric gate (pure numpy);
+* ``gates.py``: the run's calibration sets, their judge scores (recorded, or live through the
+  scoreboard) and their gate verdicts, computed once;
+* ``correction.py``: per-language score correction fitted on the calibration set;
+* ``sanity.py``: word shuffling and the consistency/sensitivity verdicts (pure);
+* ``jury.py``: several live judges scored on one group x metric, and which to use;
+* ``calibrated_judge.py``: :class:`CalibratedJudge`, the object behind ``llmjudge_calibrated_judge``;
+* ``drift/``: the drift sentinel (is the certified judge still the one certified?);
+* ``report.py``: failure messages and the terminal summary (text only);
+* ``items.py``: pytest items, ``plugin.py``: pytest hooks and the fixture (both import pytest).
 """

@@ -20,7 +20,7 @@ item that fails with "0 items < min_items", so the gap shows in the run.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
@@ -50,86 +50,14 @@ from pytest_llmjudge.suite.build import (
     read_records,
     validation_error,
 )
-from pytest_llmjudge.suite.expressions import Threshold
+from pytest_llmjudge.suite.expressions import MetricThreshold
 from pytest_llmjudge.suite.loader import LocatedDocument, line_for, load_yaml
 from pytest_llmjudge.suite.model import Case
 from pytest_llmjudge.suite.schema import JudgeConfig, RecordedScore, RubricConfig
 
-__all__ = ["CalibrationSet", "GateSettings", "LabelledItem", "build_calibration"]
+__all__ = ["CalibrationSet", "LabelledItem", "build_calibration"]
 
 _ITEM_FIELDS = frozenset(_field_names(CalibrationItemConfig))
-
-
-Override = float | Mapping[str, Any]
-
-
-def _criteria(entry: Override | None, metric: str) -> tuple[dict[str, float], dict[str, float]]:
-    """(criteria for every metric, criteria for ``metric``) of one per_language/per_group entry."""
-    if entry is None:
-        return {}, {}
-    if not isinstance(entry, Mapping):
-        return {"threshold": float(entry)}, {}
-    general = {k: float(v) for k, v in entry.items() if k in schema.CRITERIA}
-    specific = entry.get(metric)
-    if specific is None:
-        return general, {}
-    if isinstance(specific, Mapping):
-        return general, {k: float(v) for k, v in specific.items()}
-    return general, {"threshold": float(specific)}
-
-
-@dataclass(frozen=True)
-class GateSettings:
-    """The gate's thresholds and options, with the override rules applied by the lookups."""
-
-    threshold: float
-    per_metric: Mapping[str, Override] = field(default_factory=dict)
-    per_language: Mapping[str, Override] = field(default_factory=dict)
-    per_group: Mapping[str, Override] = field(default_factory=dict)
-    min_kappa: float | None = None
-    min_ceiling_ratio: float | None = None
-    max_abs_skew: float | None = None
-    ci_lower_bound: bool = False
-    confidence: float = 0.95
-    resamples: int = 1000
-    seed: int = 0
-    min_items: int = 30
-    max_unscored_rate: float = 0.0
-    xfail: Mapping[str, str | Mapping[str, str]] = field(default_factory=dict)
-
-    def criteria_for(self, language: str, metric: str, group: str | None = None) -> dict[str, float | None]:
-        """Every criterion of one gate. Most specific wins, per criterion: group+metric, group,
-        language+metric, language, metric, then the global value."""
-        found: dict[str, float | None] = {
-            "threshold": self.threshold,
-            "min_kappa": self.min_kappa,
-            "min_ceiling_ratio": self.min_ceiling_ratio,
-            "max_abs_skew": self.max_abs_skew,
-        }
-        metric_entry = self.per_metric.get(metric)
-        found.update(_criteria({metric: metric_entry} if metric_entry is not None else None, metric)[1])
-        layers = [_criteria(self.per_language.get(language), metric)]
-        if group is not None and group != language:
-            layers.append(_criteria(self.per_group.get(group), metric))
-        for general, specific in layers:
-            found.update(general)
-            found.update(specific)
-        return found
-
-    def threshold_for(self, language: str, metric: str, group: str | None = None) -> float:
-        """The weighted-F1 threshold (see :meth:`criteria_for` for the precedence)."""
-        return float(self.criteria_for(language, metric, group)["threshold"] or 0.0)
-
-    def xfail_for(self, language: str, metric: str, group: str | None = None) -> str | None:
-        """The reason a group x metric is a known failure (keyed by group name or language), or None."""
-        for key in (group, language):
-            entry = self.xfail.get(key) if key is not None else None
-            if isinstance(entry, Mapping):
-                if metric in entry:
-                    return entry[metric]
-            elif entry is not None:
-                return entry
-        return None
 
 
 @dataclass(frozen=True)
@@ -156,14 +84,16 @@ class CalibrationSet:
     ``group_by: [language]`` the group name is the language."""
     metrics: tuple[str, ...]
     languages: tuple[str, ...]
-    gate: GateSettings
-    aggregation: AggregationRule = "majority_then_rounded_mean"
-    ceiling: Literal["slots", "annotators"] = "slots"
-    convention: AgreementConvention = "all_pairs"
-    group_by: tuple[str, ...] = ("language",)
+    gate: schema.GateConfig
+    """The ``gate:`` mapping as validated; its lookups apply the override rules."""
+    # The options below come from the file, defaults included (calibration/schema.py writes them once).
+    aggregation: AggregationRule
+    ceiling: Literal["slots", "annotators"]
+    convention: AgreementConvention
+    group_by: tuple[str, ...]
+    correction: CorrectionConfig
     group_info: Mapping[str, Group] = field(default_factory=dict)
     """group name -> its fields and values."""
-    correction: CorrectionConfig = field(default_factory=CorrectionConfig)
     sanity: SanityConfig | None = None
     recorded_judge: str | None = None
     task: str | None = None
@@ -253,36 +183,95 @@ def _unknown(kind: str, name: str, known: Iterable[str]) -> str:
 
 
 def _thresholds(
-    known: dict[tuple[str, ...], tuple[Threshold, ...]], metrics: tuple[str, ...], rubrics: Mapping[str, Rubric]
-) -> tuple[Threshold, ...]:
+    known: dict[tuple[str, ...], tuple[MetricThreshold, ...]], metrics: tuple[str, ...], rubrics: Mapping[str, Rubric]
+) -> tuple[MetricThreshold, ...]:
     """An item's thresholds (each metric scored at all: ``>=`` the scale's bottom), in metric name order,
     shared per metric set (keyed as the item lists its metrics)."""
     found = known.get(metrics)
     if found is None:
         found = known[metrics] = tuple(
-            Threshold(metric=metric, op=">=", value=float(rubrics[metric].scale[0])) for metric in sorted(metrics)
+            MetricThreshold(metric=metric, op=">=", value=float(rubrics[metric].scale[0])) for metric in sorted(metrics)
         )
     return found
 
 
+ItemSource = tuple[ItemFields, Path, int | None, Mapping[str, Any]]
+"""An item's fields, the file it came from, its line there, and the record its group is read from."""
+
+At = Callable[..., int | None]
+"""The line of a key path in the calibration file (``at("gate", "per_language", "hi")``)."""
+
+
 def build_calibration(path: Path, registry: Registry, *, document: LocatedDocument | None = None) -> CalibrationSet:
-    """Load and validate the calibration set at ``path``."""
-    doc = document or load_yaml(path)
-    if not isinstance(doc.data, dict):
-        raise SuiteError("a calibration file must be a YAML mapping with a 'calibration:' key", path=path, line=1)
-    try:
-        config = CalibrationConfig.model_validate(doc.data)
-    except ValidationError as exc:
-        raise _validation_error(exc, path, doc.lines, doc.data, CalibrationConfig) from None
+    """Load and validate the calibration set at ``path``: schema -> items -> names -> CalibrationSet.
+
+    Each step raises its own located :class:`SuiteError`, in the order of the module docstring.
+    """
+    doc, config = _read_calibration(path, document)
 
     def at(*loc: Any) -> int | None:
         return line_for(doc.lines, loc)
 
+    sources = _item_sources(config, path, at)
+    rubrics = _Rubrics(registry, {name: _rubric_from_config(name, rc) for name, rc in config.rubrics.items()})
+    if config.metrics is not None:
+        for index, name in enumerate(config.metrics):
+            rubrics.get(name, path, at("metrics", index), f"metrics[{index}]")
+    cases, labelled, group_info = _labelled_items(config, path, at, sources, rubrics)
+    metrics = _gated_metrics(config, path, at, labelled)
+    languages = tuple(sorted({case.language for case in cases} | set(config.languages or ())))
+    _check_names(config, path, at, rubrics, metrics, languages, group_info)
+    for metric in metrics:
+        if len(rubrics.found[metric].scale) < 2:  # pragma: no cover - RubricConfig already refuses this
+            raise SuiteError(f"metric {metric!r} needs a scale of two or more scores", path=path)
+
+    return CalibrationSet(
+        name=config.calibration,
+        path=path,
+        judge=config.judge,
+        scores=config.scores,
+        rubrics=rubrics.found,
+        cases=tuple(sorted(cases, key=attrgetter("id"))),
+        labelled={key: tuple(sorted(items, key=attrgetter("case.id"))) for key, items in sorted(labelled.items())},
+        metrics=metrics,
+        languages=languages,
+        gate=config.gate,
+        aggregation=config.aggregation,
+        ceiling=config.ceiling,
+        convention=config.agreement_convention,
+        group_by=tuple(config.group_by),
+        group_info=dict(sorted(group_info.items())),
+        correction=config.correction,
+        sanity=config.sanity,
+        recorded_judge=config.recorded_judge,
+        task=config.task,
+        description=config.description,
+        line=at("gate"),
+        listed_languages=tuple(config.languages or ()),
+        jury=config.jury,
+    )
+
+
+# -- the steps of build_calibration, in order ------------------------------------------------
+
+
+def _read_calibration(path: Path, document: LocatedDocument | None) -> tuple[LocatedDocument, CalibrationConfig]:
+    """The YAML (with line numbers) and its validated schema."""
+    doc = document or load_yaml(path)
+    if not isinstance(doc.data, dict):
+        raise SuiteError("a calibration file must be a YAML mapping with a 'calibration:' key", path=path, line=1)
+    try:
+        return doc, CalibrationConfig.model_validate(doc.data)
+    except ValidationError as exc:
+        raise _validation_error(exc, path, doc.lines, doc.data, CalibrationConfig) from None
+
+
+def _item_sources(config: CalibrationConfig, path: Path, at: At) -> list[ItemSource]:
+    """Every item, inline then from each ``items_file``, validated and located."""
     # A group_by naming an item field that ItemFields.grouping() lacks needs the model's dump of every item.
     plain = GROUPABLE.issuperset(set(config.group_by) & _ITEM_FIELDS)
     group_fields = {*config.group_by, "metadata"}
-    # (item fields, file, line, grouping record) for every item, inline or from JSONL.
-    sources: list[tuple[ItemFields, Path, int | None, Mapping[str, Any]]] = []
+    sources: list[ItemSource] = []
     for index, inline in enumerate(config.items):
         fields = item_fields(inline)
         grouping = fields.grouping() if plain else inline.model_dump(include=group_fields)
@@ -309,36 +298,52 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
             fields = item_fields(validated)
             grouping = fields.grouping() if plain else validated.model_dump(include=group_fields)
             sources.append((fields, items_path, number, grouping))
+    return sources
 
-    rubrics: dict[str, Rubric] = {name: _rubric_from_config(name, rc) for name, rc in config.rubrics.items()}
 
-    def rubric(name: str, where: Path, line: int | None, field_name: str) -> Rubric:
-        found = rubrics.get(name) or registry.rubric(name)
-        if found is None:
+@dataclass
+class _Rubrics:
+    """The rubrics the set uses: its own ``rubrics:``, then the registry's, gathered as they are named."""
+
+    registry: Registry
+    found: dict[str, Rubric]
+
+    def get(self, name: str, where: Path, line: int | None, field_name: str) -> Rubric:
+        rubric = self.found.get(name) or self.registry.rubric(name)
+        if rubric is None:
             raise SuiteError(
                 f"unknown metric {name!r}: the gate compares judge scores on a rubric",
                 path=where,
                 line=line,
                 field=field_name,
-                hint=_unknown("rubrics", name, list(registry.rubrics) + list(rubrics)) + "; define it under 'rubrics:'",
+                hint=_unknown("rubrics", name, list(self.registry.rubrics) + list(self.found))
+                + "; define it under 'rubrics:'",
             )
-        rubrics[name] = found
-        return found
+        self.found[name] = rubric
+        return rubric
 
+    def known(self, name: str) -> Rubric | None:
+        """The rubric of ``name`` if there is one, without adding it."""
+        return self.found.get(name) or self.registry.rubric(name)
+
+
+def _labelled_items(
+    config: CalibrationConfig, path: Path, at: At, sources: Sequence[ItemSource], rubrics: _Rubrics
+) -> tuple[list[Case], dict[tuple[str, str], list[LabelledItem]], dict[str, Group]]:
+    """The items of the set's languages as cases, their labels per (group, metric), and the groups.
+
+    Ids are unique; labels and recorded scores lie on their rubric's scale.
+    """
     wanted = set(config.metrics) if config.metrics is not None else None
-    if config.metrics is not None:
-        for index, name in enumerate(config.metrics):
-            rubric(name, path, at("metrics", index), f"metrics[{index}]")
     language_filter = set(config.languages) if config.languages is not None else None
     suite_name = f"calibration:{config.calibration}"
-
     cases: list[Case] = []
     labelled: dict[tuple[str, str], list[LabelledItem]] = {}
     group_info: dict[str, Group] = {}
     seen: dict[str, tuple[Path, int | None]] = {}
     # Shared across items (100,000 items, a handful of each): thresholds per metric set, group names per
     # field values, annotator id sequences, and each metric's scale as a set.
-    thresholds: dict[tuple[str, ...], tuple[Threshold, ...]] = {}
+    thresholds: dict[tuple[str, ...], tuple[MetricThreshold, ...]] = {}
     group_names: dict[tuple[str, ...], str] = {}
     sequences: dict[tuple[str, ...], tuple[str, ...]] = {}
     label_scales: dict[str, tuple[frozenset[float], tuple[int, ...]]] = {}
@@ -361,7 +366,7 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
         for metric, labels in label_sets.items():
             found_scale = label_scales.get(metric)
             if found_scale is None:
-                scale = rubric(metric, source, line, f"human.{metric}").scale
+                scale = rubrics.get(metric, source, line, f"human.{metric}").scale
                 found_scale = label_scales[metric] = (frozenset(scale), scale)
             on_scale, scale = found_scale
             if not on_scale.issuperset(labels.values()):
@@ -374,7 +379,7 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
                 )
         for metric, value in item.recorded.items():
             if metric not in recorded_scales:
-                found = rubrics.get(metric) or registry.rubric(metric)
+                found = rubrics.known(metric)
                 recorded_scales[metric] = None if found is None else (frozenset(found.scale), found.scale)
             known = recorded_scales[metric]
             if known is not None and value.score is not None and value.score not in known[0]:
@@ -394,7 +399,7 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
             context=item.context,
             metadata=item.metadata,
             recorded=item.recorded,
-            thresholds=_thresholds(thresholds, tuple(label_sets), rubrics),  # sorted by metric
+            thresholds=_thresholds(thresholds, tuple(label_sets), rubrics.found),  # sorted by metric
             path=source,
             line=line,
         )
@@ -417,7 +422,6 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
                     values=tuple(labels.values()),
                 )
             )
-
     if not cases:
         raise SuiteError(
             "no items left after the language filter"
@@ -426,6 +430,13 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
             path=path,
             line=at("languages") or 1,
         )
+    return cases, labelled, group_info
+
+
+def _gated_metrics(
+    config: CalibrationConfig, path: Path, at: At, labelled: Mapping[tuple[str, str], Sequence[LabelledItem]]
+) -> tuple[str, ...]:
+    """The metrics gated: ``metrics:`` as listed (each labelled on some item), else every labelled one."""
     present_metrics = sorted({metric for _, metric in labelled})
     metrics = tuple(config.metrics) if config.metrics is not None else tuple(present_metrics)
     for index, metric in enumerate(metrics):
@@ -436,9 +447,20 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
                 line=at("metrics", index) or at("metrics"),
                 field="metrics",
             )
-    present_languages = sorted({case.language for case in cases})
-    languages = tuple(sorted(set(present_languages) | set(config.languages or ())))
+    return metrics
 
+
+def _check_names(
+    config: CalibrationConfig,
+    path: Path,
+    at: At,
+    rubrics: _Rubrics,
+    metrics: tuple[str, ...],
+    languages: tuple[str, ...],
+    group_info: Mapping[str, Group],
+) -> None:
+    """The languages, metrics and groups named in ``gate`` and ``sanity`` exist in this set
+    (a typo there would otherwise silently do nothing)."""
     gate = config.gate
 
     def check_language(language: str, loc: tuple[Any, ...]) -> None:
@@ -493,49 +515,6 @@ def build_calibration(path: Path, registry: Registry, *, document: LocatedDocume
             for index, metric in enumerate(sanity.consistency.metrics or ()):
                 check_metric(metric, ("sanity", "consistency", "metrics", index))
         if sanity.sensitivity is not None:
-            rubric(sanity.sensitivity.metric, path, at("sanity", "sensitivity", "metric"), "sanity.sensitivity.metric")
-
-    for metric in metrics:
-        if len(rubrics[metric].scale) < 2:  # pragma: no cover - RubricConfig already refuses this
-            raise SuiteError(f"metric {metric!r} needs a scale of two or more scores", path=path)
-
-    return CalibrationSet(
-        name=config.calibration,
-        path=path,
-        judge=config.judge,
-        scores=config.scores,
-        rubrics=rubrics,
-        cases=tuple(sorted(cases, key=attrgetter("id"))),
-        labelled={key: tuple(sorted(items, key=attrgetter("case.id"))) for key, items in sorted(labelled.items())},
-        metrics=metrics,
-        languages=languages,
-        gate=GateSettings(
-            threshold=gate.threshold,
-            per_metric=dict(gate.per_metric),
-            per_language=dict(gate.per_language),
-            per_group=dict(gate.per_group),
-            min_kappa=gate.min_kappa,
-            min_ceiling_ratio=gate.min_ceiling_ratio,
-            max_abs_skew=gate.max_abs_skew,
-            ci_lower_bound=gate.ci_lower_bound,
-            confidence=gate.confidence,
-            resamples=gate.resamples,
-            seed=gate.seed,
-            min_items=gate.min_items,
-            max_unscored_rate=gate.max_unscored_rate,
-            xfail=dict(gate.xfail),
-        ),
-        aggregation=config.aggregation,
-        ceiling=config.ceiling,
-        convention=config.agreement_convention,
-        group_by=tuple(config.group_by),
-        group_info=dict(sorted(group_info.items())),
-        correction=config.correction,
-        sanity=sanity,
-        recorded_judge=config.recorded_judge,
-        task=config.task,
-        description=config.description,
-        line=at("gate"),
-        listed_languages=tuple(config.languages or ()),
-        jury=config.jury,
-    )
+            rubrics.get(
+                sanity.sensitivity.metric, path, at("sanity", "sensitivity", "metric"), "sanity.sensitivity.metric"
+            )

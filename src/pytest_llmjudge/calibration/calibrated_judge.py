@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from pytest_llmjudge.calibration.gates import CalibrationCheck, GateComputer
-from pytest_llmjudge.errors import LLMJudgeError
+from pytest_llmjudge.errors import UncalibratedJudgeError
 from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
 from pytest_llmjudge.fixture_judge import Judge
 from pytest_llmjudge.judges.rubrics import Rubric
@@ -31,10 +31,6 @@ from pytest_llmjudge.suite.model import Case
 from pytest_llmjudge.suite.schema import JudgeConfig
 
 __all__ = ["CalibratedJudge", "UncalibratedJudgeError"]
-
-
-class UncalibratedJudgeError(LLMJudgeError):
-    """The judge failed (or has no) calibration for the requested language and rubric."""
 
 
 class CalibratedJudge(Judge):

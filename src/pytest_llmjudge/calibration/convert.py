@@ -48,15 +48,15 @@ from typing import Any
 
 import yaml
 
-from pytest_llmjudge.errors import LLMJudgeError
+from pytest_llmjudge.calibration.schema import GateConfig
+from pytest_llmjudge.errors import ConversionError, LLMJudgeError
+
+_MIN_ITEMS: int = GateConfig.model_fields["min_items"].default
+"""The gate's own default (calibration/schema.py), written into converted files."""
 
 __all__ = ["ConversionError", "ConvertOptions", "Conversion", "convert", "main", "read_table"]
 
 Row = dict[str, Any]
-
-
-class ConversionError(LLMJudgeError):
-    """An annotation table that can't be turned into a calibration file."""
 
 
 def read_table(path: Path) -> list[Row]:
@@ -108,7 +108,7 @@ class ConvertOptions:
     input_col: str | None = None
     metadata_cols: tuple[str, ...] = ()
     threshold: float = 0.6
-    min_items: int = 30
+    min_items: int = _MIN_ITEMS
 
 
 @dataclass
@@ -358,7 +358,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--metadata-cols", type=_list, default=(), help="columns kept in metadata (usable by group_by)")
     parser.add_argument("--name", default="converted", help="calibration set name")
     parser.add_argument("--threshold", type=float, default=0.6, help="gate threshold (weighted F1), default 0.6")
-    parser.add_argument("--min-items", type=int, default=30, help="gate min_items, default 30")
+    parser.add_argument("--min-items", type=int, default=_MIN_ITEMS, help=f"gate min_items, default {_MIN_ITEMS}")
     parser.add_argument(
         "-o", "--output", type=Path, required=True, help="calibration YAML to write (items go to .jsonl beside it)"
     )

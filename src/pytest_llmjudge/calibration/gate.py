@@ -63,6 +63,7 @@ from pytest_llmjudge.calibration.correction import (
     evaluate_correction,
     fit_correction,
 )
+from pytest_llmjudge.calibration.schema import CalibrationConfig, CorrectionConfig, GateConfig
 from pytest_llmjudge.errors import StatisticsError
 from pytest_llmjudge.stats.agreement import agreement_report, as_label_array, weighted_f1_from_confusion
 from pytest_llmjudge.stats.annotators import (
@@ -76,35 +77,44 @@ from pytest_llmjudge.stats.annotators import (
     pairwise_slot_f1,
 )
 from pytest_llmjudge.stats.distribution import class_distribution
-from pytest_llmjudge.stats.resampling import posterior_confusion_ci
+from pytest_llmjudge.stats.resampling import posterior_confusion_ci, posterior_confusion_pvalue
 
 __all__ = ["GateOptions", "GateResult", "evaluate_gate"]
 
 _TOLERANCE = 1e-12
 
 
+# The defaults are the file format's (calibration/schema.py), written once there.
+_GATE = GateConfig.model_fields
+_CALIBRATION = CalibrationConfig.model_fields
+_CORRECTION = CorrectionConfig.model_fields
+
+
 @dataclass(frozen=True)
 class GateOptions:
-    """How one gate is computed and judged."""
+    """How one gate (one group x metric) is computed and judged: the gate's criteria resolved
+    for it (:meth:`GateConfig.criteria_for`) and the calibration set's options."""
 
     threshold: float
     min_kappa: float | None = None
     min_ceiling_ratio: float | None = None
     max_abs_skew: float | None = None
-    ci_lower_bound: bool = False
-    confidence: float = 0.95
-    resamples: int = 1000
-    seed: int = 0
-    min_items: int = 30
-    max_unscored_rate: float = 0.0
-    aggregation: AggregationRule = "majority_then_rounded_mean"
-    ceiling: Literal["slots", "annotators"] = "slots"
-    convention: AgreementConvention = "all_pairs"
-    correction_method: CorrectionMethod = "most_likely"
-    holdout: float = 0.3
-    correction_seed: int = 0
-    correction_min_holdout: int = 10
-    correction_resamples: int = 1000
+    ci_lower_bound: bool = _GATE["ci_lower_bound"].default
+    family: str | None = _GATE["family"].default
+    """``release``: the gate joins the run's release family (:func:`release_pvalue`)."""
+    confidence: float = _GATE["confidence"].default
+    resamples: int = _GATE["resamples"].default
+    seed: int = _GATE["seed"].default
+    min_items: int = _GATE["min_items"].default
+    max_unscored_rate: float = _GATE["max_unscored_rate"].default
+    aggregation: AggregationRule = _CALIBRATION["aggregation"].default
+    ceiling: Literal["slots", "annotators"] = _CALIBRATION["ceiling"].default
+    convention: AgreementConvention = _CALIBRATION["agreement_convention"].default
+    correction_method: CorrectionMethod = _CORRECTION["method"].default
+    holdout: float = _CORRECTION["holdout"].default
+    correction_seed: int = _CORRECTION["seed"].default
+    correction_min_holdout: int = _CORRECTION["min_holdout"].default
+    correction_resamples: int = _CORRECTION["resamples"].default
 
 
 def _optional(value: float | None) -> float | None:
@@ -143,6 +153,11 @@ class GateResult:
     unscored_reasons: tuple[str, ...] = ()
     group: str = ""
     """The group's name (the language with the default ``group_by: [language]``)."""
+    release_shown: bool | None = None
+    """Set when the gate joined a release family: whether F1 >= threshold was shown at the
+    family's corrected level (it then replaces the point comparison)."""
+    release_text: str = ""
+    """What the family found, when it did not show F1 >= threshold."""
 
     @property
     def threshold(self) -> float:
@@ -178,8 +193,21 @@ class GateResult:
         failed: list[str] = []
         name = "weighted F1 CI lower bound" if opts.ci_lower_bound else "weighted F1"
         value = self.compared_value
-        if value is None or value + _TOLERANCE < opts.threshold:
+        if self.release_shown is not None:
+            # In a release family the F1 criterion is the family's test, not the point value.
+            if not self.release_shown:
+                failed.append(self.release_text)
+        elif value is None or value + _TOLERANCE < opts.threshold:
             failed.append(f"{name} {_text(value)} < threshold {opts.threshold:.3f}")
+        return (*failed, *self.other_failed_criteria)
+
+    @property
+    def other_failed_criteria(self) -> tuple[str, ...]:
+        """The optional criteria that do not hold (kappa, ceiling ratio, skew): everything but F1."""
+        if self.n_scored == 0:
+            return ()
+        opts = self.options
+        failed: list[str] = []
         if opts.min_kappa is not None and (self.cohen_kappa is None or self.cohen_kappa + _TOLERANCE < opts.min_kappa):
             failed.append(f"Cohen's kappa {_text(self.cohen_kappa)} < min_kappa {opts.min_kappa:.3f}")
         ratio = self.ceiling_ratio
@@ -415,4 +443,25 @@ def evaluate_gate(
         correction_map=correction.correction
         if correction is not None
         else fit_correction(truth, predicted, scale, options.correction_method),
+    )
+
+
+RELEASE_DRAWS = 20_000
+"""Posterior draws behind a release-family gate's p-value: its resolution, ``1 / 20,001``, is
+well below the per-item level of a large family (``0.05 / 100``)."""
+
+
+def release_pvalue(result: GateResult, *, n_draws: int = RELEASE_DRAWS) -> float | None:
+    """The p-value of H0 "weighted F1 < threshold" of a gate in a release family (``family: release``).
+
+    Read off the posterior of the confusion cells (:func:`~pytest_llmjudge.stats.resampling.posterior_confusion_pvalue`,
+    the interval's posterior, seeded by the gate's ``seed``): small when the humans' and the
+    judge's labels show F1 above the threshold. None when the gate has a problem (too few
+    items, unscored items) or nothing was scored: such a gate is an error, outside the count.
+    """
+    if result.problem is not None or result.confusion is None or result.n_scored == 0:
+        return None
+    confusion = np.asarray(result.confusion, dtype=np.int64)
+    return posterior_confusion_pvalue(
+        confusion, weighted_f1_from_confusion, result.threshold, n_draws=n_draws, rng=result.options.seed
     )

@@ -49,7 +49,7 @@ from pytest_llmjudge.calibration.sanity import (
 )
 from pytest_llmjudge.errors import LLMJudgeError, SuiteError
 from pytest_llmjudge.execution.scoreboard import JuryChoice, Score, ScoreBoard
-from pytest_llmjudge.suite.expressions import Threshold
+from pytest_llmjudge.suite.expressions import MetricThreshold
 from pytest_llmjudge.suite.model import Case, Suite
 from pytest_llmjudge.suite.schema import JudgeConfig
 
@@ -203,7 +203,7 @@ class GateComputer:
                     suite=name,
                     recorded={},
                     thresholds=tuple(
-                        Threshold(metric=m, op=">=", value=float(cal.rubrics[m].scale[0])) for m in wanted
+                        MetricThreshold(metric=m, op=">=", value=float(cal.rubrics[m].scale[0])) for m in wanted
                     ),
                 )
             )
@@ -283,6 +283,7 @@ class GateComputer:
             min_ceiling_ratio=criteria["min_ceiling_ratio"],
             max_abs_skew=criteria["max_abs_skew"],
             ci_lower_bound=gate.ci_lower_bound,
+            family=gate.family,
             confidence=gate.confidence,
             resamples=gate.resamples,
             seed=gate.seed,

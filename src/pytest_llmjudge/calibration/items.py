@@ -25,37 +25,32 @@ F1 0.41 < 0.70 ..." instead of being scored.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_llmjudge.calibration.build import CalibrationSet
+from pytest_llmjudge.calibration.gate import GateResult
 from pytest_llmjudge.calibration.gates import GateComputer, judge_scored_languages
 from pytest_llmjudge.calibration.report import gate_message
-from pytest_llmjudge.errors import ItemFailure, LLMJudgeError
+from pytest_llmjudge.errors import CaseFailure, GateError, GateFailure, LLMJudgeError
 from pytest_llmjudge.records import (
     ConsistencyRecord,
     GateRecord,
     ItemRecord,
     JuryRecord,
     Perturbation,
+    ReleaseMember,
     SensitivityRecord,
     UncalibratedRecord,
 )
 from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem, record
 from pytest_llmjudge.suite.model import Case, Suite
-from pytest_llmjudge.suite_items import AggregateItem, CaseFailure, CaseItem
+from pytest_llmjudge.suite_items import AggregateItem, CaseItem
 
 store_key = pytest.StashKey["GateComputer"]()
-
-
-class GateFailure(ItemFailure):
-    """A gate (or sanity check) missed its threshold."""
-
-
-class GateError(ItemFailure):
-    """A gate could not be decided (too few items, unscored items): never an expected failure."""
 
 
 def get_store(config: pytest.Config) -> GateComputer:
@@ -206,10 +201,61 @@ class GateItem(_CalibrationItem):
             return []
         return list(self.store.gate_needs(self.calibration, only={(self.language, self.metric)}))
 
+    def release_family_key(self) -> tuple[str, ...] | None:
+        """The run's release family when this gate joins it (``gate: {family: release}``,
+        ``--llmjudge-family-include=gates``), else None."""
+        from pytest_llmjudge.regression.items import run_family_key
+        from pytest_llmjudge.regression.items import state_key as regression_key
+
+        state = self.config.stash.get(regression_key, None)
+        if state is None or self.judge_problem is not None:
+            return None
+        if self.calibration.gate.family != "release" and "gates" not in state.include:
+            return None
+        return run_family_key(self.config)
+
+    def release_pvalue(self, design_level: float) -> float | None:
+        """The posterior p-value of "weighted F1 < threshold" (``calibration/gate.py``); None for a gate
+        with a problem. ``design_level`` is unused: the posterior does not tune to a level."""
+        from pytest_llmjudge.calibration.gate import release_pvalue
+
+        return release_pvalue(self.store.gate(self.calibration, self.language, self.metric))
+
+    def _released(self, result: GateResult) -> tuple[GateResult, ReleaseMember | None]:
+        """The gate as its release family decided it, when it joined one."""
+        from pytest_llmjudge.regression.items import decide_family
+        from pytest_llmjudge.regression.items import state_key as regression_key
+        from pytest_llmjudge.stats.multiplicity import method_name
+
+        key = self.release_family_key()
+        if key is None:
+            return result, None
+        joined = self.config.stash[regression_key].joined
+        if self.nodeid not in joined:
+            decide_family(self, key)
+        d = joined[self.nodeid]
+        member = ReleaseMember(
+            family=d.family,
+            correction=d.correction,
+            alpha=d.alpha,
+            p_value=d.p_value,
+            p_adjusted=d.p_adjusted,
+            design_level=d.design_level,
+            size=d.size,
+        )
+        if d.p_value is None:
+            return result, member
+        text = (
+            f"weighted F1 >= threshold {result.threshold:.3f} not shown in the release family: posterior p "
+            f"{d.p_value:.3g}, {method_name(d.correction)}-adjusted {d.p_adjusted:.3g} > alpha {d.alpha:g} "
+            f"({d.size} comparisons)"
+        )
+        return replace(result, release_shown=d.passed, release_text=text), member
+
     def runtest(self) -> None:
         cal = self.calibration
         store = self.store
-        result = store.gate(cal, self.language, self.metric)
+        result, member = self._released(store.gate(cal, self.language, self.metric))
         judge = store.judge_label(cal)
         xfail = cal.gate.xfail_for(cal.group_language(self.language), self.metric, self.language)
         self._keep(
@@ -221,6 +267,7 @@ class GateItem(_CalibrationItem):
                 scores=cal.scores,
                 xfail=xfail,
                 judge_identity=store.gate_identity(cal, self.language, self.metric),
+                release=member,
                 **result.to_dict(),
             )
         )

@@ -24,12 +24,13 @@ set itself.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from pytest_llmjudge.stats.annotators import AggregationRule, AgreementConvention
-from pytest_llmjudge.suite.schema import JudgeConfig, Number, RecordedScore, RubricConfig
+from pytest_llmjudge.suite.schema import JudgeConfig, Number, RecordedScore, RubricConfig, StrictModel
 
 __all__ = [
     "CalibrationConfig",
@@ -43,15 +44,10 @@ __all__ = [
 ]
 
 
-class _Strict(BaseModel):
-    # As in suites: a NaN or infinite threshold, rate or score is never meant.
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
-
-
 Labels = dict[str | int, int]
 
 
-class CalibrationItemConfig(_Strict):
+class CalibrationItemConfig(StrictModel):
     """One judged text with its annotators' labels (and, optionally, recorded judge scores)."""
 
     id: str = Field(..., min_length=1)
@@ -100,7 +96,7 @@ class CalibrationItemConfig(_Strict):
         return {metric: {str(k): v for k, v in labels.items()} for metric, labels in self.human.items()}
 
 
-class ItemsFileConfig(_Strict):
+class ItemsFileConfig(StrictModel):
     """A JSONL file of items next to the calibration file, optionally filtered."""
 
     path: str
@@ -130,8 +126,32 @@ def _check_criteria(where: str, entry: dict[str, Any]) -> None:
             raise ValueError(f"{name} for {where} must be in [{low:g}, {high:g}], got {value}")
 
 
-class GateConfig(_Strict):
-    """When a group x metric passes: weighted F1 (or its CI lower bound) >= threshold, and the optional criteria."""
+Override = float | Mapping[str, Any]
+"""A ``per_metric``/``per_language``/``per_group`` entry: a threshold, or criteria (and metrics)."""
+
+
+def _criteria(entry: Override | None, metric: str) -> tuple[dict[str, float], dict[str, float]]:
+    """(criteria for every metric, criteria for ``metric``) of one per_language/per_group entry."""
+    if entry is None:
+        return {}, {}
+    if not isinstance(entry, Mapping):
+        return {"threshold": float(entry)}, {}
+    general = {k: float(v) for k, v in entry.items() if k in CRITERIA}
+    specific = entry.get(metric)
+    if specific is None:
+        return general, {}
+    if isinstance(specific, Mapping):
+        return general, {k: float(v) for k, v in specific.items()}
+    return general, {"threshold": float(specific)}
+
+
+class GateConfig(StrictModel):
+    """When a group x metric passes: weighted F1 (or its CI lower bound) >= threshold, and the optional criteria.
+
+    The one place the gate's options and their defaults are written: a calibration set keeps
+    it as validated (``CalibrationSet.gate``), its lookups apply the override rules, and
+    :class:`~pytest_llmjudge.calibration.gate.GateOptions` takes its defaults from here.
+    """
 
     threshold: float = Field(..., ge=0.0, le=1.0, description="Minimum judge-vs-human weighted F1.")
     min_kappa: float | None = Field(None, ge=-1.0, le=1.0, description="Minimum judge-vs-human Cohen's kappa.")
@@ -151,6 +171,11 @@ class GateConfig(_Strict):
         description="group name (e.g. 'hi-task=qa', see group_by) -> the same shapes as per_language.",
     )
     ci_lower_bound: bool = Field(False, description="Compare the F1 interval's lower bound instead of F1.")
+    family: Literal["release"] | None = Field(
+        None,
+        description="release: each gate joins the run's release family; it passes only when F1 >= threshold is "
+        "shown at the family's corrected level (posterior p-value, regression.correction).",
+    )
     confidence: float = Field(0.95, gt=0.5, lt=1.0)
     resamples: int = Field(1000, ge=10, le=100_000)
     seed: int = Field(0, description="Seed of the F1 interval's posterior draws.")
@@ -196,8 +221,42 @@ class GateConfig(_Strict):
                 _check_criteria(f"{group!r} {key!r}", criteria)
         return value
 
+    def criteria_for(self, language: str, metric: str, group: str | None = None) -> dict[str, float | None]:
+        """Every criterion of one gate. Most specific wins, per criterion: group+metric, group,
+        language+metric, language, metric, then the global value."""
+        found: dict[str, float | None] = {
+            "threshold": self.threshold,
+            "min_kappa": self.min_kappa,
+            "min_ceiling_ratio": self.min_ceiling_ratio,
+            "max_abs_skew": self.max_abs_skew,
+        }
+        metric_entry = self.per_metric.get(metric)
+        found.update(_criteria({metric: metric_entry} if metric_entry is not None else None, metric)[1])
+        layers = [_criteria(self.per_language.get(language), metric)]
+        if group is not None and group != language:
+            layers.append(_criteria(self.per_group.get(group), metric))
+        for general, specific in layers:
+            found.update(general)
+            found.update(specific)
+        return found
 
-class CorrectionConfig(_Strict):
+    def threshold_for(self, language: str, metric: str, group: str | None = None) -> float:
+        """The weighted-F1 threshold (see :meth:`criteria_for` for the precedence)."""
+        return float(self.criteria_for(language, metric, group)["threshold"] or 0.0)
+
+    def xfail_for(self, language: str, metric: str, group: str | None = None) -> str | None:
+        """The reason a group x metric is a known failure (keyed by group name or language), or None."""
+        for key in (group, language):
+            entry = self.xfail.get(key) if key is not None else None
+            if isinstance(entry, Mapping):
+                if metric in entry:
+                    return entry[metric]
+            elif entry is not None:
+                return entry
+        return None
+
+
+class CorrectionConfig(StrictModel):
     """The per-language score correction and its held-out evaluation."""
 
     method: Literal["most_likely", "expected"] = Field(
@@ -213,7 +272,7 @@ class CorrectionConfig(_Strict):
     resamples: int = Field(1000, ge=10, le=100_000, description="Bootstrap resamples of the held-out gain.")
 
 
-class ConsistencyConfig(_Strict):
+class ConsistencyConfig(StrictModel):
     """Repeat the same request k times; the scores must agree (Hada et al. 2024a, sec. 3.5, 4.2.1)."""
 
     repeats: int = Field(5, ge=2, le=20)
@@ -222,7 +281,7 @@ class ConsistencyConfig(_Strict):
     metrics: list[str] | None = Field(None, description="Metrics to check (default: every gated metric).")
 
 
-class SensitivityConfig(_Strict):
+class SensitivityConfig(StrictModel):
     """Shuffle some words of each output; the judge must rate it worse (Hada et al. 2024a, sec. 4.3)."""
 
     metric: str = "linguistic_acceptability"
@@ -234,7 +293,7 @@ class SensitivityConfig(_Strict):
     items: int = Field(10, ge=1, description="Items per language (the first ones by id).")
 
 
-class SanityConfig(_Strict):
+class SanityConfig(StrictModel):
     """Judge sanity checks, run through the live judge."""
 
     consistency: ConsistencyConfig | None = None
@@ -242,7 +301,7 @@ class SanityConfig(_Strict):
     languages: list[str] | None = Field(None, description="Languages to check (default: all of the set).")
 
 
-class JuryConfig(_Strict):
+class JuryConfig(StrictModel):
     """Several live judges scored on the same items (``calibration/jury.py``)."""
 
     judges: list[JudgeConfig] = Field(..., min_length=2, description="The jury's judges (provider, model, ...).")
@@ -265,7 +324,7 @@ class JuryConfig(_Strict):
         return self
 
 
-class CalibrationConfig(_Strict):
+class CalibrationConfig(StrictModel):
     """A whole calibration file."""
 
     calibration: str = Field(..., min_length=1, description="Name; its presence marks the file as a calibration set.")

@@ -15,17 +15,13 @@ from typing import Any
 import pytest
 
 from pytest_llmjudge.canaries import CanaryPair, canary_pairs
-from pytest_llmjudge.errors import ItemFailure
+from pytest_llmjudge.errors import CanaryFailure
 from pytest_llmjudge.execution.scoreboard import Score
 from pytest_llmjudge.formatting import format_value
 from pytest_llmjudge.records import CanaryRecord
 from pytest_llmjudge.session.items import LLMJudgeItem, record
-from pytest_llmjudge.suite.expressions import Threshold
+from pytest_llmjudge.suite.expressions import MetricThreshold
 from pytest_llmjudge.suite.model import Case, Suite
-
-
-class CanaryFailure(ItemFailure):
-    """The attacked twin scored better than its clean twin, or a twin could not be scored."""
 
 
 def canary_metrics(suite: Suite) -> tuple[str, ...]:
@@ -53,7 +49,7 @@ def canary_suite(suite: Suite) -> Suite:
                         input=pair.input,
                         output=output,
                         thresholds=tuple(
-                            Threshold(metric=m, op=">=", value=float(suite.rubrics[m].scale[0])) for m in metrics
+                            MetricThreshold(metric=m, op=">=", value=float(suite.rubrics[m].scale[0])) for m in metrics
                         ),
                         path=suite.path,
                     )

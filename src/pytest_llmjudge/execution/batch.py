@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_llmjudge.atomic import write_atomic
-from pytest_llmjudge.errors import LLMJudgeError, SpendCapReached
+from pytest_llmjudge.errors import BatchPending, LLMJudgeError, SpendCapReached
 from pytest_llmjudge.execution.cache import JudgeCache, redact
 from pytest_llmjudge.execution.cache_directory import writer_prefix
 from pytest_llmjudge.judges.base import JudgeProvider, LazyProvider, ProviderRequest
@@ -62,10 +62,6 @@ PROGRESS_EVERY = 10.0
 """Seconds between progress lines while nothing changes."""
 MAX_POLL_FAILURES = 5
 """Polls of one batch failing in a row (each after the SDK's own retries) before giving up on it."""
-
-
-class BatchPending(LLMJudgeError):
-    """Batches were still pending when ``--llmjudge-batch-wait`` ran out."""
 
 
 @dataclass

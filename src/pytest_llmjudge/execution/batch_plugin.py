@@ -50,8 +50,8 @@ def check(board: ScoreBoard) -> None:
 def send_batches(session: pytest.Session, board: ScoreBoard, planners: Sequence[Planner]) -> None:
     """Send the selected items' uncached requests as provider batches, so the plan finds them cached."""
     config = session.config
-    from pytest_llmjudge.errors import LLMJudgeError
-    from pytest_llmjudge.execution.batch import BatchPending, BatchPhase
+    from pytest_llmjudge.errors import BatchPending, LLMJudgeError
+    from pytest_llmjudge.execution.batch import BatchPhase
     from pytest_llmjudge.session.items import selected_calls, selected_requests
 
     settings = board.settings

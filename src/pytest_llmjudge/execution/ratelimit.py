@@ -26,9 +26,6 @@ request per window of successes), so the rate recovers gradually to the configur
 Degenerate cases: no rpm, no tpm and no 429 cost almost nothing per request (a counter);
 a request whose estimate exceeds the whole burst allowance still goes, alone, once the
 schedule reaches it; the window never drops below 1; a cancelled wait gives its slot back.
-
-:class:`RateLimiter` is the plain requests-per-minute limiter, kept for callers that need
-nothing else.
 """
 
 from __future__ import annotations
@@ -52,29 +49,6 @@ MAX_PAUSE = 30.0
 
 BURST_FRACTION = 0.1
 """Share of a minute's token budget that may go out at once."""
-
-
-class RateLimiter:
-    """Plain requests-per-minute limit: the n-th request starts at ``first + n * 60 / rpm``."""
-
-    def __init__(self, requests_per_minute: float | None) -> None:
-        if requests_per_minute is not None and requests_per_minute <= 0:
-            raise ValueError("requests per minute must be positive")
-        self._interval = 60.0 / requests_per_minute if requests_per_minute else 0.0
-        self._next_start = 0.0
-        self._lock: asyncio.Lock | None = None
-
-    async def acquire(self) -> None:
-        if not self._interval:
-            return
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
-            now = time.monotonic()
-            start = max(now, self._next_start)
-            self._next_start = start + self._interval
-        if start > now:
-            await asyncio.sleep(start - now)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ the main thread. Each item blocks only on its own calls' futures, so N calls tak
 ``ceil(N / concurrency)`` round trips in total (design.md, "Data flow"). An item whose calls
 are done still waits until the loop has nothing to do but wait on the network
 (:meth:`JudgeRunner.yield_to_calls`): two busy threads trade the GIL at every system call
-either makes, which cost a quarter of a cold run's CPU against a local judge.
+either makes, a large share of a cold run's CPU against a local judge (docs/scale.md).
 
 Per call:
 
@@ -73,7 +73,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
-from pytest_llmjudge.errors import ProviderError, UnscoredError
+from pytest_llmjudge.errors import ProviderCallError, ProviderError, UnscoredError
 from pytest_llmjudge.execution.cache import JudgeCache, Lease, cache_key, redact
 from pytest_llmjudge.execution.leasing import Holder, LeaseKeeper
 from pytest_llmjudge.execution.ratelimit import CONGESTION_STATUSES, Budget, Budgets
@@ -83,7 +83,6 @@ from pytest_llmjudge.judges.base import (
     MAX_REPLY_BYTES,
     JudgeProvider,
     LazyProvider,
-    ProviderCallError,
     ProviderReply,
     ProviderRequest,
     Usage,
@@ -374,8 +373,8 @@ class JudgeRunner:
         )
 
     def _endpoint(self, request: ProviderRequest) -> str:
-        # Labelled once per endpoint and set of secrets: redacting the URL per call was a
-        # percent of a cold run's CPU.
+        # Labelled once per endpoint and set of secrets: redacting the URL per call showed in
+        # a cold run's profile.
         key = (request.provider, request.model, request.base_url, self.secrets)
         label = self._labels.get(key)
         if label is None:
@@ -856,9 +855,9 @@ class JudgeRunner:
         """Return once the runner's loop waits on the network (or after ``timeout`` seconds).
 
         An item that runs while the loop is busy makes the two threads trade the GIL at every
-        system call either one makes (the HTTP pool alone makes over a hundred per request):
-        on 10,000 calls to a judge on 127.0.0.1, 68 futex calls per case, and 30-36 s of
-        CPU where waiting here takes 23-25 s. Items that wait here run in the loop's idle
+        system call either one makes (the HTTP pool alone makes over a hundred per request),
+        dozens of futex calls per case and much more CPU than waiting here (measured in
+        docs/scale.md, "Items yield to the runner"). Items that wait here run in the loop's idle
         moments instead: between round trips when the judge has latency, and after the calls
         when it answers faster than the runner can ask. The timeout bounds the wait when the
         loop stays busy; a stopped runner has nothing to wait for.

@@ -52,6 +52,7 @@ from pytest_llmjudge.judges.logprobs import ScoreDistribution
 from pytest_llmjudge.judges.parsing import Verdict
 from pytest_llmjudge.judges.prompts import JudgedText, JudgeSettings, build_request
 from pytest_llmjudge.judges.rubrics import Rubric
+from pytest_llmjudge.metrics import resolve_metric
 from pytest_llmjudge.metrics.base import Metric, MetricInput
 from pytest_llmjudge.metrics.rag import JUDGED_METRICS, Reply
 from pytest_llmjudge.redaction import redact
@@ -640,7 +641,7 @@ class ScoreBoard:
         Once the first ``concurrency`` calls are in, planning pauses until the runner has
         sent them (``yield_to_calls``): the rest is planned during their round trip instead
         of before it, which moves the first request earlier by most of the planning time
-        (measured: about 0.2 s for 2,000 calls, with the SDK's import in between).
+        (docs/scale.md).
         """
         needs = list(needs)
         for suite, case, metric in needs:
@@ -989,7 +990,7 @@ class ScoreBoard:
         key = (str(suite.path), metric)
         with self._lock:
             if key not in self._metrics:
-                self._metrics[key] = self.registry.metric(metric, suite.metric_options.get(metric))
+                self._metrics[key] = resolve_metric(metric, suite.metric_options.get(metric), self.registry.metrics)
             return self._metrics[key]
 
     def _metric_score(self, suite: Suite, case: Case, metric: str) -> Score:

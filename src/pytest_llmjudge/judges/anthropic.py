@@ -22,8 +22,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pytest_llmjudge.errors import ProviderCallError
 from pytest_llmjudge.judges.base import (
-    ProviderCallError,
     ProviderReply,
     ProviderRequest,
     Usage,

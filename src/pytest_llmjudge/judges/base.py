@@ -38,6 +38,9 @@ from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+# Re-exported: provider plugins import it from here (docs/extending.md); it is defined in errors.py.
+from pytest_llmjudge.errors import ProviderCallError as ProviderCallError
+
 _SECRET_QUERY = re.compile(r"(key|token|secret|password|signature|sig|auth)", re.IGNORECASE)
 
 
@@ -212,23 +215,6 @@ class ProviderReply:
     (``judges.logprobs.digit_tokens``); None when the provider gave none."""
 
 
-class ProviderCallError(Exception):
-    """A provider call failed; ``retryable`` says whether trying again can help."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        retryable: bool,
-        status: int | None = None,
-        retry_after: float | None = None,
-    ) -> None:
-        self.retryable = retryable
-        self.status = status
-        self.retry_after = retry_after
-        super().__init__(message)
-
-
 @runtime_checkable
 class JudgeProvider(Protocol):
     """A judge model behind some API."""
@@ -322,8 +308,8 @@ def import_sdk(module_name: str, purpose: str) -> Any:
     """Import a provider SDK (``openai``, ``anthropic``) with the cyclic garbage collector paused.
 
     An SDK import builds hundreds of pydantic model classes; with the collector running, the
-    young heap fills again and again and each pass rescans it, about a fifth of the import's
-    cost (measured: ``import openai`` 0.70 s with the collector, 0.54 s without). Pausing is
+    young heap fills again and again and each pass rescans it, a good part of the import's
+    cost (measured in docs/scale.md, "Numbers quoted by the code"). Pausing is
     safe: the import makes no garbage worth collecting, and the collector's state is restored.
     A missing SDK is a :class:`~pytest_llmjudge.errors.MissingDependencyError` naming the extra.
     """
@@ -347,8 +333,8 @@ async def post_through_sdk(sdk: Any, client: Any, path: str, body: Mapping[str, 
     """POST ``body`` with an SDK client's own ``post`` and return the reply's JSON body.
 
     The client brings auth, base URL, timeouts and status errors; the typed wrapper is left
-    out (its parameter transform and response models cost about 1.5 ms of CPU per call, the
-    largest client cost with hundreds of calls in flight). ``sdk`` is the ``openai`` or
+    out (its parameter transform and response models were the largest client cost per call
+    with hundreds of calls in flight; docs/scale.md). ``sdk`` is the ``openai`` or
     ``anthropic`` module: both SDKs are generated from one template and raise the same error
     classes, translated here into :class:`ProviderCallError` saying whether a retry can help.
     The whole attempt, reading the body included, ends within :func:`request_deadline` seconds.

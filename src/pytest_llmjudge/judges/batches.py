@@ -32,13 +32,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pytest_llmjudge.judges.base import (
-    JudgeProvider,
-    ProviderCallError,
-    ProviderReply,
-    ProviderRequest,
-    provider_error_text,
-)
+from pytest_llmjudge.errors import ProviderCallError
+from pytest_llmjudge.judges.base import JudgeProvider, ProviderReply, ProviderRequest, provider_error_text
 
 OPENAI_MAX_REQUESTS = 50_000
 OPENAI_MAX_BYTES = 190 * 1024 * 1024  # the API takes files up to 200 MB

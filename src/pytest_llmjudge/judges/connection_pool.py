@@ -6,9 +6,9 @@ unchanged; only the choice of connection is ours.
 
 Why: httpcore's own pool re-examines every connection it holds each time a request arrives and
 each time a response is closed, and for an idle connection that means a socket probe (a
-``poll`` and a ``getpeername``). With C connections that is O(C) probes per event: at
-concurrency 64 against a fast judge, 58-65 probes per request, about a third of the client's CPU
-(measured with ``benchmarks/scale.py``, see ``docs/scale.md``, "The connection pool"). Here an
+``poll`` and a ``getpeername``). With C connections that is O(C) probes per event: against a
+fast judge at high concurrency, dozens of probes per request and a large share of the client's
+CPU (measured with ``benchmarks/scale.py``, see ``docs/scale.md``, "The connection pool"). Here an
 idle connection is probed only when it is handed out: one probe per request.
 
 The rules, for HTTP/1.1 (what the SDKs speak by default):

@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pytest_llmjudge.errors import ProviderCallError
 from pytest_llmjudge.judges.base import (
-    ProviderCallError,
     ProviderReply,
     ProviderRequest,
     Usage,

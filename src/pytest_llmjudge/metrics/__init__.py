@@ -64,6 +64,7 @@ __all__ = [
     "Metric",
     "MetricInput",
     "MetricValue",
+    "find_metric",
     "matches",
     "resolve_metric",
 ]
@@ -184,42 +185,93 @@ BUILTIN_METRICS: Mapping[str, Callable[..., Metric]] = MappingProxyType(
         "citation_map@K": _citation_map,
     }
 )
-# Names that take an "@K" suffix, and the bare spelling that means k = 10.
-_AT_K = {"citation_recall": "citation_recall@K", "citation_map": "citation_map@K"}
 
 
-def _unknown(name: str) -> MetricError:
-    known = sorted(BUILTIN_METRICS)
+def _takes_k(factory: Callable[..., Any]) -> bool:
+    accepted = _parameters(factory)
+    return accepted is None or "k" in accepted
+
+
+def _parameters(factory: Callable[..., Any]) -> list[str] | None:
+    """The keyword parameters a factory accepts, or None when it takes any (``**kwargs``) or
+    its signature can't be read (then the factory's own ``TypeError`` reports a bad one)."""
+    try:
+        parameters = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    return sorted(p.name for p in parameters if p.kind is not inspect.Parameter.VAR_POSITIONAL)
+
+
+def find_metric(
+    name: str, metrics: Mapping[str, Callable[..., Any]] = BUILTIN_METRICS, *, as_written: bool = False
+) -> tuple[str, str | None] | None:
+    """Where a metric name is registered: the key in ``metrics`` and the text after ``@``, if any.
+
+    The one parser of ``@K`` names. A name is looked up as written, then (unless
+    ``as_written``) stripped and lower-cased (``ChrF++`` is ``chrf++``; a plugin's
+    ``MyMetric`` is found as written). A suite names metrics as written: its results, scales
+    and ``metric_options`` are keyed by that name. A family registered as ``base@K`` is found
+    by its bare name (the factory's default k) and by ``base@<k>``; a plain ``base`` whose
+    factory takes ``k`` also answers to ``base@<k>``. None for a name nothing is registered
+    under (``chrf@3``).
+    """
+    spellings = (name,) if as_written else (name, name.strip().lower())
+    for key in dict.fromkeys(spellings):
+        if key in metrics:
+            return key, None
+        if f"{key}@K" in metrics:
+            return f"{key}@K", None
+        base, at, suffix = key.rpartition("@")
+        if at and base:
+            if f"{base}@K" in metrics:
+                return f"{base}@K", suffix
+            if base in metrics and _takes_k(metrics[base]):
+                return base, suffix
+    return None
+
+
+def _unknown(name: str, metrics: Mapping[str, Callable[..., Any]]) -> MetricError:
+    known = sorted(metrics)
     close = difflib.get_close_matches(name.strip().lower(), known, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else "."
     return MetricError(f"unknown metric {name!r}{hint} Known metrics: {', '.join(known)}")
 
 
-def resolve_metric(name: str, params: Mapping[str, Any] | None = None) -> Metric:
-    """The metric a suite names, built with the assertion's parameters.
+def resolve_metric(
+    name: str,
+    params: Mapping[str, Any] | None = None,
+    metrics: Mapping[str, Callable[..., Any]] = BUILTIN_METRICS,
+) -> Metric:
+    """The metric a suite names, built with the assertion's parameters: the one way to build one.
 
-    Raises :class:`MetricError` for an unknown name (with the known names and a close
-    match), an unknown parameter, or an invalid parameter value.
+    ``metrics`` is where names are looked up: the built-ins by default, a run's
+    :class:`~pytest_llmjudge.registry.Registry` ``metrics`` (built-ins and plugins) in a run.
+    An ``@K`` suffix becomes the factory's ``k`` (:func:`find_metric`). Raises
+    :class:`MetricError` for an unknown name (with the known names and a close match), a
+    suffix that is not a positive integer or disagrees with a ``k`` parameter, an unknown
+    parameter, or a factory that rejects its parameters.
     """
     kwargs = dict(params or {})
-    key = name.strip().lower()
-    base, at, suffix = key.partition("@")
-    if at or base in _AT_K:
-        if base not in _AT_K:
-            raise _unknown(name)
-        key = _AT_K[base]
-        if at:
-            if not suffix.isdigit() or int(suffix) < 1:
-                raise MetricError(f"{name!r}: the part after '@' must be a positive integer k")
-            if "k" in kwargs and kwargs["k"] != int(suffix):
-                raise MetricError(f"{name!r} sets k={suffix} but the parameters say k={kwargs['k']}")
-            kwargs["k"] = int(suffix)
-    factory = BUILTIN_METRICS.get(key)
-    if factory is None:
-        raise _unknown(name)
-    accepted = sorted(inspect.signature(factory).parameters)
-    unknown = sorted(set(kwargs) - set(accepted))
+    found = find_metric(name, metrics)
+    if found is None:
+        raise _unknown(name, metrics)
+    key, suffix = found
+    if suffix is not None:
+        if not suffix.isdigit() or int(suffix) < 1:
+            raise MetricError(f"{name!r}: the part after '@' must be a positive integer k")
+        if "k" in kwargs and kwargs["k"] != int(suffix):
+            raise MetricError(f"{name!r} sets k={suffix} but the parameters say k={kwargs['k']}")
+        kwargs["k"] = int(suffix)
+    factory = metrics[key]
+    accepted = _parameters(factory)
+    unknown = sorted(set(kwargs) - set(accepted)) if accepted is not None else []
     if unknown:
-        takes = f"accepted: {', '.join(accepted)}" if accepted else "it takes none"
-        raise MetricError(f"{name}: unknown parameter(s) {', '.join(unknown)}; {takes}")
-    return factory(**kwargs)
+        takes = f"accepted: {', '.join(accepted or ())}" if accepted else "it takes none"
+        raise MetricError(f"bad parameters for metric {name!r}: unknown parameter(s) {', '.join(unknown)}; {takes}")
+    try:
+        metric: Metric = factory(**kwargs)
+    except TypeError as exc:
+        raise MetricError(f"bad parameters for metric {name!r}: {exc}") from None
+    return metric

@@ -15,7 +15,7 @@ the metric's documented score for it, usually 0.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -53,8 +53,6 @@ class Metric(Protocol):
     requires: frozenset[str]
 
     def compute(self, item: MetricInput) -> MetricValue: ...
-
-    def compute_many(self, items: Sequence[MetricInput]) -> list[MetricValue]: ...
 
 
 # How each field is named in the "needs ..." message, so a suite author knows what to add.

@@ -22,7 +22,6 @@ reference is a :class:`~pytest_llmjudge.errors.MetricError`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from pytest_llmjudge.errors import MissingDependencyError
@@ -78,6 +77,3 @@ class Bleu:
         if choice.fallback_reason is not None:
             detail["tokenize_fallback"] = choice.fallback_reason
         return MetricValue(float(result.score), detail)
-
-    def compute_many(self, items: Sequence[MetricInput]) -> list[MetricValue]:
-        return [self.compute(item) for item in items]

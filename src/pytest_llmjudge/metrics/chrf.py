@@ -22,7 +22,6 @@ reference is a :class:`~pytest_llmjudge.errors.MetricError` (the score is undefi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -57,13 +56,3 @@ class ChrF:
         check_required(self.name, self.requires, item)
         score = self._chrf.sentence_score(item.output, [item.reference or ""]).score
         return MetricValue(float(score), self._detail)
-
-    def compute_many(self, items: Sequence[MetricInput]) -> list[MetricValue]:
-        # A bound-method loop: the per-case overhead on top of sacrebleu stays a few µs.
-        sentence_score = self._chrf.sentence_score
-        results: list[MetricValue] = []
-        for item in items:
-            check_required(self.name, self.requires, item)
-            score = sentence_score(item.output, [item.reference or ""]).score
-            results.append(MetricValue(float(score), self._detail))
-        return results

@@ -185,6 +185,3 @@ class CitationMetric:
                 "k": self.k,
             },
         )
-
-    def compute_many(self, items: Sequence[MetricInput]) -> list[MetricValue]:
-        return [self.compute(item) for item in items]

@@ -43,7 +43,7 @@ from __future__ import annotations
 import copy
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from pytest_llmjudge.errors import MetricError, MissingDependencyError
@@ -68,8 +68,8 @@ _IDENTIFIERS: dict[frozenset[str] | None, Any] = {}
 
 
 def _identifier(candidates: frozenset[str] | None) -> Any:
-    """A normalised-probability identifier per candidate set; the model is read once (about 0.4 s
-    of CPU, an lzma-compressed file), and each candidate set restricts a copy of it."""
+    """A normalised-probability identifier per candidate set; the model is read once (an
+    lzma-compressed file, slow to read), and each candidate set restricts a copy of it."""
     with _LOAD_LOCK:
         identifier = _IDENTIFIERS.get(candidates)
         if identifier is None:
@@ -159,6 +159,3 @@ class LanguageId:
         if self.min_confidence is not None and confidence < self.min_confidence:
             return MetricValue(UNDETERMINED, detail)
         return MetricValue(language_family(best), detail)
-
-    def compute_many(self, items: Sequence[MetricInput]) -> list[MetricValue]:
-        return [self.compute(item) for item in items]

@@ -455,9 +455,6 @@ class LRM2QAS:
         detail["lambdas"] = dict(self.lambdas)
         return MetricValue(combine(components, self.lambdas), detail)
 
-    def compute_many(self, items: Sequence[MetricInput]) -> list[MetricValue]:
-        return [self.compute(item) for item in items]
-
 
 # --- fitting lambdas to human scores ------------------------------------------------------
 

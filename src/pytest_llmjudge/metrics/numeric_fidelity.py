@@ -24,7 +24,6 @@ Degenerate cases (the paper gives only the ratio, which is 0/0 for two empty set
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_llmjudge.metrics.base import MetricInput, MetricValue, check_required
@@ -90,6 +89,3 @@ class NumericFidelity:
                 "extra": sorted(overlap.output_numbers - overlap.reference_numbers),
             },
         )
-
-    def compute_many(self, items: Sequence[MetricInput]) -> list[MetricValue]:
-        return [self.compute(item) for item in items]

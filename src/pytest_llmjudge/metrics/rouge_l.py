@@ -10,9 +10,9 @@ the bit mask of the reference positions holding token ``t`` and ``V`` starting a
 over the ``m`` reference positions, each output token ``t`` does ``U = V & M[t]``,
 ``V = (V + U) | (V - U)``; ``L`` is the number of zero bits of ``V`` at the end. That is
 ``n`` big-integer operations instead of the ``m x n`` table rouge-score fills in Python
-(about 150 times faster on 300-token texts), and the values are rouge-score's
+(much faster: ``benchmarks/metrics_speed.py``, docs/scale.md), and the values are rouge-score's
 ``RougeScorer(["rougeL"])`` ones with the same tokens. rouge-score itself is not used: its
-tokenizer module imports nltk (0.8 s of CPU per process, with scikit-learn and pandas), for
+tokenizer module imports nltk (with scikit-learn and pandas: a slow import in every process), for
 a stemmer this metric doesn't use.
 
 Tokens come from :class:`~pytest_llmjudge.metrics.tokenization.UnicodeTokenizer`.
@@ -76,6 +76,3 @@ class RougeL:
             2 * precision * recall / total if total > 0 else 0.0,
             {**self._detail, "precision": precision, "recall": recall},
         )
-
-    def compute_many(self, items: Sequence[MetricInput]) -> list[MetricValue]:
-        return [self.compute(item) for item in items]

@@ -179,7 +179,7 @@ def _collapse(code_points: list[int]) -> list[tuple[int, int]]:
 @functools.cache
 def _character_classes() -> tuple[str, str]:
     """Regex class bodies for (all combining marks, letters/digits of scriptio-continua)."""
-    # Built lazily (about 50 ms) so that importing the package stays cheap.
+    # Built lazily (a scan of the code points) so that importing the package stays cheap.
     marks = [cp for cp in range(_SCAN_LIMIT) if unicodedata.category(chr(cp))[0] == "M"]
     mark_ranges = [*_collapse(marks), _SUPPLEMENTARY_MARKS]
     continua = [

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_llmjudge.errors import ItemFailure
+from pytest_llmjudge.errors import RankingFailure
 from pytest_llmjudge.formatting import format_fixed
 from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem, record
 from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
@@ -125,10 +125,6 @@ class PairwiseState:
 
 
 state_key = pytest.StashKey[PairwiseState]()
-
-
-class RankingFailure(ItemFailure):
-    """A ranking check failed or could not be computed."""
 
 
 class RankingFile(pytest.File):

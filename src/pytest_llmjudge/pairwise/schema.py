@@ -16,19 +16,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from pytest_llmjudge.suite.schema import JudgeConfig
+from pytest_llmjudge.suite.schema import JudgeConfig, StrictModel
 
 LIVE_SOURCE = "judge"
 
 
-class _Strict(BaseModel):
-    # As in suites: a NaN or infinite threshold, prior or feature is never meant.
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
-
-
-class RankingCaseConfig(_Strict):
+class RankingCaseConfig(StrictModel):
     """One query with the outputs of several systems (the "wide" form)."""
 
     id: str = Field(..., min_length=1)
@@ -57,7 +52,7 @@ class RankingCaseConfig(_Strict):
         return value
 
 
-class ResponsesConfig(_Strict):
+class ResponsesConfig(StrictModel):
     """Outputs in the "long" form: one JSONL record per (case, system), fields named here."""
 
     path: str | list[str]
@@ -74,7 +69,7 @@ class ResponsesConfig(_Strict):
     where: dict[str, Any] = Field(default_factory=dict, description="Keep only records whose fields equal these.")
 
 
-class VerdictSourceConfig(_Strict):
+class VerdictSourceConfig(StrictModel):
     """Where one source's verdict is in a verdict record."""
 
     field: str = Field(..., description="Dotted path of the verdict in the record.")
@@ -85,7 +80,7 @@ class VerdictSourceConfig(_Strict):
     )
 
 
-class VerdictsConfig(_Strict):
+class VerdictsConfig(StrictModel):
     """Recorded pairwise verdicts: one JSONL record per battle, fields named here."""
 
     path: str | list[str]
@@ -115,7 +110,7 @@ class VerdictsConfig(_Strict):
         return value
 
 
-class PairwiseConfig(_Strict):
+class PairwiseConfig(StrictModel):
     """How a live judge is asked (position-bias control)."""
 
     order: Literal["random", "both", "fixed"] = Field(
@@ -127,13 +122,13 @@ class PairwiseConfig(_Strict):
     criteria: str | None = Field(None, description="Replaces the default comparison criteria ({language} is filled).")
 
 
-class BootstrapConfig(_Strict):
+class BootstrapConfig(StrictModel):
     resamples: int = Field(200, ge=1, description="Bootstrap resamples of the cases (MIRAGE-BENCH: 200).")
     confidence: float = Field(0.95, gt=0.0, lt=1.0)
     seed: int = 0
 
 
-class RankingAssertConfig(_Strict):
+class RankingAssertConfig(StrictModel):
     expr: str = Field(..., description="e.g. 'rank(candidate) <= 2', 'candidate beats baseline with win rate >= 0.5'.")
     source: str | None = Field(None, description="Verdict source of rank/win-rate assertions (default: primary).")
     languages: list[str] | None = Field(None, description="Only assert in these languages.")
@@ -142,7 +137,7 @@ class RankingAssertConfig(_Strict):
     )
 
 
-class SurrogateConfig(_Strict):
+class SurrogateConfig(StrictModel):
     """A cheap regression from heuristic features to Bradley-Terry strengths (MIRAGE-BENCH sec. 4.3)."""
 
     features: list[str] = Field(
@@ -165,7 +160,7 @@ class SurrogateConfig(_Strict):
     trees: int = Field(100, ge=1, le=2000, description="Trees of the random forest.")
 
 
-class RankingConfig(_Strict):
+class RankingConfig(StrictModel):
     """A whole ranking file."""
 
     ranking: str = Field(..., min_length=1, description="Ranking name; its presence marks the file as a ranking.")

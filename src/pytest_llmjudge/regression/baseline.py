@@ -80,7 +80,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_llmjudge.atomic import write_atomic
-from pytest_llmjudge.errors import LLMJudgeError
+from pytest_llmjudge.errors import BaselineError
 from pytest_llmjudge.formatting import number
 from pytest_llmjudge.records import AggregateRecord, CaseRecord, CaseScore, ItemRecord
 
@@ -91,10 +91,6 @@ FORMAT = "pytest-llmjudge-baseline"
 VERSION = 1
 DEFAULT_DIR = "llmjudge_baselines"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
-class BaselineError(LLMJudgeError):
-    """A baseline file is missing, unreadable, or not a baseline of a version we read."""
 
 
 @dataclass
@@ -315,8 +311,8 @@ def _fail(path: Path, message: str) -> BaselineError:
 
 
 MAX_BASELINE_BYTES = 32 * 1024 * 1024
-"""Largest baseline file read (32 MiB, as for suite YAML). Parsed JSON costs about thirty times its size in
-memory when it is mostly short case ids and scores: a 60 MB file took 1.7 GB of RSS."""
+"""Largest baseline file read (32 MiB, as for suite YAML). Parsed JSON costs many times its size in
+memory when it is mostly short case ids and scores (measured in docs/baselines.md)."""
 
 
 def load_baseline(path: Path) -> Baseline:

@@ -25,6 +25,12 @@ decided in the same pass (:func:`decide_family`): their betting p-values
 (``stats/betting.py``) are corrected with the regression items' and each row passes when its
 adjusted p is ``<= alpha`` (:class:`JoinedDecision`).
 
+Agreement gates join the run's family the same way (``gate: {family: release}`` in a
+calibration set, or ``--llmjudge-family-include=gates``; the gate items'
+``release_family_key``, :func:`run_family_key`): their p-value is the posterior probability
+that weighted F1 is below the threshold (``calibration/gate.py``), and a gate passes the
+criterion when its adjusted p is ``<= alpha``.
+
 Outcomes: a regression fails; an inconclusive drop passes with a
 :class:`~pytest_llmjudge.regression.compare.RegressionWarning`; "too few cases to decide" is
 a warning and a skip reported as ``UNDECIDED`` (``regression/plugin.py``), never a pass;
@@ -42,16 +48,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_llmjudge.errors import ItemFailure
+from pytest_llmjudge.errors import RegressionFailure
 from pytest_llmjudge.formatting import format_fixed, format_value
 from pytest_llmjudge.session.items import LLMJudgeItem, record
 from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
 from pytest_llmjudge.session.state import scoreboard_key
 
 if TYPE_CHECKING:
+    from pytest_llmjudge.errors import BaselineError
     from pytest_llmjudge.history import History
     from pytest_llmjudge.records import CaseDrop
-    from pytest_llmjudge.regression.baseline import Baseline, BaselineError, MetricScores
+    from pytest_llmjudge.regression.baseline import Baseline, MetricScores
     from pytest_llmjudge.regression.compare import RegressionResult, RegressionSettings
     from pytest_llmjudge.regression.human import HumanChange
     from pytest_llmjudge.stats.grouping import Group
@@ -60,7 +67,7 @@ if TYPE_CHECKING:
 _EXCERPT = 5
 MAX_LISTED = 100
 """Case ids a regression record lists per kind of missing case (with the count of all): a baseline
-of a million cases the suite no longer has made a 161 MB JSON report listing every one."""
+of a million cases the suite no longer has made a JSON report of every one (docs/baselines.md)."""
 
 
 UNDECIDED = "too few cases to decide"
@@ -145,6 +152,21 @@ def family_key_of(config: pytest.Config, suite: Suite, metric: str) -> tuple[str
     return (s.family, *where[s.family], s.correction, repr(s.alpha))
 
 
+def run_family_key(config: pytest.Config) -> tuple[str, ...]:
+    """The key of the run-wide family with the command line's correction and alpha (or the defaults).
+
+    Agreement gates join this family (``gate: {family: release}``,
+    ``--llmjudge-family-include=gates``): a calibration set belongs to no suite, so it joins
+    the run's family, together with the regression items of suites whose family is ``run``.
+    """
+    from pytest_llmjudge.regression.compare import RegressionSettings
+
+    state = config.stash[state_key]
+    values = {name: getattr(state, name) for name in ("alpha", "correction") if getattr(state, name) is not None}
+    s = RegressionSettings(**values)
+    return ("run", s.correction, repr(s.alpha))
+
+
 def decide_family(item: pytest.Item, key: tuple[str, ...]) -> None:
     """Decide the family ``key``: its regression items and the aggregate checks that joined it.
 
@@ -177,7 +199,8 @@ state_key = pytest.StashKey[RegressionState]()
 
 
 def _load(state: RegressionState, path: Path) -> Baseline:
-    from pytest_llmjudge.regression.baseline import BaselineError, load_baseline
+    from pytest_llmjudge.errors import BaselineError
+    from pytest_llmjudge.regression.baseline import load_baseline
 
     cached = state.loaded.get(path)
     if cached is None:
@@ -203,9 +226,9 @@ def _applies(suite: Suite, case: Case, metric: str) -> bool:
 def regression_items(self: pytest.Collector) -> list[pytest.Item]:
     """The regression items of one suite file (``self``, its ``SuiteFile`` node), collected after the
     suite's own items: the Run adds them to the suite file's collection, so the file is collected once."""
-    from pytest_llmjudge.errors import LLMJudgeError
+    from pytest_llmjudge.errors import BaselineError, LLMJudgeError
     from pytest_llmjudge.escaping import ONE_LINE, escape_controls
-    from pytest_llmjudge.regression.baseline import BaselineError, resolve_path
+    from pytest_llmjudge.regression.baseline import resolve_path
     from pytest_llmjudge.session.suites import built_suite
     from pytest_llmjudge.stats.grouping import MISSING, Group
 
@@ -276,10 +299,6 @@ def regression_items(self: pytest.Collector) -> list[pytest.Item]:
                 )
             )
     return items
-
-
-class RegressionFailure(ItemFailure):
-    """A regression item's gate failed, or it could not be checked."""
 
 
 class RegressionErrorItem(LLMJudgeItem):

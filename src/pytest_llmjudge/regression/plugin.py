@@ -112,11 +112,13 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--llmjudge-family-include",
         default=None,
-        choices=("aggregates",),
+        type=_family_kinds,
+        metavar="KINDS",
         dest="llmjudge_family_include",
-        help="aggregates: every lower(mean(...)) >= t / upper(mean(...)) <= t aggregate row on a known scale joins "
-        "the release family (its betting p-value is corrected with the regression items'); default: only "
-        "aggregates with family: release.",
+        help="aggregates, gates, or aggregates,gates: every lower(mean(...)) >= t / upper(mean(...)) <= t aggregate "
+        "row on a known scale (betting p-value), and every human-agreement gate (posterior p-value of "
+        "F1 >= threshold), joins the release family and is corrected with the regression items; default: only "
+        "those with family: release.",
     )
     parser.addini(
         "llmjudge_baseline_dir",
@@ -125,9 +127,26 @@ def add_options(parser: pytest.Parser) -> None:
     )
 
 
+_FAMILY_KINDS = ("aggregates", "gates")
+
+
+def _family_kinds(value: str) -> tuple[str, ...]:
+    """``--llmjudge-family-include``'s comma-separated kinds of checks."""
+    import argparse
+
+    kinds = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
+    unknown = [kind for kind in kinds if kind not in _FAMILY_KINDS]
+    if unknown or not kinds:
+        raise argparse.ArgumentTypeError(
+            f"invalid choice: {value!r} (choose from {', '.join(_FAMILY_KINDS)}, or both separated by a comma)"
+        )
+    return kinds
+
+
 def configure(config: pytest.Config, history: History | None) -> RegressionState:
     """The run's regression state (stashed for the items), from the options; a usage error if bad."""
-    from pytest_llmjudge.regression.baseline import DEFAULT_DIR, BaselineError, resolve_path
+    from pytest_llmjudge.errors import BaselineError
+    from pytest_llmjudge.regression.baseline import DEFAULT_DIR, resolve_path
 
     rootdir = Path(config.rootpath)
     raw_dir = config.getini("llmjudge_baseline_dir") or DEFAULT_DIR
@@ -151,8 +170,7 @@ def configure(config: pytest.Config, history: History | None) -> RegressionState
     state.family = config.getoption("llmjudge_family")
     state.fail_on = config.getoption("llmjudge_fail_on")
     state.mode = config.getoption("llmjudge_regression_mode")
-    include = config.getoption("llmjudge_family_include")
-    state.include = (include,) if include else ()
+    state.include = config.getoption("llmjudge_family_include") or ()
     try:
         name = config.getoption("llmjudge_baseline")
         if name:
@@ -214,12 +232,13 @@ def junit_verdict(config: pytest.Config, records: list[ItemRecord]) -> None:
 
 
 def _verdict(records: list[ItemRecord]) -> ReleaseVerdict | None:
-    from pytest_llmjudge.records import AggregateRecord, RegressionRecord
+    from pytest_llmjudge.records import AggregateRecord, GateRecord, RegressionRecord
     from pytest_llmjudge.regression.verdict import release_verdict
 
     return release_verdict(
         [r for r in records if isinstance(r, RegressionRecord)],
         [r for r in records if isinstance(r, AggregateRecord)],
+        [r for r in records if isinstance(r, GateRecord)],
     )
 
 

@@ -19,10 +19,12 @@ What it is
     property) show this same line, built from the items' records, so it is the same under
     pytest-xdist (the controller receives every record).
 
-Aggregate rows that joined a family (``family: release`` or ``--llmjudge-family-include=aggregates``,
-an ``AggregateRecord`` with ``release``) count as comparisons ("24 comparison(s), 3 of them
-aggregate row(s)"), and a failed one is listed as ``suite lower(mean(m)) [group]``. A failed
-row is one whose item failed (adjusted p above alpha, or an error row).
+Aggregate rows and agreement gates that joined a family (``family: release`` or
+``--llmjudge-family-include=aggregates,gates``, an ``AggregateRecord`` or ``GateRecord`` with
+``release``) count as comparisons ("24 comparison(s), 4 of them aggregate row(s)"; "32
+comparison(s), 3 aggregate row(s) and 8 agreement gate(s) among them"), and a failed one is listed as ``suite lower(mean(m)) [group]`` or
+``calibration agreement m [group]``. A failed one is one whose item failed (adjusted p above
+alpha, an error, or another criterion of the gate).
 
 Degenerate cases: no regression record (and no joined row) gives no verdict (``None``); a record without
 family fields (a report written before families existed) counts as its own family with its
@@ -34,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from pytest_llmjudge.records import AggregateRecord, RegressionRecord, ReleaseMember, ReleaseVerdict
+from pytest_llmjudge.records import AggregateRecord, GateRecord, RegressionRecord, ReleaseMember, ReleaseVerdict
 from pytest_llmjudge.stats.multiplicity import method_name
 
 __all__ = ["release_verdict"]
@@ -50,22 +52,34 @@ def _family_key(record: RegressionRecord) -> tuple[str, ...]:
     return (scope, *where, record.correction or "?", repr(record.alpha))
 
 
-def _joined_key(record: AggregateRecord, member: ReleaseMember) -> tuple[str, ...]:
-    where = {"run": (), "suite": (record.suite_path,), "metric": (record.suite_path, record.metric)}
+def _joined_key(record: AggregateRecord | GateRecord, member: ReleaseMember) -> tuple[str, ...]:
+    path = record.suite_path if isinstance(record, AggregateRecord) else record.calibration_path
+    where = {"run": (), "suite": (path,), "metric": (path, record.metric)}
     return (member.family, *where.get(member.family, ()), member.correction, repr(member.alpha))
 
 
-def _failed(record: AggregateRecord) -> bool:
+def _failed(record: AggregateRecord | GateRecord) -> bool:
     # pytest's outcome when the collector set it (an xfailed row is no failure), else the row's own verdict.
     return record.outcome == "failed" if record.outcome is not None else not record.passed
 
 
+def _joined_label(record: AggregateRecord | GateRecord) -> str:
+    if isinstance(record, AggregateRecord):
+        return f"{record.suite} {record.aggregate} [{record.language}]"
+    return f"{record.calibration} agreement {record.metric} [{record.group}]"
+
+
 def release_verdict(
-    records: Sequence[RegressionRecord], aggregates: Sequence[AggregateRecord] = ()
+    records: Sequence[RegressionRecord],
+    aggregates: Sequence[AggregateRecord] = (),
+    gates: Sequence[GateRecord] = (),
 ) -> ReleaseVerdict | None:
-    """The run's release verdict from its regression records and the aggregate rows that joined
-    a family (``family: release``; module docstring)."""
-    joined = [(a, a.release) for a in aggregates if a.release is not None]
+    """The run's release verdict from its regression records and the aggregate rows and
+    agreement gates that joined a family (``family: release``; module docstring)."""
+    joined: list[tuple[AggregateRecord | GateRecord, ReleaseMember]] = [
+        (a, a.release) for a in aggregates if a.release is not None
+    ]
+    joined += [(g, g.release) for g in gates if g.release is not None]
     if not records and not joined:
         return None
     families = {_family_key(r) for r in records} | {_joined_key(a, m) for a, m in joined}
@@ -78,7 +92,7 @@ def release_verdict(
     scopes = sorted({r.family or "scope unknown" for r in records} | {m.family for _, m in joined})
     failing = [r for r in records if r.status == "fail"]
     failed = [f"{r.suite} {r.metric} [{r.language}]" for r in failing]
-    failed += [f"{a.suite} {a.aggregate} [{a.language}]" for a, _ in joined if _failed(a)]
+    failed += [_joined_label(a) for a, _ in joined if _failed(a)]
     inconclusive = sum(1 for r in records if r.gate == "warn")
     undecided = sum(1 for r in records if r.gate == "undecided")
     errors = sum(1 for r in records if r.gate == "error")
@@ -93,7 +107,12 @@ def release_verdict(
     testable = sum(counted.values()) if len(counted) == n_families and not joined else None
     over = f" (Tarone K = {testable})" if testable is not None and testable < len(records) else ""
     comparisons = len(records) + len(joined)
-    with_rows = f", {len(joined)} of them aggregate row(s)" if joined else ""
+    rows = sum(1 for a, _ in joined if isinstance(a, AggregateRecord))
+    gates_joined = len(joined) - rows
+    kinds = [f"{rows} aggregate row(s)"] * bool(rows) + [f"{gates_joined} agreement gate(s)"] * bool(gates_joined)
+    with_rows = f", {' and '.join(kinds)} among them" if joined else ""
+    if rows and not gates_joined:
+        with_rows = f", {rows} of them aggregate row(s)"
     parts = [
         f"release verdict: {status.upper()}: {comparisons} comparison(s){with_rows} in {n_families} "
         f"famil{'y' if n_families == 1 else 'ies'} ({', '.join(scopes)}), {how}{over}",

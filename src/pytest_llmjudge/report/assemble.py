@@ -65,6 +65,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
+from pytest_llmjudge.errors import PriceError
 from pytest_llmjudge.execution.runner import RunnerStats
 from pytest_llmjudge.formatting import format_number, format_value, number
 from pytest_llmjudge.metrics.scales import reference_scale
@@ -129,10 +130,6 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
 
 # A dated snapshot or alias of a priced model: gpt-4o-mini-2024-07-18, claude-opus-4-20250514.
 _SNAPSHOT = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
-
-
-class PriceError(ValueError):
-    """A line of ``llmjudge_prices`` that can't be read."""
 
 
 def parse_prices(lines: Iterable[str]) -> dict[str, tuple[float, float]]:
@@ -517,7 +514,7 @@ def _relative_paths(record: _R, root: str | None) -> _R:
         return record
     prefix = root.replace("\\", "/").rstrip("/") + "/"
     # In place, not a copy: the copy of every record lived with the document to the end of the run
-    # (2 KB a case). Idempotent, so a document built twice (summary, then reports) gives the same paths.
+    # (docs/scale.md). Idempotent, so a document built twice (summary, then reports) gives the same paths.
     for name in type(record).model_fields:
         if name.endswith("_path"):
             value = getattr(record, name)
@@ -612,8 +609,8 @@ def collector_paused() -> Iterator[None]:
 
     Building a 10,000-case document (or its wire form for the JSON report) allocates some
     100,000 objects and no reference cycle; each full collection those allocations trigger
-    walks the whole heap of the pytest run (measured: a third of the document's build time,
-    a fifth of the JSON report's).
+    walks the whole heap of the pytest run (a large share of the document's and the JSON
+    report's build time, docs/scale.md).
     """
     enabled = gc.isenabled()
     gc.disable()
@@ -720,7 +717,7 @@ def _build_document(inputs: RunInputs) -> ReportDocument:
         aggregates=aggregates,
         gates=gates,
         regressions=regressions,
-        release=release_verdict(regressions, [a for a in aggregates if isinstance(a, AggregateRecord)]),
+        release=release_verdict(regressions, [a for a in aggregates if isinstance(a, AggregateRecord)], gates),
         rankings=rankings,
         other=other,
         not_run=not_run,
@@ -739,9 +736,8 @@ def _redacted(document: ReportDocument, secrets: Sequence[str]) -> ReportDocumen
 
     Redaction runs over the wire form, :data:`_REDACTED_AT_ONCE` records at a time (the
     wire form of the whole document and its redacted copy, held at once, were the peak of a
-    run's memory: about 3.4 KB per case); only the records it changed are parsed back
-    (parsing all of a 10,000-case document again would take most of a second, and usually
-    nothing holds a secret).
+    run's memory, docs/scale.md); only the records it changed are parsed back (parsing a
+    large document again is slow, and usually nothing holds a secret).
     """
     updates: dict[str, Any] = {}
     for name, value in document:

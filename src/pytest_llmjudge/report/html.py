@@ -43,8 +43,7 @@ report keeps everything). The embedded JSON holds no raw ``<``, ``>``, ``&`` or 
 character: text is control-escaped (``\\x1b``) before encoding, so the page is swept for
 control characters around it, not through it. Degenerate cases: no case gives a page that
 says so; text unique to every case (a judge that never repeats itself) is as large as it
-is: 10,000 cases with ~1 kB justifications are a page of about 12.7 MB
-(``benchmarks/html_size.py --all-failing --unique``; numbers in docs/reports.md).
+is (``benchmarks/html_size.py --all-failing --unique``; numbers in docs/reports.md).
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ from pytest_llmjudge.escaping import ONE_LINE, escape_controls
 from pytest_llmjudge.session.secrets import clean_text, note_judge, run_secrets
 
 # The document's models (pydantic) are imported where they are built: every pytest run loads
-# this module, with or without --llmjudge, and pydantic with the models took 0.11 s of it.
+# this module, with or without --llmjudge, and pydantic with the models was most of its import.
 if TYPE_CHECKING:
     from pytest_llmjudge.execution.scoreboard import ScoreBoard
     from pytest_llmjudge.history import History
@@ -177,7 +177,8 @@ def parse_target(raw: str, base: Path) -> tuple[str, Path]:
 
 def configure(config: pytest.Config, history: History | None) -> tuple[ReportState, list[tuple[str, Path]]]:
     """The run's report state, and the files it will write (for the Run to claim as write targets)."""
-    from pytest_llmjudge.report.assemble import PriceError, parse_prices
+    from pytest_llmjudge.errors import PriceError
+    from pytest_llmjudge.report.assemble import parse_prices
 
     raw_targets = config.getoption("llmjudge_report") or config.getini("llmjudge_report")
     base = Path(config.invocation_params.dir)

@@ -264,9 +264,9 @@ class Run:
 
         Collection and planning build what lives until the session ends (items, suites, cases,
         planned calls); the collector's full passes over that growing heap, and then over the
-        finished one during the run, were most of the collector's cost: with 100,000 recorded
-        cases user time 64.7 s against 43.5 s with the collector off, and half the CPU of
-        loading a 100,000-item calibration set (``benchmarks/scale.py``'s workloads). Frozen, the
+        finished one during the run, were most of the collector's cost, for recorded cases and
+        for loading a large calibration set alike (``benchmarks/scale.py``'s workloads; the numbers
+        are in docs/scale.md, "Profiled, and what changed"). Frozen, the
         heap is still freed by reference counting; cycles in it wait for the unfreeze, the last
         clean-up of the session (``pytest_configure``), so in-process runs collect them then.
         """
@@ -661,8 +661,8 @@ def _skip_final_collection() -> None:
     """At interpreter exit, exclude the heap from the collector's last full passes.
 
     A judged run holds a large, long-lived heap (the SDKs' pydantic models, every item);
-    the passes Python makes over it while shutting down cost about 0.3 s (measured:
-    ``import openai`` then exit, 0.46 s vs 0.17 s frozen) and free nothing the operating
+    the passes Python makes over it while shutting down cost time at every exit (measured in
+    docs/scale.md, "Numbers quoted by the code") and free nothing the operating
     system doesn't reclaim anyway. Registered at exit only, so in-process runs
     (``pytest.main``, pytester) keep a normal collector.
     """
@@ -680,7 +680,8 @@ def _unfreeze_heap() -> None:
 
 def _pricer(config: pytest.Config) -> Callable[[str], tuple[float, float] | None]:
     """``model -> (input, output)`` USD per 1M tokens, from the table the cost report uses."""
-    from pytest_llmjudge.report.assemble import PriceError, parse_prices, price_for
+    from pytest_llmjudge.errors import PriceError
+    from pytest_llmjudge.report.assemble import parse_prices, price_for
 
     try:
         prices = parse_prices(reports.price_lines(config))
@@ -769,8 +770,8 @@ def _import_summary_modules() -> None:
     """Import what the end-of-run summary needs (numpy for its intervals, the report's assembly).
 
     Called once judge calls are in flight, so the imports run while the process waits on the
-    judge instead of after its last reply: at 2,000 calls x 200 ms, the time from last reply
-    to exit went from 0.29-0.36 s to 0.12 s (docs/scale.md). Not in an xdist worker: the
+    judge instead of after its last reply, which shortens the time from the last reply to
+    exit (measured in docs/scale.md). Not in an xdist worker: the
     summary is the controller's.
     """
     import numpy  # noqa: F401

@@ -13,8 +13,8 @@ visible, ``escaping.py``). The sources, longest secret first:
 * the keys the judge runner actually sent.
 
 Degenerate cases: with no judge noted, only the generic credential variables are read;
-the environment is read once per set of variable names, not per item (reading
-``os.environ`` costs about 0.2 ms, which 10,000 items would feel).
+the environment is read once per set of variable names, not per item (reading all of
+``os.environ`` per item would add up over 10,000 items).
 """
 
 from __future__ import annotations

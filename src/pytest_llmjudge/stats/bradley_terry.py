@@ -424,7 +424,7 @@ def _mm(
 
 def _lbfgs(points: FloatArray, games: FloatArray, max_iter: int, tol: float) -> tuple[FloatArray, int, bool]:
     """Direct minimisation of the penalised negative log-likelihood with L-BFGS-B."""
-    # Imported here: scipy.optimize costs about 0.2 s of CPU to import, and only this method needs it.
+    # Imported here: scipy.optimize is slow to import (docs/scale.md), and only this method needs it.
     from scipy.optimize import minimize
 
     wins = points.sum(axis=1)

@@ -13,7 +13,7 @@ width at ``p = 0`` or ``1``, which matters for the small counts of per-language 
 Degenerate case: ``n = 0`` gives ``(0, 1)``, no information.
 
 ``z`` comes from the standard library's ``NormalDist().inv_cdf`` (Wichura's AS241, equal to
-``scipy.stats.norm.ppf`` within 1e-15): importing scipy.stats costs about 0.45 s of CPU, and
+``scipy.stats.norm.ppf`` within 1e-15): importing scipy.stats is slow (docs/scale.md), and
 most runs need nothing else from it. Wilson's coverage is only about nominal: each of its
 ends can be wrong far more often than ``(1 - c) / 2``. At 95%, over true rates 0.005-0.995,
 the lower end lies above a rate near 0 (the upper end below a rate near 1) with
@@ -30,7 +30,7 @@ every true rate (it is conservative: below ``a`` between the binomial's lattice 
 which is what ``lower(pass_rate(...))`` and ``upper(pass_rate(...))`` need. Equal to
 ``statsmodels``' ``proportion_confint(method="beta")`` and scipy's
 ``binomtest(k, n).proportion_ci(method="exact")`` (tested). The quantiles come from
-``scipy.special.betaincinv``, imported on first use (about 0.25 s; ``scipy.stats`` is not).
+``scipy.special.betaincinv``, imported on first use (``scipy.stats``, slower still, is not).
 Degenerate cases: ``k = 0`` has lower end 0, ``k = n`` upper end 1 (with a width:
 5 of 5 is [0.478, 1]); ``n = 0`` gives ``(0, 1)``.
 """

@@ -67,6 +67,7 @@ __all__ = [
     "bootstrap_percentage_agreement_ci",
     "bootstrap_weighted_f1_ci",
     "posterior_confusion_ci",
+    "posterior_confusion_pvalue",
 ]
 
 IntArray = npt.NDArray[np.int64]
@@ -165,6 +166,38 @@ def posterior_confusion_ci(
     if math.isnan(point):
         return ConfidenceInterval(float(low), float(high), point)
     return ConfidenceInterval(min(float(low), point), max(float(high), point), point)
+
+
+def posterior_confusion_pvalue(
+    confusion: npt.ArrayLike,
+    statistic: ProbabilityStatistic,
+    threshold: float,
+    *,
+    n_draws: int = 20_000,
+    rng: Seed = 0,
+    prior: float | None = None,
+) -> float:
+    """Posterior probability that ``statistic`` is at most ``threshold``, as a one-sided p-value.
+
+    The p-value of H0 "the statistic is below ``threshold``" against "at least ``threshold``"
+    read off the same Dirichlet posterior as :func:`posterior_confusion_ci` (Perks' prior):
+    ``(#{draws <= threshold} + 1) / (n_draws + 1)``, the add-one form so a finite number of
+    draws never reports 0. ``p <= a`` exactly when the posterior's ``a``-quantile lies above
+    ``threshold``, so the test and the interval's lower bound agree. It is a Bayesian tail
+    probability, not an exact test: ``benchmarks/family_gates.py`` measures how often it
+    falls below ``a`` when the statistic sits exactly at ``threshold`` (its type-I error).
+    """
+    counts = _checked_counts(confusion, n_draws, 0.95)
+    k = counts.shape[0]
+    concentration = 1.0 / (k * k) if prior is None else prior
+    if not concentration > 0.0:
+        raise ValueError(f"prior must be positive, got {prior}")
+    generator = np.random.default_rng(rng)
+    draws = generator.dirichlet((counts + concentration).ravel(), size=n_draws)
+    values = np.asarray(statistic(draws.reshape(n_draws, k, k)), dtype=np.float64)
+    # An undefined statistic (NaN) shows nothing: it counts against the claim.
+    below = int(np.count_nonzero(~(values > threshold)))
+    return min(1.0, (below + 1) / (n_draws + 1))
 
 
 def bootstrap_weighted_f1_ci(

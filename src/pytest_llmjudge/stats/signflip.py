@@ -21,6 +21,16 @@ What it is
       complete an extreme total (a sorted search; Horowitz and Sahni 1974's
       meet-in-the-middle). ``p = #{s : T(s) <= T} / 2**m`` for ``alternative="less"``,
       ``#{s : T(s) >= T} / 2**m`` for ``"greater"``.
+    * **Exact on a lattice** beyond 24 pairs when every ``|d_i|`` is a whole multiple of one
+      unit (Likert and 0/1 scores, and their differences shifted by a margin on the same
+      grid: ``u`` is the smallest ``|d_i|`` divided by at most 12, and the units add up to at
+      most 50,000). Then ``T / u = sum_v v (2 B_v - c_v)`` over the distinct magnitudes ``v``
+      (in units), with ``c_v`` pairs of magnitude ``v`` and independent ``B_v ~ Bin(c_v,
+      1/2)`` under H0, so the null distribution is the convolution of those scaled binomials
+      on the integers (Pagano and Tritchler 1983, *On obtaining permutation distributions in
+      polynomial time*, JASA 78(382): the shift-algorithm idea for scores on a lattice). The
+      p-value is exact at every ``n`` and needs no seed; with all ``|d_i|`` equal it is the
+      sign test's (``scipy.stats.binomtest``).
     * **Monte Carlo** otherwise: ``B`` random sign vectors (seeded) and the add-one
       p-value ``(b + 1) / (B + 1)``, which is a valid p-value at every ``B`` (Phipson and
       Smyth 2010, *Permutation p-values should never be zero*, SAGMB 9(1)); its smallest
@@ -87,12 +97,15 @@ class SignFlipResult:
     alternative: OneSided
     exact: bool
     resamples: int
-    """Sign vectors counted: ``2**nonzero`` when exact, else the random ones drawn."""
+    """Sign vectors counted: ``2**nonzero`` when enumerated, the random ones drawn in the
+    Monte-Carlo form, 0 when computed exactly on the score lattice."""
     min_p: float
     """The smallest p-value this test could have produced with these pairs."""
 
     @property
     def detail(self) -> str:
+        if self.exact and self.resamples == 0:
+            return f"exact paired sign-flip test on the score lattice ({self.nonzero} non-tied of {self.n} pairs)"
         if self.exact:
             return f"exact paired sign-flip test ({self.nonzero} non-tied of {self.n} pairs, 2^{self.nonzero} signs)"
         return f"Monte-Carlo paired sign-flip test ({self.resamples} random signs, p = (b+1)/(B+1))"
@@ -139,6 +152,11 @@ def sign_flip_test(
         hits = _exact_count(nonzero, tol, alternative)
         total = 1 << m
         return SignFlipResult(n, m, mean, hits / total, alternative, True, total, 2.0**-m)
+    lattice = _lattice_tails(nonzero)
+    if lattice is not None:
+        less, greater = lattice
+        p = less if alternative == "less" else greater
+        return SignFlipResult(n, m, mean, p, alternative, True, 0, 2.0**-m)
     from pytest_llmjudge.stats.paired import paired_permutation_test
 
     mc = paired_permutation_test(nonzero, np.zeros(m), resamples=resamples, seed=seed, alternative=alternative)
@@ -175,6 +193,14 @@ def sign_flip_tests(
         return (
             sign_flip_test(raw, alternative="less", shift=shift, exact_limit=exact_limit, resamples=resamples),
             sign_flip_test(raw, alternative="greater", shift=shift, exact_limit=exact_limit, resamples=resamples),
+        )
+    lattice = _lattice_tails(nonzero)
+    if lattice is not None:
+        mean = float(np.mean(raw))
+        less_p, greater_p = lattice
+        return (
+            SignFlipResult(n, m, mean, less_p, "less", True, 0, 2.0**-m),
+            SignFlipResult(n, m, mean, greater_p, "greater", True, 0, 2.0**-m),
         )
     from pytest_llmjudge.stats.paired import _random_sign_flip_means
 
@@ -289,3 +315,50 @@ def _exact_count(d: FloatArray, tol: float, alternative: OneSided) -> int:
         return int(np.searchsorted(right, observed + tol - left, side="right").sum())
     # #{(a, b) : a + b >= T - tol}
     return int((right.size - np.searchsorted(right, observed - tol - left, side="left")).sum())
+
+
+LATTICE_MAX_UNITS = 50_000
+"""Largest sum of ``|d_i|`` in lattice units for which the exact lattice distribution is computed."""
+_LATTICE_DENOMINATORS = range(1, 13)
+
+
+def _lattice_units(magnitudes: FloatArray) -> npt.NDArray[np.int64] | None:
+    """``|d_i|`` as whole multiples of one unit, or None when they are not on a small lattice."""
+    smallest = float(np.min(magnitudes))
+    if not smallest > 0.0:
+        return None
+    for denominator in _LATTICE_DENOMINATORS:
+        ratio = magnitudes * (denominator / smallest)
+        units = np.rint(ratio)
+        # Relative tolerance: 0.8 / 0.2 is 4.000000000000001 in binary floating point.
+        if np.all(np.abs(ratio - units) <= 1e-9 * np.maximum(units, 1.0)):
+            whole = units.astype(np.int64)
+            common = int(np.gcd.reduce(whole))
+            whole //= common
+            return whole if int(whole.sum()) <= LATTICE_MAX_UNITS else None
+    return None
+
+
+def _lattice_tails(nonzero: FloatArray) -> tuple[float, float] | None:
+    """``(P(T <= t), P(T >= t))`` under sign flips, exactly, when the pairs lie on a lattice."""
+    units = _lattice_units(np.abs(nonzero))
+    if units is None:
+        return None
+    from scipy.stats import binom
+
+    total = int(units.sum())
+    observed = int(np.sum(np.where(nonzero > 0, units, -units)))
+    # pmf[j] = P(T / u = j - total); T / u ranges over [-total, total].
+    pmf = np.zeros(2 * total + 1, dtype=np.float64)
+    pmf[total] = 1.0
+    values, counts = np.unique(units, return_counts=True)
+    for value, count in zip(values.tolist(), counts.tolist(), strict=True):
+        # value * (2 B - count): count + 1 atoms spaced 2 * value apart, centred on 0.
+        kernel = np.zeros(2 * value * count + 1, dtype=np.float64)
+        kernel[:: 2 * value] = binom.pmf(np.arange(count + 1), count, 0.5)
+        pmf = np.convolve(pmf, kernel)[value * count : value * count + 2 * total + 1]
+    cdf_index = observed + total
+    less = float(np.sum(pmf[: cdf_index + 1]))
+    greater = float(np.sum(pmf[cdf_index:]))
+    floor = 2.0**-nonzero.size
+    return min(1.0, max(less, floor)), min(1.0, max(greater, floor))

@@ -25,8 +25,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from pytest_llmjudge.errors import LLMJudgeError, MetricError, MissingDependencyError, SuiteError
+from pytest_llmjudge.errors import ExpressionError, LLMJudgeError, MetricError, MissingDependencyError, SuiteError
 from pytest_llmjudge.judges.rubrics import Rubric
+from pytest_llmjudge.metrics import resolve_metric
 from pytest_llmjudge.metrics.rag import JUDGED_METRICS
 from pytest_llmjudge.metrics.scales import reference_scale
 from pytest_llmjudge.registry import Registry
@@ -34,8 +35,7 @@ from pytest_llmjudge.stats.grouping import Group
 from pytest_llmjudge.suite import schema
 from pytest_llmjudge.suite.expressions import (
     PASS_K_STATS,
-    ExpressionError,
-    Threshold,
+    MetricThreshold,
     parse_aggregate,
     parse_override,
     parse_threshold,
@@ -452,7 +452,7 @@ def aggregate_human_labels(
 
 def _parse_thresholds(
     texts: Iterable[str], path: Path, lines: Mapping[tuple[Any, ...], int], at: tuple[Any, ...]
-) -> list[Threshold]:
+) -> list[MetricThreshold]:
     parsed = []
     for index, text in enumerate(texts):
         try:
@@ -477,43 +477,113 @@ def target_search_paths(suite_path: Path) -> list[Path]:
     return [suite_path.parent.resolve(), Path.cwd()]
 
 
+CaseSource = tuple[CaseConfig, Path, int | None, int | None]
+"""A case's config, the file it came from, its line there, and its index in the inline list."""
+
+
 def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | None = None) -> Suite:
-    """Load and validate the suite at ``path``."""
+    """Load and validate the suite at ``path``: schema -> side files -> cases -> checks -> Suite.
+
+    Each step raises its own located :class:`SuiteError`; they run in the order of the
+    module docstring, so a file with several problems always reports the same one first.
+    """
+    doc, config = _read_suite(path, document)
+    judge = _resolved_judge(config, path, doc)
+    sources = _case_sources(config, path, doc)
+    outputs, target = _outputs(config, registry, path, doc)
+    rubrics = {name: _rubric_from_config(name, rubric_config) for name, rubric_config in config.rubrics.items()}
+    suite_thresholds = _parse_thresholds(config.assert_, path, doc.lines, ("assert",))
+    labelled = _labelled(config, path, doc, sources)
+    cases = _cases(config, path, doc, sources, outputs, target, suite_thresholds, labelled)
+    aggregates = _aggregates(config, path, doc, cases)
+    kinds = _metric_kinds(config, registry, path, cases, suite_thresholds, aggregates, rubrics)
+    for check in aggregates:
+        _check_pass_k(check, cases, kinds.get(check.spec.metric), judge.repeats, path)
+    _check_scales(aggregates, kinds, rubrics, path, doc)
+    if "rubric" in kinds.values() or "judged" in kinds.values():
+        try:
+            registry.provider(config.judge.provider)
+        except LLMJudgeError as exc:
+            raise SuiteError(
+                str(exc), path=path, line=line_for(doc.lines, ("judge", "provider")), field="judge.provider"
+            ) from None
+    _check_on_scale(cases, labelled, rubrics)
+    if config.regression is not None and config.regression.per_group:
+        regression_fields = config.regression.group_by or config.group_by
+        _check_group_names(
+            config.regression.per_group,
+            {case.group(regression_fields) for case in cases},
+            path,
+            doc.lines,
+            ("regression", "per_group"),
+        )
+    _check_calibration_metrics(judge, kinds, path, doc)
+
+    base_dir = path.parent
+    return Suite(
+        name=config.suite,
+        path=path,
+        cases=tuple(cases),
+        judge=judge,
+        rubrics=rubrics,
+        metric_kinds=kinds,
+        metric_options={name: dict(options) for name, options in config.metric_options.items()},
+        aggregates=tuple(aggregates),
+        task=config.task,
+        description=config.description,
+        output_target=target,
+        target_timeout=config.outputs.timeout if config.outputs is not None else None,
+        regression=config.regression,
+        group_by=tuple(config.group_by),
+        sequential=_sequential(config.sequential),
+        tags=tuple(config.tags),
+        sources=tuple(dict.fromkeys(base_dir / entry.path for entry in _cases_files(config)))
+        + ((base_dir / config.outputs.file,) if config.outputs is not None and config.outputs.file else ()),
+    )
+
+
+# -- the steps of build_suite, in order ------------------------------------------------------
+
+
+def _read_suite(path: Path, document: LocatedDocument | None) -> tuple[LocatedDocument, SuiteConfig]:
+    """The YAML (with line numbers) and its validated schema."""
     doc = document or load_yaml(path)
     if not isinstance(doc.data, dict):
         raise SuiteError("a suite file must be a YAML mapping with a 'suite:' key", path=path, line=1)
     try:
-        config = SuiteConfig.model_validate(doc.data)
+        return doc, SuiteConfig.model_validate(doc.data)
     except ValidationError as exc:
         # Without 'suite:' the file was collected as suite-like (suite/sniff.py): a misspelt
         # key ('suit:') is then the real problem, not the missing one.
         raise validation_error(exc, path, doc.lines, doc.data, unknown_fields_first="suite" not in doc.data) from None
 
-    base_dir = path.parent
+
+def _resolved_judge(config: SuiteConfig, path: Path, doc: LocatedDocument) -> schema.JudgeConfig:
+    """The judge, its calibration set (if any) resolved relative to the suite file and present."""
     judge = config.judge
-    if judge.calibration is not None:
-        calibration_path = (base_dir / judge.calibration).resolve()
-        if not calibration_path.is_file():
-            what = (
-                "is a directory, not a calibration set file"
-                if calibration_path.is_dir()
-                else _missing(calibration_path)
-            )
-            raise SuiteError(
-                f"calibration set {what}: {calibration_path}",
-                path=path,
-                line=line_for(doc.lines, ("judge", "calibration")),
-                field="judge.calibration",
-                hint="judge.calibration is resolved relative to the suite file",
-            )
-        judge = judge.model_copy(update={"calibration": str(calibration_path)})
-    # (config, file, line, index in the inline list) for every case, inline or from JSONL.
-    case_sources: list[tuple[CaseConfig, Path, int | None, int | None]] = [
+    if judge.calibration is None:
+        return judge
+    calibration_path = (path.parent / judge.calibration).resolve()
+    if not calibration_path.is_file():
+        what = "is a directory, not a calibration set file" if calibration_path.is_dir() else _missing(calibration_path)
+        raise SuiteError(
+            f"calibration set {what}: {calibration_path}",
+            path=path,
+            line=line_for(doc.lines, ("judge", "calibration")),
+            field="judge.calibration",
+            hint="judge.calibration is resolved relative to the suite file",
+        )
+    return judge.model_copy(update={"calibration": str(calibration_path)})
+
+
+def _case_sources(config: SuiteConfig, path: Path, doc: LocatedDocument) -> list[CaseSource]:
+    """Every case, inline then from each ``cases_file`` (sampled if asked), validated and located."""
+    sources: list[CaseSource] = [
         (case, path, line_for(doc.lines, ("cases", index)), index) for index, case in enumerate(config.cases)
     ]
     for index, entry in enumerate(_cases_files(config)):
         at = ("cases_file",) if not isinstance(config.cases_file, list) else ("cases_file", index)
-        cases_path = base_dir / entry.path
+        cases_path = path.parent / entry.path
         if not cases_path.is_file() and not is_hf_dataset(cases_path, entry.path, entry.format):
             raise SuiteError(
                 f"cases file {_missing(cases_path)}: {cases_path}",
@@ -529,48 +599,55 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             if not entry.human:
                 record.pop("human", None)
             try:
-                case_sources.append((CaseConfig.model_validate(record), cases_path, number, None))
+                sources.append((CaseConfig.model_validate(record), cases_path, number, None))
             except ValidationError as exc:
                 raise validation_error(exc, cases_path, {(): number}, record, root=CaseConfig) from None
+    return sources
 
+
+def _outputs(
+    config: SuiteConfig, registry: Registry, path: Path, doc: LocatedDocument
+) -> tuple[dict[str, str], str | None]:
+    """The outputs file's outputs by case id, or the output target's name (checked to resolve)."""
     outputs: dict[str, str] = {}
-    target: str | None = None
-    if config.outputs is not None:
-        if config.outputs.file is not None:
-            outputs_path = base_dir / config.outputs.file
-            if not outputs_path.is_file():
-                raise SuiteError(
-                    f"outputs file {_missing(outputs_path)}: {outputs_path}",
-                    path=path,
-                    line=line_for(doc.lines, ("outputs", "file")),
-                    field="outputs.file",
-                    hint="outputs.file is resolved relative to the suite file",
-                )
-            for number, record in iter_jsonl(outputs_path):
-                if not isinstance(record.get("id"), str) or not isinstance(record.get("output"), str):
-                    raise SuiteError("each outputs line needs string 'id' and 'output'", path=outputs_path, line=number)
-                outputs[normalized(record["id"])] = record["output"]  # matched as case ids are: in NFC
-        else:
-            target = config.outputs.target
-            assert target is not None
-            try:
-                registry.target(target, target_search_paths(path))
-            except LLMJudgeError as exc:
-                raise SuiteError(
-                    str(exc),
-                    path=path,
-                    line=line_for(doc.lines, ("outputs", "target")),
-                    field="outputs.target",
-                    hint="use 'module:function' (importable, or a module next to the suite) or a registered target name",
-                ) from None
+    if config.outputs is None:
+        return outputs, None
+    if config.outputs.file is not None:
+        outputs_path = path.parent / config.outputs.file
+        if not outputs_path.is_file():
+            raise SuiteError(
+                f"outputs file {_missing(outputs_path)}: {outputs_path}",
+                path=path,
+                line=line_for(doc.lines, ("outputs", "file")),
+                field="outputs.file",
+                hint="outputs.file is resolved relative to the suite file",
+            )
+        for number, record in iter_jsonl(outputs_path):
+            if not isinstance(record.get("id"), str) or not isinstance(record.get("output"), str):
+                raise SuiteError("each outputs line needs string 'id' and 'output'", path=outputs_path, line=number)
+            outputs[normalized(record["id"])] = record["output"]  # matched as case ids are: in NFC
+        return outputs, None
+    target = config.outputs.target
+    assert target is not None
+    try:
+        registry.target(target, target_search_paths(path))
+    except LLMJudgeError as exc:
+        raise SuiteError(
+            str(exc),
+            path=path,
+            line=line_for(doc.lines, ("outputs", "target")),
+            field="outputs.target",
+            hint="use 'module:function' (importable, or a module next to the suite) or a registered target name",
+        ) from None
+    return outputs, target
 
-    rubrics: dict[str, Rubric] = {}
-    for name, rubric_config in config.rubrics.items():
-        rubrics[name] = _rubric_from_config(name, rubric_config)
 
-    suite_thresholds = _parse_thresholds(config.assert_, path, doc.lines, ("assert",))
-    labelled = {case_config.id: dict(case_config.human) for case_config, *_ in case_sources if case_config.human}
-    for metric_labels in _label_files(config, path, doc.lines, {case_config.id for case_config, *_ in case_sources}):
+def _labelled(
+    config: SuiteConfig, path: Path, doc: LocatedDocument, sources: Sequence[CaseSource]
+) -> dict[str, dict[str, Any]]:
+    """case id -> metric -> human labels, from the cases and the labels files (each given once)."""
+    labelled = {case_config.id: dict(case_config.human) for case_config, *_ in sources if case_config.human}
+    for metric_labels in _label_files(config, path, doc.lines, {case_config.id for case_config, *_ in sources}):
         case_id, metric, labels, origin = metric_labels
         given = labelled.setdefault(case_id, {})
         if metric in given:
@@ -581,10 +658,25 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 field="human_labels",
             )
         given[metric] = labels
+    return labelled
+
+
+def _cases(
+    config: SuiteConfig,
+    path: Path,
+    doc: LocatedDocument,
+    sources: Sequence[CaseSource],
+    outputs: Mapping[str, str],
+    target: str | None,
+    suite_thresholds: list[MetricThreshold],
+    labelled: Mapping[str, Mapping[str, Any]],
+) -> list[Case]:
+    """The cases of the suite's languages: ids unique, each with an output (or a target), its
+    thresholds (the suite's, then its own) and its aggregated human labels."""
     human_labels = aggregate_human_labels(list(labelled.items()))
     cases: list[Case] = []
     seen: dict[str, tuple[Path, int | None]] = {}
-    for case_config, source, line, inline_index in case_sources:
+    for case_config, source, line, inline_index in sources:
         if config.languages is not None and case_config.language not in config.languages:
             continue
         if case_config.id in seen:
@@ -638,7 +730,11 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             path=path,
             line=line_for(doc.lines, ("languages",)) or 1,
         )
+    return cases
 
+
+def _aggregates(config: SuiteConfig, path: Path, doc: LocatedDocument, cases: Sequence[Case]) -> list[AggregateCheck]:
+    """The ``aggregate:`` checks, parsed, their groups and xfail rows checked against the cases."""
     aggregates: list[AggregateCheck] = []
     for index, aggregate_entry in enumerate(config.aggregate):
         at = ("aggregate", index)
@@ -689,8 +785,20 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 field=f"{_loc_text(at)}.xfail",
             )
         aggregates.append(check)
+    return aggregates
 
-    # Every metric named anywhere must be something we can score.
+
+def _metric_kinds(
+    config: SuiteConfig,
+    registry: Registry,
+    path: Path,
+    cases: Sequence[Case],
+    suite_thresholds: Sequence[MetricThreshold],
+    aggregates: Sequence[AggregateCheck],
+    rubrics: dict[str, Rubric],
+) -> dict[str, MetricKind]:
+    """What each metric named anywhere is (rubric, judged, metric, recorded), located at its
+    first use; a name that is none of them is an error. Rubrics named by alias join ``rubrics``."""
     used: dict[str, tuple[Path, int | None]] = {}
     for threshold in suite_thresholds:
         used.setdefault(threshold.metric, (path, threshold.line))
@@ -711,7 +819,7 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
             kinds[name] = "judged"
         elif registry.has_metric(name):
             try:
-                registry.metric(name, config.metric_options.get(name))
+                resolve_metric(name, config.metric_options.get(name), registry.metrics)
             except MissingDependencyError as exc:
                 raise SuiteError(str(exc), path=where, line=line, field=name) from None
             except (MetricError, LLMJudgeError) as exc:
@@ -728,10 +836,17 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 hint=(f"did you mean {close[0]!r}? " if close else "")
                 + "define it under 'rubrics:', use a built-in rubric or metric, or record scores for it",
             )
+    return kinds
 
-    for check in aggregates:
-        _check_pass_k(check, cases, kinds.get(check.spec.metric), judge.repeats, path)
 
+def _check_scales(
+    aggregates: Sequence[AggregateCheck],
+    kinds: Mapping[str, MetricKind],
+    rubrics: Mapping[str, Rubric],
+    path: Path,
+    doc: LocatedDocument,
+) -> None:
+    """An aggregate's ``scale`` is one per metric, and only for metrics without a known one."""
     declared: dict[str, tuple[float, float]] = {}
     for index, check in enumerate(aggregates):
         if check.scale is not None and declared.setdefault(check.spec.metric, check.scale) != check.scale:
@@ -754,14 +869,11 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 field=_loc_text(("aggregate", index, "scale")),
             )
 
-    if "rubric" in kinds.values() or "judged" in kinds.values():
-        try:
-            registry.provider(config.judge.provider)
-        except LLMJudgeError as exc:
-            raise SuiteError(
-                str(exc), path=path, line=line_for(doc.lines, ("judge", "provider")), field="judge.provider"
-            ) from None
 
+def _check_on_scale(
+    cases: Sequence[Case], labelled: Mapping[str, Mapping[str, Any]], rubrics: Mapping[str, Rubric]
+) -> None:
+    """Human labels and recorded scores of rubric metrics lie on the rubric's scale."""
     for case in cases:
         for name, given_labels in labelled.get(case.id, {}).items():
             rubric = rubrics.get(name)
@@ -794,16 +906,11 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                     field=f"recorded.{name}",
                 )
 
-    if config.regression is not None and config.regression.per_group:
-        regression_fields = config.regression.group_by or config.group_by
-        _check_group_names(
-            config.regression.per_group,
-            {case.group(regression_fields) for case in cases},
-            path,
-            doc.lines,
-            ("regression", "per_group"),
-        )
 
+def _check_calibration_metrics(
+    judge: schema.JudgeConfig, kinds: Mapping[str, MetricKind], path: Path, doc: LocatedDocument
+) -> None:
+    """Each metric the judge's calibration covers is one the judge scores in this suite."""
     covered_at: tuple[str, ...] = ("judge", "calibration_metrics")
     if covered_at not in doc.lines:
         covered_at = ("judge", "calibration", "metrics")
@@ -818,27 +925,6 @@ def build_suite(path: Path, registry: Registry, *, document: LocatedDocument | N
                 field=_loc_text(covered_at),
                 hint=f"did you mean {close[0]!r}?" if close else f"judge-scored metrics: {', '.join(judged) or 'none'}",
             )
-
-    return Suite(
-        name=config.suite,
-        path=path,
-        cases=tuple(cases),
-        judge=judge,
-        rubrics=rubrics,
-        metric_kinds=kinds,
-        metric_options={name: dict(options) for name, options in config.metric_options.items()},
-        aggregates=tuple(aggregates),
-        task=config.task,
-        description=config.description,
-        output_target=target,
-        target_timeout=config.outputs.timeout if config.outputs is not None else None,
-        regression=config.regression,
-        group_by=tuple(config.group_by),
-        sequential=_sequential(config.sequential),
-        tags=tuple(config.tags),
-        sources=tuple(dict.fromkeys(base_dir / entry.path for entry in _cases_files(config)))
-        + ((base_dir / config.outputs.file,) if config.outputs is not None and config.outputs.file else ()),
-    )
 
 
 def _check_pass_k(

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from pytest_llmjudge.errors import ExpressionError
 from pytest_llmjudge.metrics.language_codes import language_family
 
 Op = Literal[">=", ">", "<=", "<", "==", "!="]
@@ -73,13 +74,12 @@ _OVERRIDE_RE = re.compile(rf"^\s*(?P<op>{_OP})?\s*(?P<value>\S+)\s*$")
 CASE_LANGUAGE = "case.language"
 
 
-class ExpressionError(ValueError):
-    """A threshold expression does not parse; the message says what was expected."""
-
-
 @dataclass(frozen=True)
-class Threshold:
-    """``metric op value``; ``value`` is a float, a string, or :data:`CASE_LANGUAGE`."""
+class MetricThreshold:
+    """``metric op value``; ``value`` is a float, a string, or :data:`CASE_LANGUAGE`.
+
+    The one threshold that parses and decides; reports carry its ``op value`` as
+    :class:`pytest_llmjudge.records.Threshold` (a wire record, named so in the report schema)."""
 
     metric: str
     op: Op
@@ -123,7 +123,7 @@ class AggregateSpec:
     metric: str
     op: Op
     value: float
-    inner: Threshold | None = None
+    inner: MetricThreshold | None = None
     bound: Bound | None = None
     k: int | None = None
     """``pass_at_k``/``pass_hat_k``: the number of attempts; None means each case's number of samples."""
@@ -184,7 +184,7 @@ def _did_you_mean(text: str) -> str:
     return ""
 
 
-def parse_threshold(text: str) -> Threshold:
+def parse_threshold(text: str) -> MetricThreshold:
     """Parse ``METRIC OP VALUE``."""
     match = _CASE_RE.match(text)
     if match is None:
@@ -196,7 +196,7 @@ def parse_threshold(text: str) -> Threshold:
     value = _parse_value(match["value"])
     if isinstance(value, str) and op not in ("==", "!="):
         raise ExpressionError(f"{op} compares numbers; a text value needs == or != in {text!r}")
-    return Threshold(metric=match["metric"], op=op, value=value)
+    return MetricThreshold(metric=match["metric"], op=op, value=value)
 
 
 def parse_aggregate(text: str) -> AggregateSpec:

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pytest_llmjudge.judges.rubrics import Rubric
 from pytest_llmjudge.metrics.scales import reference_scale
 from pytest_llmjudge.stats.grouping import Group, group_of
-from pytest_llmjudge.suite.expressions import AggregateSpec, Op, Threshold
+from pytest_llmjudge.suite.expressions import AggregateSpec, MetricThreshold, Op
 from pytest_llmjudge.suite.schema import JudgeConfig, RegressionConfig
 
 MetricKind = Literal["rubric", "metric", "judged", "recorded"]
@@ -62,7 +62,7 @@ class Case:
     """The conversation so far: every turn before the output under test (empty: a one-turn case)."""
     metadata: Mapping[str, Any] = field(default_factory=dict)
     recorded: Mapping[str, RecordedValue] = field(default_factory=dict)
-    thresholds: tuple[Threshold, ...] = ()
+    thresholds: tuple[MetricThreshold, ...] = ()
     human: Mapping[str, float] = field(default_factory=dict)
     """Metric -> the case's human label, its annotators' labels aggregated (``suite/build.py``)."""
     path: Path = Path()

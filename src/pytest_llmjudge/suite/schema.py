@@ -77,12 +77,15 @@ def check_tags(tags: list[str]) -> list[str]:
 Tags = Annotated[list[str], AfterValidator(check_tags)]
 
 
-class _Strict(BaseModel):
+class StrictModel(BaseModel):
+    """Base of every file-format model (suites, calibration sets, ranking files): unknown fields
+    are errors, aliases and field names both accepted, numbers finite."""
+
     # NaN/infinity are never meant: `.inf` or 1e999 as a score or rate would pass or crash later.
     model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
 
-class DriftConfig(_Strict):
+class DriftConfig(StrictModel):
     """The drift sentinel of a calibrated judge (``calibration/drift/``, docs/judges.md "Drift")."""
 
     sample: int = Field(
@@ -97,7 +100,7 @@ class DriftConfig(_Strict):
     seed: int = Field(0, description="Seed of the sample (the same items every run, so before and after compare).")
 
 
-class JudgeConfig(_Strict):
+class JudgeConfig(StrictModel):
     """Which model judges, and how it is asked."""
 
     provider: str = Field(
@@ -229,7 +232,7 @@ class JudgeConfig(_Strict):
         return self.calibration_metrics is None or metric in self.calibration_metrics
 
 
-class RubricConfig(_Strict):
+class RubricConfig(StrictModel):
     """A user-defined rubric: what to judge and on which scale."""
 
     description: str = Field(..., min_length=1)
@@ -264,7 +267,7 @@ class RubricConfig(_Strict):
         return self
 
 
-class RecordedScore(_Strict):
+class RecordedScore(StrictModel):
     """A score produced outside this run (a provider batch job, a released dataset).
 
     ``samples``: the repeated judgments of the case instead of one ``score`` (their mean or
@@ -311,14 +314,14 @@ HumanLabels = Annotated[list[Number] | dict[str, Number], BeforeValidator(_label
 """One case's labels on one metric: one per annotator, as a list or by annotator id (finite numbers)."""
 
 
-class MessageConfig(_Strict):
+class MessageConfig(StrictModel):
     """One turn of a conversation case."""
 
     role: Literal["user", "assistant", "system"]
     content: str
 
 
-class CaseConfig(_Strict):
+class CaseConfig(StrictModel):
     """One evaluation case."""
 
     id: str = Field(..., min_length=1)
@@ -357,7 +360,7 @@ class CaseConfig(_Strict):
         return normalized(value)
 
 
-class OutputsConfig(_Strict):
+class OutputsConfig(StrictModel):
     """Where outputs come from when cases don't carry them inline."""
 
     file: str | None = Field(None, description="JSONL next to the suite with {id, output} records.")
@@ -379,7 +382,7 @@ class OutputsConfig(_Strict):
         return self
 
 
-class CasesFileConfig(_Strict):
+class CasesFileConfig(StrictModel):
     """A file of cases next to the suite (JSONL, CSV, TSV or Parquet), optionally filtered."""
 
     path: str
@@ -413,7 +416,7 @@ class CasesFileConfig(_Strict):
     )
 
 
-class AggregateConfig(_Strict):
+class AggregateConfig(StrictModel):
     """A suite-level threshold with optional per-language and per-group overrides."""
 
     expr: str = Field(..., description="e.g. 'mean(linguistic_acceptability) >= 1.6'")
@@ -459,7 +462,7 @@ class AggregateConfig(_Strict):
         return value
 
 
-class RegressionConfig(_Strict):
+class RegressionConfig(StrictModel):
     """Release gating against a stored baseline (``docs/baselines.md``)."""
 
     baseline: str | None = Field(
@@ -533,7 +536,7 @@ class RegressionConfig(_Strict):
         return value
 
 
-class SequentialConfig(_Strict):
+class SequentialConfig(StrictModel):
     """A suite's ``sequential:`` mapping (``execution/sequential.py``)."""
 
     round: int = Field(20, ge=1, description="Cases per aggregate row per round (default 20).")
@@ -550,7 +553,7 @@ SequentialSetting = Annotated[
 ]
 
 
-class SuiteConfig(_Strict):
+class SuiteConfig(StrictModel):
     """A whole suite file."""
 
     suite: str = Field(..., min_length=1, description="Suite name; its presence marks the file as a suite.")

@@ -6,6 +6,8 @@ Use it as the server's ``responder`` to test suites offline::
     with LoopbackServer(responder=judge) as server:
         ...  # point the suite's judge.base_url at server.openai_base_url
 
+or, without HTTP, as the handler of an in-process provider: ``MockProvider(judge)``.
+
 ``scores`` maps a rubric name to a fixed score, or is a function of a :class:`JudgeQuery`
 returning a score, ``None`` (use ``default``) or a ``str`` sent verbatim as the reply (to
 script malformed replies). Compound prompts get one entry per rubric in one reply.
@@ -23,6 +25,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from pytest_llmjudge.judges.base import ProviderRequest
 from pytest_llmjudge.testing.server import ReceivedRequest
 
 _BOUNDARY = re.compile(r"<<<(data-[0-9a-f]{16})")
@@ -86,8 +89,9 @@ class ScriptedJudge:
     queries: list[JudgeQuery] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def __call__(self, request: ReceivedRequest) -> str:
-        user = request.last_user_text
+    def __call__(self, request: ReceivedRequest | ProviderRequest) -> str:
+        # A request as the loopback server received it, or as a MockProvider's handler gets it.
+        user = request.user if isinstance(request, ProviderRequest) else request.last_user_text
         prompt = read_prompt(request.system, user)
         metrics_match = _METRICS.search(prompt.skeleton)
         if metrics_match is None:

@@ -10,10 +10,11 @@ HTTP/1.1 with keep-alive and ``Content-Length`` (chunked request bodies and
 seconds after it arrived (its own parsing and the responder run inside that
 time, so the latency is fixed, not latency plus the server's work): N requests
 at concurrency C take about ``ceil(N / C) * latency`` and cost the server
-~0.4 ms of CPU each (hundreds of simultaneous connections and thousands of
+little CPU each (hundreds of simultaneous connections and thousands of
 requests are fine).  Note that
-the SDKs themselves (openai 3.x / anthropic 2.x on httpx2) spend ~3-5 ms of
-client CPU per call, which in-process benchmarks add on top of the latency.
+the SDKs themselves (openai / anthropic on httpx) spend several times more
+client CPU per call, which in-process benchmarks add on top of the latency
+(both measured in docs/scale.md, "Numbers quoted by the code").
 
 Usage::
 

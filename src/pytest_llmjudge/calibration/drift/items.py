@@ -33,7 +33,7 @@ from pytest_llmjudge.calibration.drift import (
 )
 from pytest_llmjudge.calibration.gates import GateComputer, judge_scored_languages
 from pytest_llmjudge.calibration.items import get_store
-from pytest_llmjudge.errors import ItemFailure, SuiteError
+from pytest_llmjudge.errors import DriftFailure, SuiteError
 from pytest_llmjudge.execution.scoreboard import Score
 from pytest_llmjudge.records import DriftRecord
 from pytest_llmjudge.session.items import LLMJudgeItem, record
@@ -44,10 +44,6 @@ fresh_key = pytest.StashKey[FreshJudge]()
 certified_key = pytest.StashKey[dict[Path, "Certified | None"]]()
 """The certifications read this run, by path (``served_check`` reads each once)."""
 _certified_lock = threading.Lock()
-
-
-class DriftFailure(ItemFailure):
-    """The judge drifted: agreement dropped, or (``on_change: fail``) another identity served it."""
 
 
 class JudgeDriftWarning(UserWarning):

@@ -94,7 +94,8 @@ def _checked(store: CacheStore, url: str, unusable: Unusable | None) -> CacheSto
     """``store`` once its probe passed (and its write-back is done); see the module docstring."""
     if unusable is None:
         return store
-    from pytest_llmjudge.execution.stores.probe import ProbeFailed, probe_store
+    from pytest_llmjudge.errors import ProbeFailed
+    from pytest_llmjudge.execution.stores.probe import probe_store
     from pytest_llmjudge.redaction import redact
 
     parts = urlsplit(url)

@@ -24,19 +24,11 @@ from __future__ import annotations
 
 import uuid
 
+from pytest_llmjudge.errors import ProbeFailed
 from pytest_llmjudge.execution.stores.base import CacheStore
 
 PROBE_KEY = "llmjudge-probe"
 _TOKEN_PREFIX = b"llmjudge-probe:"
-
-
-class ProbeFailed(Exception):
-    """One step of the probe failed: ``operation`` (get, put, lease) and ``cause`` (the client's error text)."""
-
-    def __init__(self, operation: str, cause: str) -> None:
-        super().__init__(f"{operation} failed: {cause}")
-        self.operation = operation
-        self.cause = cause
 
 
 def probe_store(store: CacheStore, owner: str = "llmjudge-probe") -> None:

@@ -11,8 +11,8 @@ after that transaction COMMITTED, so a reply is durable before its item uses it,
 concurrent puts cost about one fsync instead of N. The batching window is the previous
 commit itself (puts that arrive while it runs form the next batch), plus ``window_seconds``
 (1 ms) of waiting for more when the previous batch held more than one put: the puts woken
-by a commit need a moment to queue again, and without it 8 threads put about 4 entries per
-transaction instead of 8 (``benchmarks/cache_stores.py``). A lone put never waits. A batch
+by a commit need a moment to queue again, and without it concurrent puts split over twice as
+many transactions (``benchmarks/cache_stores.py``, docs/scale.md). A lone put never waits. A batch
 holds at most ``max_batch`` puts. ``commits`` counts the transactions, ``uncommitted`` the
 puts accepted and not yet committed.
 
