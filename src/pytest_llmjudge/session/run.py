@@ -352,6 +352,8 @@ class Run:
 
     def _has_regression(self, collector: pytest.Collector) -> bool:
         """A suite file (with a ``suite:`` key) compared with a baseline: the command line's or its own."""
+        if not isinstance(collector, pytest.File) or collector.path.suffix not in (".yaml", ".yml"):
+            return False  # asked of every collector: the suite items' module (numpy) only for YAML files
         from pytest_llmjudge.suite_items import SuiteFile
 
         if not isinstance(collector, SuiteFile):
