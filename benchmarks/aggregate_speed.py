@@ -7,7 +7,7 @@ languages + all) = 22 aggregate items, one of them with every case unasserted). 
 through ``pytest --llmjudge`` in a child process; the wall time of the whole process counts.
 
 Each aggregate item shows every row of its aggregate (its failure prints the table), and the
-rows are computed once per aggregate and shared by its items (``suite_items.py``,
+rows are computed once per aggregate and shared by its items (``suite/items.py``,
 ``AggregateItem._shared_scores``). Measured 2026-11-24 on the 2-core VM, alternating the two
 versions: ``aggregates_over_plain`` 1.83 and 1.87 when every row item computed every row,
 1.23 and 1.40 with the rows shared (the VM's speed drifted by a third between runs, so

@@ -47,11 +47,11 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from pytest_llmjudge.aggregate import ScoredValue, compute_row, mean_ci
 from pytest_llmjudge.stats.agreement import weighted_f1_from_confusion
 from pytest_llmjudge.stats.betting import betting_intervals
 from pytest_llmjudge.stats.proportion import clopper_pearson_interval, wilson_interval
 from pytest_llmjudge.stats.resampling import bootstrap_confusion_ci, posterior_confusion_ci
+from pytest_llmjudge.suite.aggregate import ScoredValue, compute_row, mean_ci
 from pytest_llmjudge.suite.expressions import parse_aggregate
 
 REPLICATIONS = 2000

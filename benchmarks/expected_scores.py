@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from pytest_llmjudge.execution.cache import JudgeCache
 from pytest_llmjudge.execution.runner import JudgeRunner
-from pytest_llmjudge.execution.scoreboard import TOP_LOGPROBS, verdict_score
+from pytest_llmjudge.execution.scorer import TOP_LOGPROBS, verdict_score
 from pytest_llmjudge.judges.openai import OpenAIProvider
 from pytest_llmjudge.judges.prompts import JudgedText, JudgeSettings, build_request
 from pytest_llmjudge.judges.rubrics import BUILTIN_RUBRICS

@@ -5,7 +5,7 @@ A gate that joined the release family (``gate: {family: release}`` or
 "weighted F1 < threshold", corrected with the family's other comparisons, is ``<= alpha``.
 That p-value is the posterior probability that F1 is at most the threshold, read off the
 Dirichlet posterior of the confusion cells with Perks' prior
-(``stats.resampling.posterior_confusion_pvalue``, called by ``calibration.gate.release_pvalue``
+(``stats.resampling.posterior_confusion_pvalue``, called by ``calibration.agreement_gate.release_pvalue``
 with 20,000 draws): a Bayesian tail probability, not an exact test. This script measures how
 often it wrongly shows F1 above the threshold, which is its type-I error.
 
@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from verdict_calibration import KEEP, release, row  # noqa: E402
 
-from pytest_llmjudge.calibration.gate import RELEASE_DRAWS  # noqa: E402
+from pytest_llmjudge.calibration.agreement_gate import RELEASE_DRAWS  # noqa: E402
 from pytest_llmjudge.regression.compare import RegressionSettings, decide_joined  # noqa: E402
 from pytest_llmjudge.stats.agreement import weighted_f1_from_confusion  # noqa: E402
 from pytest_llmjudge.stats.resampling import posterior_confusion_pvalue  # noqa: E402

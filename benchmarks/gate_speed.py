@@ -6,7 +6,7 @@ items have only one or two labels, as in PARIKSHA), and a judge that agrees with
 less often in low-resource languages and, when it errs, mostly errs on the lenient side
 (the high-score bias of Hada et al. 2024a, sec. 4.2).
 
-For every language x metric it runs the plugin's gate (``calibration.gate.evaluate_gate``,
+For every language x metric it runs the plugin's gate (``calibration.agreement_gate.evaluate_gate``,
 what an ``agreement[<lang>-<metric>]`` item computes): the aggregate label (METAL rule),
 weighted F1, macro F1, percentage agreement and Cohen's kappa against the judge, Fleiss'
 kappa and the slot-pairwise human ceiling, the class distribution per agreement level, the
@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from pytest_llmjudge.calibration.gate import GateOptions, evaluate_gate
+from pytest_llmjudge.calibration.agreement_gate import GateOptions, evaluate_gate
 from pytest_llmjudge.stats.agreement import percentage_agreement_from_confusion
 from pytest_llmjudge.stats.resampling import bootstrap_confusion_ci
 

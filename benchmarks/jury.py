@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from pytest_llmjudge.calibration.gate import GateOptions, evaluate_gate
+from pytest_llmjudge.calibration.agreement_gate import GateOptions, evaluate_gate
 from pytest_llmjudge.calibration.jury import JuryMember, evaluate_jury
 from pytest_llmjudge.calibration.schema import JuryConfig
 from pytest_llmjudge.stats.agreement import weighted_f1

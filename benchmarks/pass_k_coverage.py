@@ -39,9 +39,9 @@ import time
 
 import numpy as np
 
-from pytest_llmjudge.aggregate import ScoredValue, compute_row
 from pytest_llmjudge.stats.betting import betting_intervals
 from pytest_llmjudge.stats.pass_k import pass_at_k, pass_hat_k
+from pytest_llmjudge.suite.aggregate import ScoredValue, compute_row
 from pytest_llmjudge.suite.expressions import parse_aggregate
 
 REPLICATIONS = 2000

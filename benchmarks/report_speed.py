@@ -142,7 +142,7 @@ def _cases(n_cases: int, rng: np.random.Generator) -> list[CaseRecord]:
 
 
 def _aggregates(cases: list[CaseRecord]) -> list[AggregateRecord]:
-    from pytest_llmjudge.aggregate import mean_ci
+    from pytest_llmjudge.suite.aggregate import mean_ci
 
     records = []
     by_key: dict[tuple[str, str], list[CaseRecord]] = {}

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from pytest_llmjudge import builtin_plugins
 from pytest_llmjudge.calibration.convert import main as convert
-from pytest_llmjudge.calibration.gates import GateComputer
-from pytest_llmjudge.execution.scoreboard import ScoreBoard
+from pytest_llmjudge.calibration.gate_computer import GateComputer
+from pytest_llmjudge.execution.scorer import Scorer
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.settings import Settings
 
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics()),
     )
     with tempfile.TemporaryDirectory() as cache:
-        store = GateComputer(ScoreBoard(registry, Settings(cache_mode="off", cache_dir=Path(cache))))
+        store = GateComputer(Scorer(registry, Settings(cache_mode="off", cache_dir=Path(cache))))
         ours = store.load(output)
         metal = replace(ours, convention="metal", path=output.with_name("metal.yaml"))
         print()

@@ -29,11 +29,11 @@ PRELOAD = (
     "numpy",
     "openai",
     "scipy.stats",
-    "pytest_llmjudge.execution.scoreboard",
+    "pytest_llmjudge.execution.scorer",
     "pytest_llmjudge.judges.anthropic",
     "pytest_llmjudge.judges.openai",
     "pytest_llmjudge.metrics",
-    "pytest_llmjudge.suite_items",
+    "pytest_llmjudge.suite.items",
 )
 OPTIONAL_PRELOAD = (
     "httpcore2",

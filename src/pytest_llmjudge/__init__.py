@@ -33,8 +33,8 @@ from pytest_llmjudge.errors import (
 from pytest_llmjudge.judges.rubrics import BUILTIN_RUBRICS, Rubric
 
 if TYPE_CHECKING:
-    from pytest_llmjudge.execution.scoreboard import Score
-    from pytest_llmjudge.fixture_judge import Judge
+    from pytest_llmjudge.execution.judge import Judge
+    from pytest_llmjudge.execution.scorer import Score
     from pytest_llmjudge.judges.base import (
         RETRYABLE_STATUS,
         JudgeProvider,
@@ -91,13 +91,13 @@ _LAZY: dict[str, str] = {
     "Usage": "pytest_llmjudge.judges.base",
     "check_required": "pytest_llmjudge.metrics.base",
     "parse_retry_after": "pytest_llmjudge.judges.base",
-    "Judge": "pytest_llmjudge.fixture_judge",
+    "Judge": "pytest_llmjudge.execution.judge",
     "JudgeProvider": "pytest_llmjudge.judges.base",
     "Message": "pytest_llmjudge.suite.model",
     "ProviderFactory": "pytest_llmjudge.registry",
     "ProviderReply": "pytest_llmjudge.judges.base",
     "ProviderRequest": "pytest_llmjudge.judges.base",
-    "Score": "pytest_llmjudge.execution.scoreboard",
+    "Score": "pytest_llmjudge.execution.scorer",
 }
 
 

@@ -138,7 +138,7 @@ class StatisticsError(LLMJudgeError):
 class ItemFailure(LLMJudgeError):
     """An item's check failed, or could not be decided; the message is the whole failure report.
 
-    Raised by the items' ``runtest`` (``session/items.py``), which print it without a traceback.
+    Raised by the items' ``runtest`` (``session/item_base.py``), which print it without a traceback.
     """
 
 

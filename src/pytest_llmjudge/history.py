@@ -239,7 +239,7 @@ class LocalHistory(History):
         return read_runs(self.directory)
 
     def save_baseline(self, branch: str, text: str) -> None:
-        from pytest_llmjudge.atomic import write_atomic
+        from pytest_llmjudge.util.atomic import write_atomic
 
         path = baseline_path(self.directory, branch)
         path.parent.mkdir(parents=True, exist_ok=True)

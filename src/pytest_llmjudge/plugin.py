@@ -21,12 +21,12 @@ import pytest
 
 from pytest_llmjudge import builtin_plugins, hookspecs
 from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
-from pytest_llmjudge.session.state import is_enabled, scoreboard_key
+from pytest_llmjudge.session.state import is_enabled, scorer_key
 from pytest_llmjudge.settings import OPTIONS
 
 if TYPE_CHECKING:
     from pytest_llmjudge.calibration.calibrated_judge import CalibratedJudge
-    from pytest_llmjudge.fixture_judge import Judge
+    from pytest_llmjudge.execution.judge import Judge
 
 # Heavy modules (numpy, scipy, the SDKs) are imported only once --llmjudge is given, so an
 # installed-but-unused plugin costs pytest start-up almost nothing.
@@ -41,10 +41,11 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     # The features' options first: their order in --help (docs/configuration.md) is the one they
     # had when each feature registered its own options as a plugin.
-    from pytest_llmjudge import label_queue_plugin, sharding_plugin
     from pytest_llmjudge.calibration import plugin as calibration
+    from pytest_llmjudge.label_queue import plugin as label_queue_plugin
     from pytest_llmjudge.regression import plugin as regression
     from pytest_llmjudge.report import plugin as reports
+    from pytest_llmjudge.selection import sharding_plugin
 
     for add_options in (
         reports.add_options,
@@ -106,17 +107,17 @@ def llmjudge_judge(pytestconfig: pytest.Config) -> Judge:
 
     Uses the command-line/ini judge settings (``--llmjudge-provider``, ``--llmjudge-model``,
     ``--llmjudge-base-url``) over the defaults, with the run's cache and concurrency. Skips
-    the test when the judge has no credentials, or fails it in CI (judge_policy.py).
+    the test when the judge has no credentials, or fails it in CI (judges/no_judge_policy.py).
     """
-    from pytest_llmjudge.execution.scoreboard import ScoreBoard
-    from pytest_llmjudge.fixture_judge import Judge
+    from pytest_llmjudge.execution.judge import Judge
+    from pytest_llmjudge.execution.scorer import Scorer
     from pytest_llmjudge.registry import Registry
     from pytest_llmjudge.session.run import settings_from_config
 
-    board = pytestconfig.stash.get(scoreboard_key, None)
+    board = pytestconfig.stash.get(scorer_key, None)
     if board is None:
-        board = ScoreBoard(Registry.from_hook(pytestconfig.hook), settings_from_config(pytestconfig))
-        pytestconfig.stash[scoreboard_key] = board
+        board = Scorer(Registry.from_hook(pytestconfig.hook), settings_from_config(pytestconfig))
+        pytestconfig.stash[scorer_key] = board
     judge = Judge(board)
     problem = judge.unavailable_reason()
     if problem is not None:
@@ -132,10 +133,10 @@ def llmjudge_calibrated_judge(pytestconfig: pytest.Config, llmjudge_judge: Judge
     calibrated for <language>: F1 ... < ..." when the judge failed that language's gate.
     """
     from pytest_llmjudge.calibration.calibrated_judge import CalibratedJudge
-    from pytest_llmjudge.calibration.gates import GateComputer
+    from pytest_llmjudge.calibration.gate_computer import GateComputer
     from pytest_llmjudge.calibration.items import get_store
     from pytest_llmjudge.calibration.plugin import calibration_path
-    from pytest_llmjudge.execution.scoreboard import ScoreBoard
+    from pytest_llmjudge.execution.scorer import Scorer
 
     path = calibration_path(pytestconfig)
     if path is None:
@@ -150,14 +151,14 @@ def llmjudge_calibrated_judge(pytestconfig: pytest.Config, llmjudge_judge: Judge
     def fail(message: str) -> Any:
         pytest.fail(message, pytrace=False)
 
-    board = pytestconfig.stash[scoreboard_key]
+    board = pytestconfig.stash[scorer_key]
     store = get_store(pytestconfig)
-    private: ScoreBoard | None = None
+    private: Scorer | None = None
     if board.share is not None:
         # Under xdist, calibration calls are shared between workers only when every worker
         # planned them after collection. Nobody plans a fixture's calls, so this worker makes
         # them itself (through the same on-disk cache) instead of waiting for a peer.
-        private = ScoreBoard(board.registry, board.settings)
+        private = Scorer(board.registry, board.settings)
         store = GateComputer(private)
     yield CalibratedJudge(board, store, path, on_uncalibrated=fail)
     if private is not None:

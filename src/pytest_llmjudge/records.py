@@ -43,7 +43,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter
 
-from pytest_llmjudge.formatting import format_fixed, format_value
+from pytest_llmjudge.util.formatting import format_fixed, format_value
 
 
 def _finite_or_none(value: Any) -> Any:

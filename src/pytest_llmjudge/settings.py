@@ -56,7 +56,7 @@ false (it is skipped), and unset, which follows the ``CI`` environment variable 
 ``0``/``false``/``no``/``off``: GitHub Actions, GitLab and most CI services set ``CI=true``),
 so a release gate that judged nothing fails in CI without anyone remembering a flag.
 ``--llmjudge-allow-no-judge`` is the command-line way to say false. The decision itself is
-:func:`pytest_llmjudge.judge_policy.judge_required`.
+:func:`pytest_llmjudge.judges.no_judge_policy.judge_required`.
 
 ``target_timeout`` bounds one call of a suite's output target (the model under test); a
 suite's ``outputs.timeout`` wins over it. The default, 300 s, is far above one generation of
@@ -101,9 +101,9 @@ class Settings:
     batch_wait: float | None = None
     retry_backoff: float = 0.5
     languages: tuple[str, ...] = ()
-    """``--llmjudge-language hi,ta``: run only items of these languages (empty: all); selection_plugin.py."""
+    """``--llmjudge-language hi,ta``: run only items of these languages (empty: all); selection/plugin.py."""
     progress_interval: float = 10.0
-    """Seconds between progress lines when the terminal is not a TTY (CI logs); progress_plugin.py."""
+    """Seconds between progress lines when the terminal is not a TTY (CI logs); progress/plugin.py."""
     ci: bool = False
     """Whether the run is in CI (the ``CI`` environment variable); not an option of its own."""
     max_calls: int | None = None

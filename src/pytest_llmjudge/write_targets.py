@@ -1,7 +1,7 @@
 """Which paths the plugin may write its reports and baselines to, checked before any judge call.
 
 A report (``--llmjudge-report=KIND:PATH``) or a saved baseline (``--llmjudge-save-baseline``)
-replaces its target at the end of the run (``atomic.py``). The target is refused, and the
+replaces its target at the end of the run (``util/atomic.py``). The target is refused, and the
 run stopped with a usage error before anything is paid for, when it
 
 * exists and is not a regular file (a directory, a FIFO, a socket, a character or block

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_llmjudge.aggregate import mean_ci
+from pytest_llmjudge.suite.aggregate import mean_ci
 
 SUITE = """\
 suite: bounds

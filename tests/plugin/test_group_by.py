@@ -235,7 +235,7 @@ def test_an_aggregates_rows_are_computed_once_for_all_its_row_items(
     """Each row item shows every row (its failure prints the table); they used to compute them
     each, a pass over every case and a bootstrap per group for each group: 10,000 cases in 10
     languages with 2 aggregates took 9.7 s against 5.3 s without the aggregates."""
-    import pytest_llmjudge.suite_items as suite_items
+    import pytest_llmjudge.suite.items as suite_items
 
     calls: list[str] = []
     real = suite_items.compute_rows

@@ -22,7 +22,7 @@ from types import ModuleType
 
 import pytest
 
-from pytest_llmjudge.escaping import ONE_LINE, escape_controls
+from pytest_llmjudge.util.escaping import ONE_LINE, escape_controls
 
 CORPUS_PATH = Path(__file__).resolve().parents[1] / "hostile" / "corpus.py"
 
@@ -97,7 +97,7 @@ def test_every_hostile_file_fails_its_own_item_and_the_valid_suite_still_passes(
 
     problems = []
     for entry in ENTRIES:
-        # Node ids show control characters as text (escaping.py), file names included.
+        # Node ids show control characters as text (util/escaping.py), file names included.
         nodeid = escape_controls(f"{entry.main}::{entry.item}", ONE_LINE)
         report = reports.get(nodeid)
         if report is None:

@@ -222,7 +222,7 @@ def test_unreadable_baseline_fails_and_unknown_suite_is_skipped(pytester: pytest
 def test_candidate_scored_by_the_judge_without_case_items(
     pytester: pytest.Pytester, mock_judge: MockProvider, scripted_judge: ScriptedJudge
 ) -> None:
-    """Regression items ask the scoreboard themselves: -k deselects every case item."""
+    """Regression items ask the scorer themselves: -k deselects every case item."""
     baseline = {
         "format": "pytest-llmjudge-baseline",
         "version": 1,

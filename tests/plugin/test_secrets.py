@@ -163,7 +163,7 @@ NL_PASSWORD = "pw-sentinel-0b7c4e"
 
 
 def _spellings(raw: str, user: str, password: str) -> list[str]:
-    """Every form a message can give the key and the base URL's credentials (redaction.py's list)."""
+    """Every form a message can give the key and the base URL's credentials (util/redaction.py's list)."""
     stripped = raw.strip()
     basic = base64.b64encode(f"{user}:{password}".encode()).decode()
     return [

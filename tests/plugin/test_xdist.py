@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from builders import judged, rows, suite_text
 
-from pytest_llmjudge.execution.scoreboard import _output_identity
-from pytest_llmjudge.execution.sharing import WorkerShare
+from pytest_llmjudge.execution.scorer import _output_identity
+from pytest_llmjudge.execution.xdist_sharing import WorkerShare
 from pytest_llmjudge.suite.model import Case
 from pytest_llmjudge.testing import JudgeQuery, LoopbackServer, ScriptedJudge
 

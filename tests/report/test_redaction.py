@@ -6,8 +6,8 @@ import base64
 import json
 from urllib.parse import quote, quote_plus
 
-from pytest_llmjudge.escaping import MULTILINE, ONE_LINE, escape_controls
-from pytest_llmjudge.redaction import MASK, redact, redact_value, url_secrets
+from pytest_llmjudge.util.escaping import MULTILINE, ONE_LINE, escape_controls
+from pytest_llmjudge.util.redaction import MASK, redact, redact_value, url_secrets
 
 
 def test_known_secrets_longest_first_and_short_values_never() -> None:

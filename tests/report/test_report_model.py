@@ -11,7 +11,6 @@ from typing import Any
 import jsonschema
 import pytest
 
-from pytest_llmjudge.aggregate import mean_ci
 from pytest_llmjudge.errors import PriceError
 from pytest_llmjudge.execution.runner import RunnerStats
 from pytest_llmjudge.records import (
@@ -27,7 +26,6 @@ from pytest_llmjudge.records import (
     RegressionRecord,
     Threshold,
 )
-from pytest_llmjudge.redaction import redact_value, secrets_from_environment
 from pytest_llmjudge.report.assemble import (
     DEFAULT_PRICES,
     RunInputs,
@@ -49,6 +47,8 @@ from pytest_llmjudge.report.document import (
     schema_text,
 )
 from pytest_llmjudge.report.json_report import dumps
+from pytest_llmjudge.suite.aggregate import mean_ci
+from pytest_llmjudge.util.redaction import redact_value, secrets_from_environment
 
 SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "report.schema.json"
 

@@ -16,7 +16,7 @@ import pytest
 from pytest_llmjudge.execution.cache_directory import DirectoryStore
 from pytest_llmjudge.execution.stores import FallbackStore, open_store
 from pytest_llmjudge.execution.stores.migrate import DIRECTORY_LAYOUT
-from pytest_llmjudge.redaction import redact
+from pytest_llmjudge.util.redaction import redact
 
 _spec = importlib.util.spec_from_file_location("llmjudge_store_servers", Path(__file__).parent / "conftest.py")
 assert _spec is not None and _spec.loader is not None

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
-from pytest_llmjudge.aggregate import (
+from pytest_llmjudge.suite.aggregate import (
     ALL_LANGUAGES,
     BOOTSTRAP_RESAMPLES,
     AggregateRow,

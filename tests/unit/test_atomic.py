@@ -1,4 +1,4 @@
-"""Atomic writes (``atomic.py``): whole-file replacement, modes, parents, and no leftovers on failure."""
+"""Atomic writes (``util/atomic.py``): whole-file replacement, modes, parents, and no leftovers on failure."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_llmjudge.atomic import write_atomic
+from pytest_llmjudge.util.atomic import write_atomic
 
 
 def _mode(path: Path) -> int:

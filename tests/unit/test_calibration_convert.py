@@ -23,8 +23,8 @@ from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
 from pytest_llmjudge import builtin_plugins
 from pytest_llmjudge.calibration.convert import main
-from pytest_llmjudge.calibration.gates import GateComputer
-from pytest_llmjudge.execution.scoreboard import ScoreBoard
+from pytest_llmjudge.calibration.gate_computer import GateComputer
+from pytest_llmjudge.execution.scorer import Scorer
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.settings import Settings
 
@@ -54,7 +54,7 @@ def store(tmp_path: Path) -> GateComputer:
         providers=dict(builtin_plugins.pytest_llmjudge_providers()),
         rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics()),
     )
-    return GateComputer(ScoreBoard(registry, Settings(cache_mode="off", cache_dir=tmp_path / "cache")))
+    return GateComputer(Scorer(registry, Settings(cache_mode="off", cache_dir=tmp_path / "cache")))
 
 
 TOY = [

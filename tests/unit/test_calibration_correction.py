@@ -10,11 +10,11 @@ import pytest
 from sklearn.metrics import f1_score
 
 from pytest_llmjudge import builtin_plugins
+from pytest_llmjudge.calibration.agreement_gate import GateOptions, evaluate_gate
 from pytest_llmjudge.calibration.correction import evaluate_correction, fit_correction
-from pytest_llmjudge.calibration.gate import GateOptions, evaluate_gate
-from pytest_llmjudge.calibration.gates import GateComputer
+from pytest_llmjudge.calibration.gate_computer import GateComputer
 from pytest_llmjudge.calibration.report import gate_message
-from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
+from pytest_llmjudge.execution.scorer import Score, Scorer
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.settings import Settings
 from pytest_llmjudge.stats.agreement import confusion_matrix, weighted_f1_from_confusion
@@ -80,7 +80,7 @@ def test_what_the_correction_does_on_the_shipped_pariksha_subset(tmp_path: Path)
         providers=dict(builtin_plugins.pytest_llmjudge_providers()),
         rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics()),
     )
-    store = GateComputer(ScoreBoard(registry, Settings(cache_mode="off", cache_dir=tmp_path)))
+    store = GateComputer(Scorer(registry, Settings(cache_mode="off", cache_dir=tmp_path)))
     cal = store.load(EXAMPLE)
     reports = {(g, m): store.gate(cal, g, m).correction for g, m in cal.groups()}
     assert all(r is not None and r.n_test == 15 for r in reports.values())
@@ -104,7 +104,7 @@ def test_a_suite_never_gets_a_degenerate_correction(tmp_path: Path) -> None:
         providers=dict(builtin_plugins.pytest_llmjudge_providers()),
         rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics()),
     )
-    store = GateComputer(ScoreBoard(registry, Settings(cache_mode="off", cache_dir=tmp_path / "cache")))
+    store = GateComputer(Scorer(registry, Settings(cache_mode="off", cache_dir=tmp_path / "cache")))
     cal = store.load(EXAMPLE)
     judge = JudgeConfig(calibration=str(EXAMPLE), correction=True)
     suite = Suite(name="s", path=tmp_path / "s.yaml", cases=(), judge=judge, rubrics=cal.rubrics, metric_kinds={})

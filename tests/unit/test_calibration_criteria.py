@@ -12,11 +12,11 @@ import pytest
 import yaml
 
 from pytest_llmjudge import builtin_plugins
-from pytest_llmjudge.calibration.gate import GateOptions, evaluate_gate
-from pytest_llmjudge.calibration.gates import GateComputer
+from pytest_llmjudge.calibration.agreement_gate import GateOptions, evaluate_gate
+from pytest_llmjudge.calibration.gate_computer import GateComputer
 from pytest_llmjudge.calibration.report import gate_message, next_steps
 from pytest_llmjudge.errors import SuiteError
-from pytest_llmjudge.execution.scoreboard import ScoreBoard
+from pytest_llmjudge.execution.scorer import Scorer
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.settings import Settings
 from pytest_llmjudge.stats.grouping import MISSING, Group, group_of
@@ -32,7 +32,7 @@ def store(tmp_path: Path) -> GateComputer:
         providers=dict(builtin_plugins.pytest_llmjudge_providers()),
         rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics()),
     )
-    return GateComputer(ScoreBoard(registry, Settings(cache_mode="off", cache_dir=tmp_path / "cache")))
+    return GateComputer(Scorer(registry, Settings(cache_mode="off", cache_dir=tmp_path / "cache")))
 
 
 def majority_judge_data() -> tuple[np.ndarray, np.ndarray]:

@@ -21,9 +21,9 @@ from statsmodels.stats.inter_rater import aggregate_raters
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
 from pytest_llmjudge import builtin_plugins
+from pytest_llmjudge.calibration.agreement_gate import GateOptions, evaluate_gate
 from pytest_llmjudge.calibration.correction import evaluate_correction, fit_correction
-from pytest_llmjudge.calibration.gate import GateOptions, evaluate_gate
-from pytest_llmjudge.calibration.gates import GateComputer
+from pytest_llmjudge.calibration.gate_computer import GateComputer
 from pytest_llmjudge.calibration.sanity import (
     item_seed,
     shuffle_words,
@@ -32,7 +32,7 @@ from pytest_llmjudge.calibration.sanity import (
 )
 from pytest_llmjudge.calibration.schema import GateConfig
 from pytest_llmjudge.errors import SuiteError
-from pytest_llmjudge.execution.scoreboard import ScoreBoard
+from pytest_llmjudge.execution.scorer import Scorer
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.settings import Settings
 
@@ -49,7 +49,7 @@ def store(tmp_path: Path) -> GateComputer:
         providers=dict(builtin_plugins.pytest_llmjudge_providers()),
         rubrics=dict(builtin_plugins.pytest_llmjudge_rubrics()),
     )
-    board = ScoreBoard(registry, Settings(cache_mode="off", cache_dir=tmp_path / "cache"))
+    board = Scorer(registry, Settings(cache_mode="off", cache_dir=tmp_path / "cache"))
     return GateComputer(board)
 
 

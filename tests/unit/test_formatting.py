@@ -1,4 +1,4 @@
-"""formatting.py: the one number formatter, on hand-computed cases."""
+"""util/formatting.py: the one number formatter, on hand-computed cases."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from pytest_llmjudge.formatting import MISSING, format_fixed, format_interval, format_number, format_value, number
+from pytest_llmjudge.util.formatting import MISSING, format_fixed, format_interval, format_number, format_value, number
 
 
 @pytest.mark.parametrize(

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from pytest_llmjudge.aggregate import ScoredValue, compute_rows, render_human_table
 from pytest_llmjudge.errors import ExpressionError
 from pytest_llmjudge.stats.prediction_powered import ppi_mean
+from pytest_llmjudge.suite.aggregate import ScoredValue, compute_rows, render_human_table
 from pytest_llmjudge.suite.expressions import parse_aggregate
 
 

@@ -34,7 +34,7 @@ ROOT = Path(pytest_llmjudge.__file__).parent
 PACKAGE = "pytest_llmjudge"
 
 # The modules allowed to import pytest: hooks and items (``plugin.py``, ``*_plugin.py``, ``items.py``
-# at any depth, and ``suite_items.py``) and the session layer they share.
+# at any depth) and the session layer they share.
 SESSION = f"{PACKAGE}.session"
 RUN = f"{SESSION}.run"
 HOOK_MODULES = {f"{PACKAGE}.plugin", RUN, f"{PACKAGE}.builtin_plugins", f"{PACKAGE}.hookspecs"}
@@ -134,7 +134,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def _plugin_or_items(module: str) -> bool:
     name = module.rpartition(".")[2]
-    return name in ("plugin", "items") or name.endswith("_plugin") or module == f"{PACKAGE}.suite_items"
+    return name in ("plugin", "items") or name.endswith("_plugin")
 
 
 def _pytest_facing(module: str) -> bool:
@@ -156,8 +156,8 @@ def test_the_graph_sees_lazy_imports_and_finds_a_cycle() -> None:
     graph = dict(_package_graph())
     graph[f"{PACKAGE}.judges.base"] = graph[f"{PACKAGE}.judges.base"] | {f"{PACKAGE}.judges.diagnosis"}
     assert [f"{PACKAGE}.judges.base", f"{PACKAGE}.judges.diagnosis"] in _cycles(graph)
-    # ... and function-level imports are read: the Run imports suite_items.py only inside functions.
-    assert f"{PACKAGE}.suite_items" in _package_graph()[RUN]
+    # ... and function-level imports are read: the Run imports suite/items.py only inside functions.
+    assert f"{PACKAGE}.suite.items" in _package_graph()[RUN]
 
 
 def test_no_import_cycle_in_the_package() -> None:
@@ -202,14 +202,14 @@ def test_the_engine_imports_no_pytest_facing_module() -> None:
 
 
 def test_every_item_derives_from_the_one_item_base() -> None:
-    """Only ``session/items.py`` subclasses ``pytest.Item``: every item kind shares its failure handling."""
+    """Only ``session/item_base.py`` subclasses ``pytest.Item``: every item kind shares its failure handling."""
     direct = sorted(
         f"{module}.{node.name}"
         for module, path in MODULES.items()
         for node in ast.walk(_tree(path))
         if isinstance(node, ast.ClassDef) and any(ast.unparse(base) in ("pytest.Item", "Item") for base in node.bases)
     )
-    assert direct == [f"{SESSION}.items.LLMJudgeItem"]
+    assert direct == [f"{SESSION}.item_base.LLMJudgeItem"]
 
 
 def _hook_definitions(path: Path) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_llmjudge.judge_policy import NoJudge, judge_required, no_judge_outcome, summary_lines
+from pytest_llmjudge.judges.no_judge_policy import NoJudge, judge_required, no_judge_outcome, summary_lines
 from pytest_llmjudge.settings import Settings
 
 REASON = "judge openai:gpt-4o-mini needs a live judge: set OPENAI_API_KEY"

@@ -1,4 +1,4 @@
-"""The label queue (label_queue.py): sizes from the PPI++ standard error, seeded simple random samples."""
+"""The label queue (label_queue/plan.py): sizes from the PPI++ standard error, seeded simple random samples."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_llmjudge.label_queue import QueueCase, needed_for, plan, write
+from pytest_llmjudge.label_queue.plan import QueueCase, needed_for, plan, write
 
 Z = 1.959963984540054
 

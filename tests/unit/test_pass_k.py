@@ -1,5 +1,5 @@
 """pass@k and pass^k over repeats: the estimators (``stats/pass_k.py``), their parsing
-(``suite/expressions.py``), the rows (``aggregate.py``) and recorded samples (``suite/build.py``)."""
+(``suite/expressions.py``), the rows (``suite/aggregate.py``) and recorded samples (``suite/build.py``)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_llmjudge.aggregate import ScoredValue, compute_row, compute_rows, pass_k_cases
 from pytest_llmjudge.errors import ExpressionError, SuiteError
-from pytest_llmjudge.execution.scoreboard import combine_samples
+from pytest_llmjudge.execution.scorer import combine_samples
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.stats.betting import betting_interval
 from pytest_llmjudge.stats.pass_k import pass_at_k, pass_hat_k
+from pytest_llmjudge.suite.aggregate import ScoredValue, compute_row, compute_rows, pass_k_cases
 from pytest_llmjudge.suite.build import _combined, build_suite
 from pytest_llmjudge.suite.expressions import parse_aggregate
 from pytest_llmjudge.suite.model import Suite
@@ -136,7 +136,7 @@ def test_pass_k_parse_errors_say_what_was_meant(text: str, match: str) -> None:
 
 
 def case(name: str, *samples: float | None, language: str = "hi") -> ScoredValue:
-    """A case judged ``len(samples)`` times; a None sample makes it unscored, as the scoreboard does."""
+    """A case judged ``len(samples)`` times; a None sample makes it unscored, as the scorer does."""
     if any(sample is None for sample in samples):
         return ScoredValue(language, None, False, case=name)
     numbers = tuple(float(sample) for sample in samples if sample is not None)

@@ -1,8 +1,8 @@
-"""The progress line (``progress.py``) from counters and a fake clock: done/planned, ETA, cost or n/a."""
+"""The progress line (``progress/counters.py``) from counters and a fake clock: done/planned, ETA, cost or n/a."""
 
 from __future__ import annotations
 
-from pytest_llmjudge.progress import Counters, Progress
+from pytest_llmjudge.progress.counters import Counters, Progress
 
 
 class FakeClock:

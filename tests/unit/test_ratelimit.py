@@ -29,7 +29,7 @@ from pytest_llmjudge.judges.base import ProviderRequest, Usage
 from pytest_llmjudge.judges.openai import OpenAIProvider
 from pytest_llmjudge.judges.prompts import JudgedText, JudgeSettings, build_request
 from pytest_llmjudge.judges.rubrics import BUILTIN_RUBRICS
-from pytest_llmjudge.session.state import scoreboard_key
+from pytest_llmjudge.session.state import scorer_key
 from pytest_llmjudge.testing import Fault, LoopbackServer, ScriptedJudge
 
 T = TypeVar("T")
@@ -450,7 +450,7 @@ assert: [linguistic_acceptability >= 1]
     recorder.assertoutcome(passed=4)
     # The options reach the endpoint's budget, which admitted every request; how a budget spaces
     # requests is checked exactly above, on a fake clock (real arrival times jitter under load).
-    board = recorder.getcall("pytest_sessionfinish").session.config.stash[scoreboard_key]
+    board = recorder.getcall("pytest_sessionfinish").session.config.stash[scorer_key]
     budget = board.runner.budgets.get("openai", loopback.openai_base_url)
     assert budget.budget == Budget(600.0, 10_000_000.0)
     assert budget.stats.admitted == 4 == len(loopback.requests)

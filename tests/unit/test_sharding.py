@@ -1,4 +1,4 @@
-"""Shard assignment (sharding.py), and the cache store named in the summary without its credentials."""
+"""Shard assignment (selection/sharding.py), and the cache store named in the summary without its credentials."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from pytest_llmjudge.errors import ConfigError, StoreUnavailableError
-from pytest_llmjudge.execution.scoreboard import ScoreBoard, lease_ttl
+from pytest_llmjudge.execution.scorer import Scorer, lease_ttl
 from pytest_llmjudge.registry import Registry
+from pytest_llmjudge.selection.sharding import Shard, shard_key, shard_of
 from pytest_llmjudge.settings import Settings
-from pytest_llmjudge.sharding import Shard, shard_key, shard_of
 
 
 @pytest.mark.parametrize("spec", ["0/3", "4/3", "1/0", "2", "a/b", "-1/3"])
@@ -40,15 +40,13 @@ def test_cache_description_masks_the_credentials_of_the_store_url(tmp_path: Path
     with pytest.raises(
         StoreUnavailableError, match=r"cache store redis://\*\*\*@127\.0\.0\.1:1/0\?prefix=ci: is"
     ) as info:
-        ScoreBoard(Registry(), Settings(cache_dir=tmp_path, cache_url=url))
+        Scorer(Registry(), Settings(cache_dir=tmp_path, cache_url=url))
     assert "hunter2" not in str(info.value)
-    board = ScoreBoard(Registry(), Settings(cache_dir=tmp_path, cache_url=url, cache_fallback="local"))
+    board = Scorer(Registry(), Settings(cache_dir=tmp_path, cache_url=url, cache_fallback="local"))
     assert board.cache_description == "use (redis://***@127.0.0.1:1/0?prefix=ci:)"
     assert board.store_failure is not None and board.store_failure.startswith("at start: put failed: ConnectionError")
-    assert ScoreBoard(Registry(), Settings(cache_dir=tmp_path)).cache_description == f"use ({tmp_path})"
-    assert (
-        ScoreBoard(Registry(), Settings(cache_dir=tmp_path, cache_url=url, cache_mode="off")).cache_description == "off"
-    )
+    assert Scorer(Registry(), Settings(cache_dir=tmp_path)).cache_description == f"use ({tmp_path})"
+    assert Scorer(Registry(), Settings(cache_dir=tmp_path, cache_url=url, cache_mode="off")).cache_description == "off"
 
 
 def test_the_lease_outlasts_the_longest_honest_call() -> None:

@@ -8,9 +8,9 @@ import pytest
 
 from pytest_llmjudge import builtin_plugins
 from pytest_llmjudge.errors import ProviderError, SpendCapReached
-from pytest_llmjudge.execution.scoreboard import ScoreBoard
-from pytest_llmjudge.execution.sharing import WorkerShare
+from pytest_llmjudge.execution.scorer import Scorer
 from pytest_llmjudge.execution.spend import MESSAGE_OVERHEAD, SpendCap, SpendLimits, token_bound
+from pytest_llmjudge.execution.xdist_sharing import WorkerShare
 from pytest_llmjudge.judges.base import ProviderRequest, Usage
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.settings import Settings
@@ -80,15 +80,15 @@ def test_zero_cap_sends_nothing() -> None:
 
 
 def test_each_xdist_worker_enforces_its_share_of_the_runs_cap(tmp_path: Path) -> None:
-    """The scoreboard of worker i of n gets share i (the end-to-end run: ``benchmarks/spend.py``,
+    """The scorer of worker i of n gets share i (the end-to-end run: ``benchmarks/spend.py``,
     ``-n 2`` with ``--llmjudge-max-calls 100`` on 300 calls made 100 requests)."""
     registry = Registry(providers=dict(builtin_plugins.pytest_llmjudge_providers()), rubrics={})
     settings = Settings(cache_mode="off", cache_dir=tmp_path, max_calls=5, max_cost=1.0)
     shares = []
     for index in range(2):
-        board = ScoreBoard(registry, settings, share=WorkerShare(index, 2, "run", wait_seconds=1.0))
+        board = Scorer(registry, settings, share=WorkerShare(index, 2, "run", wait_seconds=1.0))
         assert board.spend is not None and board.spend.run_limits == SpendLimits(max_calls=5, max_cost=1.0)
         shares.append(board.spend.limits)
     assert [share.max_calls for share in shares] == [3, 2]
     assert [share.max_cost for share in shares] == [0.5, 0.5]
-    assert ScoreBoard(registry, Settings(cache_mode="off", cache_dir=tmp_path)).spend is None
+    assert Scorer(registry, Settings(cache_mode="off", cache_dir=tmp_path)).spend is None

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_llmjudge.aggregate import ScoredValue, compute_rows
 from pytest_llmjudge.stats.grouping import MISSING
+from pytest_llmjudge.suite.aggregate import ScoredValue, compute_rows
 from pytest_llmjudge.suite.expressions import parse_aggregate
 from pytest_llmjudge.suite.model import AggregateCheck, Case
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_llmjudge.atomic import write_atomic
+from pytest_llmjudge.util.atomic import write_atomic
 from pytest_llmjudge.write_targets import check_targets, target_problem
 
 

@@ -17,9 +17,9 @@ in languages where that judge failed the gate then fail (or xfail/skip). Modules
 * ``schema.py``: the YAML format (pydantic, unknown keys are errors);
 * ``build.py``: file -> validated :class:`~pytest_llmjudge.calibration.build.CalibrationSet`;
   ``plain_items.py``: items read without a pydantic model each; ``convert.py``: annotation tables -> a file;
-* ``gate.py``: the statistics and the verdict of one language x metric gate (pure numpy);
-* ``gates.py``: the run's calibration sets, their judge scores (recorded, or live through the
-  scoreboard) and their gate verdicts, computed once;
+* ``agreement_gate.py``: the statistics and the verdict of one language x metric gate (pure numpy);
+* ``gate_computer.py``: the run's calibration sets, their judge scores (recorded, or live through the
+  scorer) and their gate verdicts, computed once;
 * ``correction.py``: per-language score correction fitted on the calibration set;
 * ``sanity.py``: word shuffling and the consistency/sensitivity verdicts (pure);
 * ``jury.py``: several live judges scored on one group x metric, and which to use;

@@ -8,7 +8,7 @@ would otherwise silently do nothing). Every problem is reported as
 ``file:line: field: message`` with a hint, like suite errors.
 
 Each item becomes a :class:`~pytest_llmjudge.suite.model.Case` (so live scores go through
-the same scoreboard, cache and concurrency as suite items) plus, per metric, its labels as
+the same scorer, cache and concurrency as suite items) plus, per metric, its labels as
 ``(annotator id, label)`` pairs in the order given.
 
 Degenerate cases: a metric listed in ``metrics`` that no item is labelled on, and a

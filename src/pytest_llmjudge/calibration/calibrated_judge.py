@@ -1,8 +1,8 @@
 """A judge for Python tests that refuses languages it failed its calibration in.
 
 :class:`CalibratedJudge` is the object behind the ``llmjudge_calibrated_judge`` fixture. It
-is a :class:`~pytest_llmjudge.fixture_judge.Judge` whose ``score`` and ``verdict`` first ask the
-run's :class:`~pytest_llmjudge.calibration.gates.GateComputer` whether this judge passed
+is a :class:`~pytest_llmjudge.execution.judge.Judge` whose ``score`` and ``verdict`` first ask the
+run's :class:`~pytest_llmjudge.calibration.gate_computer.GateComputer` whether this judge passed
 the human-agreement gate of the calibration set for the requested language and rubric
 (the same verdict, computed once per run, that gate items and calibrated suites use). When
 it did not, no judge call is made: ``on_uncalibrated`` is called with the message "judge
@@ -22,10 +22,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from pytest_llmjudge.calibration.gates import CalibrationCheck, GateComputer
+from pytest_llmjudge.calibration.gate_computer import CalibrationCheck, GateComputer
 from pytest_llmjudge.errors import UncalibratedJudgeError
-from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
-from pytest_llmjudge.fixture_judge import Judge
+from pytest_llmjudge.execution.judge import Judge
+from pytest_llmjudge.execution.scorer import Score, Scorer
 from pytest_llmjudge.judges.rubrics import Rubric
 from pytest_llmjudge.suite.model import Case
 from pytest_llmjudge.suite.schema import JudgeConfig
@@ -38,7 +38,7 @@ class CalibratedJudge(Judge):
 
     def __init__(
         self,
-        board: ScoreBoard,
+        board: Scorer,
         store: GateComputer,
         calibration: Path | str,
         config: JudgeConfig | None = None,

@@ -31,9 +31,9 @@ from typing import Any
 
 import pytest
 
+from pytest_llmjudge.calibration.agreement_gate import GateResult
 from pytest_llmjudge.calibration.build import CalibrationSet
-from pytest_llmjudge.calibration.gate import GateResult
-from pytest_llmjudge.calibration.gates import GateComputer, judge_scored_languages
+from pytest_llmjudge.calibration.gate_computer import GateComputer, judge_scored_languages
 from pytest_llmjudge.calibration.report import gate_message
 from pytest_llmjudge.errors import CaseFailure, GateError, GateFailure, LLMJudgeError
 from pytest_llmjudge.records import (
@@ -46,20 +46,20 @@ from pytest_llmjudge.records import (
     SensitivityRecord,
     UncalibratedRecord,
 )
-from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem, record
+from pytest_llmjudge.session.item_base import InvalidFileItem, LLMJudgeItem, record
+from pytest_llmjudge.suite.items import AggregateItem, CaseItem
 from pytest_llmjudge.suite.model import Case, Suite
-from pytest_llmjudge.suite_items import AggregateItem, CaseItem
 
 store_key = pytest.StashKey["GateComputer"]()
 
 
 def get_store(config: pytest.Config) -> GateComputer:
     """The run's gate computer (created on first use)."""
-    from pytest_llmjudge.session.state import scoreboard_key
+    from pytest_llmjudge.session.state import scorer_key
 
     store = config.stash.get(store_key, None)
     if store is None:
-        store = GateComputer(config.stash[scoreboard_key])
+        store = GateComputer(config.stash[scorer_key])
         config.stash[store_key] = store
     return store
 
@@ -167,10 +167,10 @@ class _CalibrationItem(LLMJudgeItem):
         if self.judge_problem is None:
             return
         from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
-        from pytest_llmjudge.session.state import scoreboard_key
+        from pytest_llmjudge.session.state import scorer_key
 
         label = self.store.live_label(self.calibration)
-        skip_or_fail_without_judge(self.config.stash[scoreboard_key].settings, f"judge {label} {self.judge_problem}")
+        skip_or_fail_without_judge(self.config.stash[scorer_key].settings, f"judge {label} {self.judge_problem}")
 
     def _keep(self, result: ItemRecord) -> None:
         self.llmjudge_result = result
@@ -215,9 +215,9 @@ class GateItem(_CalibrationItem):
         return run_family_key(self.config)
 
     def release_pvalue(self, design_level: float) -> float | None:
-        """The posterior p-value of "weighted F1 < threshold" (``calibration/gate.py``); None for a gate
+        """The posterior p-value of "weighted F1 < threshold" (``calibration/agreement_gate.py``); None for a gate
         with a problem. ``design_level`` is unused: the posterior does not tune to a level."""
-        from pytest_llmjudge.calibration.gate import release_pvalue
+        from pytest_llmjudge.calibration.agreement_gate import release_pvalue
 
         return release_pvalue(self.store.gate(self.calibration, self.language, self.metric))
 

@@ -1,7 +1,7 @@
 """A jury: several live judges scored on one calibration group x metric, and which to use.
 
 Per judge of ``jury.judges``: its own agreement gate on the group's items (the gate of
-``calibration/gate.py``, with the set's criteria), so each judge's weighted F1 vs the human
+``calibration/agreement_gate.py``, with the set's criteria), so each judge's weighted F1 vs the human
 aggregate and pass/fail per language. Among the judges (Krippendorff 2011; implemented and
 checked against the ``krippendorff`` package in ``stats/krippendorff.py``):
 
@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_llmjudge.calibration.gate import GateResult
+from pytest_llmjudge.calibration.agreement_gate import GateResult
 from pytest_llmjudge.calibration.schema import JuryConfig
 from pytest_llmjudge.stats.agreement import weighted_f1
 from pytest_llmjudge.stats.committee import combine_scores

@@ -6,7 +6,7 @@ Plain functions the Run calls (``session/run.py``; no hook here):
   :class:`~pytest_llmjudge.calibration.items.CalibrationFile` nodes; a suite file whose
   judge has ``judge.drift`` gets its drift sentinel items after its own (:func:`drift_items_of`);
 * :func:`configure` hooks the score correction, the drift sentinel and the jury into the
-  scoreboard;
+  scorer;
 * :func:`calibrated_gate_needs`: the live judge calls of the gates that the selected items
   of suites with ``judge.calibration`` need join the one plan after collection (gate and
   sanity items plan theirs as every item does, ``planned_calls``), so batch mode, xdist
@@ -18,7 +18,7 @@ Plain functions the Run calls (``session/run.py``; no hook here):
   (a relative path is taken from the invocation directory on the command line, from the
   rootdir in the ini file).
 
-The score correction is wired in through ``ScoreBoard.score_adjusters``: it changes a live
+The score correction is wired in through ``Scorer.score_adjusters``: it changes a live
 judge score only for suites that set ``judge.correction: true``. The end-of-run gate table
 (per language, the best-score share by annotator agreement, the sanity checks) is printed
 once, inside the ``llmjudge summary`` section, from the items' records
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_llmjudge.execution.scoreboard import JuryChoice, Score, ScoreBoard
+    from pytest_llmjudge.execution.scorer import JuryChoice, Score, Scorer
     from pytest_llmjudge.suite.model import Case, Suite
 
 
@@ -52,8 +52,8 @@ def add_options(parser: pytest.Parser) -> None:
     )
 
 
-def configure(config: pytest.Config, board: ScoreBoard) -> None:
-    """The score correction, the drift sentinel's identity check and the jury, wired into the scoreboard."""
+def configure(config: pytest.Config, board: Scorer) -> None:
+    """The score correction, the drift sentinel's identity check and the jury, wired into the scorer."""
 
     def adjust(suite: Suite, case: Case, score: Score) -> Score:
         # The calibration machinery (numpy, scipy) loads only for suites that correct scores.
@@ -107,13 +107,15 @@ def _calibrated_suite(item: pytest.Item) -> Suite | None:
 def calibrated_gate_needs(config: pytest.Config, items: Sequence[pytest.Item]) -> Iterator[tuple[Suite, Case, str]]:
     """The live judge calls of the gates that selected suite items' calibrated judges must pass
     (no calibration item asks for them): part of the one plan, so batch mode sends them too."""
-    from pytest_llmjudge.suite_items import AggregateItem, CaseItem
+    from pytest_llmjudge.suite.items import AggregateItem, CaseItem
 
     suites: dict[str, tuple[Suite, set[tuple[str, str]]]] = {}
     for item in items:
         if isinstance(item, (CaseItem, AggregateItem)) and item.judge_problem is None:
             if item.suite.judge.calibration is not None and item.suite.needs_live_judge:
-                from pytest_llmjudge.calibration.gates import judge_scored_languages  # numpy: only when calibrated
+                from pytest_llmjudge.calibration.gate_computer import (
+                    judge_scored_languages,  # numpy: only when calibrated
+                )
 
                 # Only the gates of the languages and metric the item scores (guard_suite_item checks no other).
                 if isinstance(item, CaseItem):

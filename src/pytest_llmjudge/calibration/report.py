@@ -18,8 +18,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from pytest_llmjudge.calibration.gate import GateResult
-from pytest_llmjudge.formatting import format_fixed
+from pytest_llmjudge.calibration.agreement_gate import GateResult
 from pytest_llmjudge.records import (
     ConsistencyRecord,
     GateRecord,
@@ -28,6 +27,7 @@ from pytest_llmjudge.records import (
     UncalibratedRecord,
 )
 from pytest_llmjudge.stats.annotators import AGREEMENT_LEVELS
+from pytest_llmjudge.util.formatting import format_fixed
 
 __all__ = ["ABBREVIATIONS", "StyledLine", "calibration_lines", "ceiling_definition", "gate_message", "short_metric"]
 

@@ -150,7 +150,7 @@ class GateConfig(StrictModel):
 
     The one place the gate's options and their defaults are written: a calibration set keeps
     it as validated (``CalibrationSet.gate``), its lookups apply the override rules, and
-    :class:`~pytest_llmjudge.calibration.gate.GateOptions` takes its defaults from here.
+    :class:`~pytest_llmjudge.calibration.agreement_gate.GateOptions` takes its defaults from here.
     """
 
     threshold: float = Field(..., ge=0.0, le=1.0, description="Minimum judge-vs-human weighted F1.")

@@ -2,7 +2,7 @@
 
 Each item judges the canary's clean and attacked twin (``pytest_llmjudge.canaries``) with the
 suite's judge on the suite's judged rubrics (those that need at most the input), through the
-run's scoreboard (planned, batched, cached like any call), and fails when the attacked twin
+run's scorer (planned, batched, cached like any call), and fails when the attacked twin
 scores better on some rubric, or when a twin could not be scored.
 """
 
@@ -16,12 +16,12 @@ import pytest
 
 from pytest_llmjudge.canaries import CanaryPair, canary_pairs
 from pytest_llmjudge.errors import CanaryFailure
-from pytest_llmjudge.execution.scoreboard import Score
-from pytest_llmjudge.formatting import format_value
+from pytest_llmjudge.execution.scorer import Score
 from pytest_llmjudge.records import CanaryRecord
-from pytest_llmjudge.session.items import LLMJudgeItem, record
+from pytest_llmjudge.session.item_base import LLMJudgeItem, record
 from pytest_llmjudge.suite.expressions import MetricThreshold
 from pytest_llmjudge.suite.model import Case, Suite
+from pytest_llmjudge.util.formatting import format_value
 
 
 def canary_metrics(suite: Suite) -> tuple[str, ...]:
@@ -114,17 +114,17 @@ class CanaryItem(LLMJudgeItem):
         if self.judge_problem is None:
             return
         from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
-        from pytest_llmjudge.session.state import scoreboard_key
+        from pytest_llmjudge.session.state import scorer_key
 
-        label = self.config.stash[scoreboard_key].judge_settings(self.suite.judge).label
+        label = self.config.stash[scorer_key].judge_settings(self.suite.judge).label
         skip_or_fail_without_judge(
-            self.config.stash[scoreboard_key].settings, f"judge {label} {self.judge_problem}", self.suite.judge.required
+            self.config.stash[scorer_key].settings, f"judge {label} {self.judge_problem}", self.suite.judge.required
         )
 
     def runtest(self) -> None:
-        from pytest_llmjudge.session.state import scoreboard_key
+        from pytest_llmjudge.session.state import scorer_key
 
-        board = self.config.stash[scoreboard_key]
+        board = self.config.stash[scorer_key]
         clean_case, attacked_case = self._twins()
         label = board.judge_settings(self.suite.judge).label
         scores: dict[str, dict[str, float | str | None]] = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_llmjudge.session.state import scoreboard_key
+from pytest_llmjudge.session.state import scorer_key
 
 
 def canary_items_of(collector: pytest.Collector) -> list[pytest.Item]:
@@ -15,5 +15,5 @@ def canary_items_of(collector: pytest.Collector) -> list[pytest.Item]:
         return []
     from pytest_llmjudge.canaries.items import canary_items
 
-    problem = collector.config.stash[scoreboard_key].judge_problem(suite.judge)
+    problem = collector.config.stash[scorer_key].judge_problem(suite.judge)
     return list(canary_items(collector, suite, problem))

@@ -46,15 +46,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_llmjudge.atomic import write_atomic
 from pytest_llmjudge.errors import BatchPending, LLMJudgeError, SpendCapReached
 from pytest_llmjudge.execution.cache import JudgeCache, redact
 from pytest_llmjudge.execution.cache_directory import writer_prefix
 from pytest_llmjudge.judges.base import JudgeProvider, LazyProvider, ProviderRequest
 from pytest_llmjudge.judges.batches import BatchAdapter, BatchProgress, BatchRequest, adapter_for, describe_error
+from pytest_llmjudge.util.atomic import write_atomic
 
 if TYPE_CHECKING:
-    from pytest_llmjudge.execution.scoreboard import ScoreBoard
+    from pytest_llmjudge.execution.scorer import Scorer
     from pytest_llmjudge.suite.model import Case, Suite
 
 RECORD_VERSION = 1
@@ -159,7 +159,7 @@ class BatchPhase:
 
     def __init__(
         self,
-        board: ScoreBoard,
+        board: Scorer,
         *,
         poll_seconds: float = 30.0,
         wait_seconds: float | None = None,
@@ -182,7 +182,7 @@ class BatchPhase:
     ) -> BatchSummary:
         """Do the whole phase; blocks until every batch ended (or the wait ran out).
 
-        ``needs``: the scoreboard's (suite, case, metric) calls; ``requests``: other judge
+        ``needs``: the scorer's (suite, case, metric) calls; ``requests``: other judge
         requests with their provider (a ranking's pairwise battles), batched alike."""
         if self.cache.mode != "use" or self.cache.root is None:
             raise LLMJudgeError(

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_llmjudge.execution.scoreboard import ScoreBoard
-    from pytest_llmjudge.session.items import Planner
+    from pytest_llmjudge.execution.scorer import Scorer
+    from pytest_llmjudge.session.item_base import Planner
 
 
-def check(board: ScoreBoard) -> None:
+def check(board: Scorer) -> None:
     """A usage error when batch mode can't work: its replies reach the items through the cache."""
     settings = board.settings
     if settings.cache_mode != "use":
@@ -47,12 +47,12 @@ def check(board: ScoreBoard) -> None:
         )
 
 
-def send_batches(session: pytest.Session, board: ScoreBoard, planners: Sequence[Planner]) -> None:
+def send_batches(session: pytest.Session, board: Scorer, planners: Sequence[Planner]) -> None:
     """Send the selected items' uncached requests as provider batches, so the plan finds them cached."""
     config = session.config
     from pytest_llmjudge.errors import BatchPending, LLMJudgeError
     from pytest_llmjudge.execution.batch import BatchPhase
-    from pytest_llmjudge.session.items import selected_calls, selected_requests
+    from pytest_llmjudge.session.item_base import selected_calls, selected_requests
 
     settings = board.settings
     reporter = config.pluginmanager.get_plugin("terminalreporter")

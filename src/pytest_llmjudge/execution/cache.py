@@ -77,7 +77,7 @@ from pytest_llmjudge.execution.cache_directory import DirectoryStore
 from pytest_llmjudge.execution.stores.base import CacheStore
 from pytest_llmjudge.execution.stores.namespace import NamespacedStore, key_id
 from pytest_llmjudge.judges.base import ProviderReply, ProviderRequest, Usage, canonical_json
-from pytest_llmjudge.redaction import secret_forms
+from pytest_llmjudge.util.redaction import secret_forms
 
 CacheMode = Literal["use", "refresh", "off"]
 SECRET_ENV = "LLMJUDGE_CACHE_SECRET"
@@ -99,7 +99,7 @@ def secret_from_environment(environ: Mapping[str, str] = os.environ) -> str | No
 def redact(text: str, secrets: Iterable[str]) -> str:
     """``text`` with every secret (length >= 4) replaced by ``***`` in each of its spellings, longest first.
 
-    The spellings are :func:`pytest_llmjudge.redaction.secret_forms`' (stripped, escaped,
+    The spellings are :func:`pytest_llmjudge.util.redaction.secret_forms`' (stripped, escaped,
     URL-encoded), so a key read with its file's newline is hidden where it appears stripped.
     """
     forms: set[str] = set()

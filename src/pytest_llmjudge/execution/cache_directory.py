@@ -74,8 +74,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_llmjudge.escaping import ONE_LINE, escape_controls
 from pytest_llmjudge.execution.stores.base import check_ttl
+from pytest_llmjudge.util.escaping import ONE_LINE, escape_controls
 
 _TMP_PREFIX = ".tmp-"
 _LOCK_FILE = "leases"

@@ -47,7 +47,7 @@ run, is used as it is, so a run never pays twice for one unparseable prompt (the
 re-asks with a note are other prompts). A non-owning xdist worker waits for the owner's
 fresh reply instead of asking itself.
 
-Under pytest-xdist a :class:`~pytest_llmjudge.execution.sharing.WorkerShare` makes each
+Under pytest-xdist a :class:`~pytest_llmjudge.execution.xdist_sharing.WorkerShare` makes each
 call once per run across workers (see that module).
 
 A provider failure after the last retry is an outcome with ``error`` set, never an
@@ -77,8 +77,8 @@ from pytest_llmjudge.errors import ProviderCallError, ProviderError, UnscoredErr
 from pytest_llmjudge.execution.cache import JudgeCache, Lease, cache_key, redact
 from pytest_llmjudge.execution.leasing import Holder, LeaseKeeper
 from pytest_llmjudge.execution.ratelimit import CONGESTION_STATUSES, Budget, Budgets
-from pytest_llmjudge.execution.sharing import WorkerShare
 from pytest_llmjudge.execution.spend import NOT_JUDGED, Reservation, SpendCap
+from pytest_llmjudge.execution.xdist_sharing import WorkerShare
 from pytest_llmjudge.judges.base import (
     MAX_REPLY_BYTES,
     JudgeProvider,

@@ -60,7 +60,7 @@ from pytest_llmjudge.stats.betting import betting_confidence_sequence, betting_s
 DEFAULT_ROUND = 20
 DEFAULT_SEED = 0
 CONFIDENCE = 0.95
-"""The level of the aggregates' intervals (``aggregate.py``): 2.5% per side."""
+"""The level of the aggregates' intervals (``suite/aggregate.py``): 2.5% per side."""
 
 NOT_NEEDED = "not needed: "
 """How the reason of a case sequential judging never judged begins."""

@@ -24,11 +24,11 @@ with :data:`NOT_JUDGED` and names the cap (``not judged: --llmjudge-max-calls 10
 requests sent; 300 judge calls planned)``); the items that needed it fail with that headline,
 never pass or skip, and the run exits non-zero.
 
-Under pytest-xdist each worker sends the calls it owns (``execution/sharing.py``); the run's cap
+Under pytest-xdist each worker sends the calls it owns (``execution/xdist_sharing.py``); the run's cap
 is split between the workers deterministically (:meth:`SpendLimits.share`: worker ``i`` of ``n``
 gets ``N // n`` calls, plus one when ``i < N % n``; cost and tokens ``1/n`` each), so the workers
 together never pass it; a worker that owns fewer calls than its share leaves the rest unused.
-CI shards (``sharding.py``) are separate runs: each keeps the cap it is given.
+CI shards (``selection/sharding.py``) are separate runs: each keeps the cap it is given.
 
 Degenerate cases: ``--llmjudge-max-calls 0`` sends nothing (a run from the cache alone); no cap
 set costs one comparison per request.

@@ -33,9 +33,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pytest_llmjudge.escaping import ONE_LINE, escape_controls
 from pytest_llmjudge.judges.base import public_url
-from pytest_llmjudge.redaction import redact
+from pytest_llmjudge.util.escaping import ONE_LINE, escape_controls
+from pytest_llmjudge.util.redaction import redact
 
 PROVIDER_FAILED = "provider failed: "
 """How a case's unscored reason starts when its judge call failed (not when its reply didn't parse)."""

@@ -17,7 +17,7 @@ documentation for the two context metrics), in our own words and with our own pr
   each, whether the passages support it. CR = (attributed statements) / (statements).
 
 A metric's calls go through the judge runner like rubric calls: planned after collection,
-sent concurrently, cached by prompt, re-asked when unparseable (``execution/scoreboard.py``
+sent concurrently, cached by prompt, re-asked when unparseable (``execution/scorer.py``
 chains faithfulness's second call on the first's reply inside the runner's loop). The
 claims, passages and statements with their verdicts and reasons are the score's
 ``detail``, which reports show.

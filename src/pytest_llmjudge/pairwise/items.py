@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_llmjudge.errors import RankingFailure
-from pytest_llmjudge.formatting import format_fixed
-from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem, record
+from pytest_llmjudge.session.item_base import InvalidFileItem, LLMJudgeItem, record
 from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
-from pytest_llmjudge.session.state import scoreboard_key
+from pytest_llmjudge.session.state import scorer_key
+from pytest_llmjudge.util.formatting import format_fixed
 
 if TYPE_CHECKING:
     from pytest_llmjudge.judges.base import JudgeProvider, ProviderRequest
@@ -74,7 +74,7 @@ class RankingRun:
         self._live: dict[str, list[BattleResult]] = {}
         if ranking.live:
             assert ranking.judge is not None
-            board = config.stash[scoreboard_key]
+            board = config.stash[scorer_key]
             self.judge_problem = board.judge_problem(ranking.judge)
             self.judge_label = board.judge_settings(ranking.judge).label
         self.evaluator: RankingEvaluator = RankingEvaluator(ranking, self.live if ranking.live else None)
@@ -83,7 +83,7 @@ class RankingRun:
         if self.judge is None:
             from pytest_llmjudge.pairwise.pairwise_judge import PairwiseJudge
 
-            board = self.config.stash[scoreboard_key]
+            board = self.config.stash[scorer_key]
             assert self.ranking.judge is not None
             self.judge = PairwiseJudge(
                 board.runner,
@@ -199,7 +199,7 @@ class RankingItem(LLMJudgeItem):
         if not self.needs_live() or self.run.judge_problem is None:
             return
         reason = f"pairwise judge {self.run.judge_label} {self.run.judge_problem}"
-        skip_or_fail_without_judge(self.config.stash[scoreboard_key].settings, reason)
+        skip_or_fail_without_judge(self.config.stash[scorer_key].settings, reason)
 
     def _keep(self, result: ItemRecord) -> None:
         self.llmjudge_result = result

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pytest_llmjudge.execution.runner import CallResult, JudgeRunner
-from pytest_llmjudge.execution.sharing import WorkerShare
+from pytest_llmjudge.execution.xdist_sharing import WorkerShare
 from pytest_llmjudge.judges.base import JudgeProvider, ProviderRequest
 from pytest_llmjudge.judges.prompts import JudgeSettings
 from pytest_llmjudge.pairwise.prompts import (
@@ -268,7 +268,7 @@ class PairwiseJudge:
     """Submits a ranking's battles to the judge runner and collects their results.
 
     ``share`` (pytest-xdist): calls are partitioned between workers like rubric calls are
-    (``execution.sharing``); eager submission makes only this worker's calls, a later
+    (``execution.xdist_sharing``); eager submission makes only this worker's calls, a later
     :meth:`result` waits for another worker's reply through the cache.
     """
 

@@ -5,7 +5,7 @@ A YAML file with a top-level ``ranking:`` key is collected by the Run as a
 
 Live judging: after collection, every battle of the selected items' languages is submitted
 to the judge runner at once (cached, retried, concurrent; under pytest-xdist each call is
-made by one worker, see ``execution.sharing``); items then block on their language's
+made by one worker, see ``execution.xdist_sharing``); items then block on their language's
 battles.
 """
 

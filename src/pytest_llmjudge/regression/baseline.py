@@ -79,10 +79,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_llmjudge.atomic import write_atomic
 from pytest_llmjudge.errors import BaselineError
-from pytest_llmjudge.formatting import number
 from pytest_llmjudge.records import AggregateRecord, CaseRecord, CaseScore, ItemRecord
+from pytest_llmjudge.util.atomic import write_atomic
+from pytest_llmjudge.util.formatting import number
 
 if TYPE_CHECKING:
     from pytest_llmjudge.history import History

@@ -66,7 +66,7 @@ class HumanChange:
 
     def text(self) -> str:
         """One line for the item's message: what was estimated, from what, how sure."""
-        from pytest_llmjudge.formatting import format_fixed
+        from pytest_llmjudge.util.formatting import format_fixed
 
         if self.value is None:
             return (
@@ -84,7 +84,7 @@ class HumanChange:
 
 
 def _signed(value: float | None) -> str:
-    from pytest_llmjudge.formatting import format_fixed
+    from pytest_llmjudge.util.formatting import format_fixed
 
     text = format_fixed(value)
     return text if value is None or text.startswith("-") or text == "0.000" else "+" + text

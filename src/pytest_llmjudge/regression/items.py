@@ -8,7 +8,7 @@ names the baseline (unless ``missing_suite: skip``), else skipped (:class:`Regre
 a baseline that can't be read gets one failing ``regression[baseline]`` item
 (:class:`RegressionErrorItem`).
 
-A :class:`RegressionItem` asks the scoreboard for the candidate's scores itself (recorded,
+A :class:`RegressionItem` asks the scorer for the candidate's scores itself (recorded,
 judged or computed), so it does not depend on the suite's case items having run in the same
 process, and compares them with the baseline (``regression.compare``).
 
@@ -28,7 +28,7 @@ adjusted p is ``<= alpha`` (:class:`JoinedDecision`).
 Agreement gates join the run's family the same way (``gate: {family: release}`` in a
 calibration set, or ``--llmjudge-family-include=gates``; the gate items'
 ``release_family_key``, :func:`run_family_key`): their p-value is the posterior probability
-that weighted F1 is below the threshold (``calibration/gate.py``), and a gate passes the
+that weighted F1 is below the threshold (``calibration/agreement_gate.py``), and a gate passes the
 criterion when its adjusted p is ``<= alpha``.
 
 Outcomes: a regression fails; an inconclusive drop passes with a
@@ -49,10 +49,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_llmjudge.errors import RegressionFailure
-from pytest_llmjudge.formatting import format_fixed, format_value
-from pytest_llmjudge.session.items import LLMJudgeItem, record
+from pytest_llmjudge.session.item_base import LLMJudgeItem, record
 from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
-from pytest_llmjudge.session.state import scoreboard_key
+from pytest_llmjudge.session.state import scorer_key
+from pytest_llmjudge.util.formatting import format_fixed, format_value
 
 if TYPE_CHECKING:
     from pytest_llmjudge.errors import BaselineError
@@ -227,10 +227,10 @@ def regression_items(self: pytest.Collector) -> list[pytest.Item]:
     """The regression items of one suite file (``self``, its ``SuiteFile`` node), collected after the
     suite's own items: the Run adds them to the suite file's collection, so the file is collected once."""
     from pytest_llmjudge.errors import BaselineError, LLMJudgeError
-    from pytest_llmjudge.escaping import ONE_LINE, escape_controls
     from pytest_llmjudge.regression.baseline import resolve_path
     from pytest_llmjudge.session.suites import built_suite
     from pytest_llmjudge.stats.grouping import MISSING, Group
+    from pytest_llmjudge.util.escaping import ONE_LINE, escape_controls
 
     state = self.config.stash[state_key]
     try:
@@ -407,7 +407,7 @@ class RegressionItem(LLMJudgeItem):
         return [(self.suite, case, self.metric) for case in self.cases]
 
     def setup(self) -> None:
-        board = self.config.stash[scoreboard_key]
+        board = self.config.stash[scorer_key]
         if self.suite.metric_kinds.get(self.metric) not in ("rubric", "judged"):
             return
         if all(self.metric in case.recorded for case in self.cases):
@@ -419,7 +419,7 @@ class RegressionItem(LLMJudgeItem):
         skip_or_fail_without_judge(board.settings, reason, self.suite.judge.required)
 
     def _candidate(self) -> tuple[dict[str, float | None], dict[str, str], bool | None, set[str]]:
-        board = self.config.stash[scoreboard_key]
+        board = self.config.stash[scorer_key]
         board.plan(self.planned_calls())
         scores: dict[str, float | None] = {}
         reasons: dict[str, str] = {}

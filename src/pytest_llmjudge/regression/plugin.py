@@ -193,8 +193,8 @@ def _redact_outputs(baseline: Baseline, config: pytest.Config) -> None:
     A baseline is meant to be committed and shared; a model output that echoes a key (or a
     base URL with a password) must not carry it there, as it doesn't into the reports.
     """
-    from pytest_llmjudge.redaction import redact
     from pytest_llmjudge.session.secrets import run_secrets
+    from pytest_llmjudge.util.redaction import redact
 
     secrets = run_secrets(config)
     for suite in baseline.suites.values():
@@ -222,9 +222,9 @@ def junit_verdict(config: pytest.Config, records: list[ItemRecord]) -> None:
     xml = config.stash.get(xml_key, None)
     verdict = _verdict(records) if xml is not None else None
     if xml is not None and verdict is not None:
-        from pytest_llmjudge.escaping import ONE_LINE, escape_controls
-        from pytest_llmjudge.redaction import redact
         from pytest_llmjudge.session.secrets import run_secrets
+        from pytest_llmjudge.util.escaping import ONE_LINE, escape_controls
+        from pytest_llmjudge.util.redaction import redact
 
         # As every other text the plugin writes into JUnit: the run's credentials replaced, controls visible.
         text = escape_controls(redact(verdict.text, run_secrets(config)), ONE_LINE)
@@ -293,7 +293,7 @@ def write_summary(terminalreporter: Any, state: RegressionState, records: list[I
         lines.append((f"llmjudge: {state.saved}", {"green": True}))
     if state.save_problem:
         lines.append((f"llmjudge: baseline not saved: {state.save_problem}", {"red": True}))
-    from pytest_llmjudge.escaping import ONE_LINE, escape_controls
+    from pytest_llmjudge.util.escaping import ONE_LINE, escape_controls
 
     for text, markup in lines:
         terminalreporter.write_line(escape_controls(text, ONE_LINE), **markup)

@@ -48,7 +48,7 @@ record without an outcome counts as failed; no usage or an unpriced model gives 
 one run give no cost either (the accounting sums tokens over models). Secrets (API keys
 from the environment, keys the runner sent, base-URL passwords) and credentials in any URL
 are replaced by ``***`` in every string of the document, keys included
-(:func:`~pytest_llmjudge.redaction.redact_value` over its wire form).
+(:func:`~pytest_llmjudge.util.redaction.redact_value` over its wire form).
 """
 
 from __future__ import annotations
@@ -67,7 +67,6 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pytest_llmjudge.errors import PriceError
 from pytest_llmjudge.execution.runner import RunnerStats
-from pytest_llmjudge.formatting import format_number, format_value, number
 from pytest_llmjudge.metrics.scales import reference_scale
 from pytest_llmjudge.records import (
     AggregateRecord,
@@ -85,7 +84,6 @@ from pytest_llmjudge.records import (
     Threshold,
     UncalibratedRecord,
 )
-from pytest_llmjudge.redaction import redact_value
 from pytest_llmjudge.regression.verdict import release_verdict
 from pytest_llmjudge.report.document import (
     Accounting,
@@ -99,6 +97,8 @@ from pytest_llmjudge.report.document import (
     SummaryRow,
     Totals,
 )
+from pytest_llmjudge.util.formatting import format_number, format_value, number
+from pytest_llmjudge.util.redaction import redact_value
 
 _R = TypeVar("_R", bound=ItemRecord)
 
@@ -211,7 +211,7 @@ def _mean_ci(
 ) -> tuple[float | None, float | None, float | None]:
     if not values:
         return None, None, None
-    from pytest_llmjudge.aggregate import mean_ci
+    from pytest_llmjudge.suite.aggregate import mean_ci
 
     # The aggregates' interval (betting on a known scale, else the bootstrap), so a summary row
     # agrees with its aggregate item; it may have none (a single value), which the row shows as "-".

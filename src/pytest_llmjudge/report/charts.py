@@ -16,7 +16,7 @@ Four chart types, each a function returning one ``<svg>`` element as text:
 Colours come from CSS classes (``pass``, ``fail``, ``ceil``, ``neutral``, ``c0``..``c5``)
 defined in the report's stylesheet, so the SVG text stays small. Every mark has a
 ``<title>`` (a tooltip in browsers); numbers read as everywhere else in the reports
-(``formatting.py``). Degenerate input: no bars/rows gives a small SVG that
+(``util/formatting.py``). Degenerate input: no bars/rows gives a small SVG that
 says "no data"; missing values (None) draw nothing but keep their label; all-equal values
 get a range of one unit around them; text is escaped.
 """
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from pytest_llmjudge.formatting import format_fixed, format_value, number
+from pytest_llmjudge.util.formatting import format_fixed, format_value, number
 
 FONT = 11
 CHAR_WIDTH = 6.2  # approximate advance of an 11 px sans-serif character

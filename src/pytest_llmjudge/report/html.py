@@ -1,7 +1,7 @@
 """``--llmjudge-report=html:PATH``: one self-contained HTML file that people read.
 
 Rendered from the typed report document (:class:`~pytest_llmjudge.report.document.ReportDocument`,
-read by attribute; numbers through ``formatting.py``); no network is needed to view it:
+read by attribute; numbers through ``util/formatting.py``); no network is needed to view it:
 the stylesheet and the one small script are inline, every chart is inline SVG drawn in
 Python (``report/charts.py``), nothing is fetched. Sections, each only when the run has
 data for it:
@@ -57,9 +57,6 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from pytest_llmjudge.atomic import write_atomic
-from pytest_llmjudge.escaping import MULTILINE, escape_controls
-from pytest_llmjudge.formatting import format_fixed, format_interval, format_number, format_value, number
 from pytest_llmjudge.records import (
     AggregateRecord,
     CaseRecord,
@@ -75,6 +72,9 @@ from pytest_llmjudge.report import charts
 from pytest_llmjudge.report.assemble import ALL, NOT_DECIDED, is_failure
 from pytest_llmjudge.report.document import NotRun, ReportDocument, RunInfo, SummaryRow, TrendPoint
 from pytest_llmjudge.report.terminal import STATUS_TEXT, accounting_line, every_case_unscored, ranking_entries
+from pytest_llmjudge.util.atomic import write_atomic
+from pytest_llmjudge.util.escaping import MULTILINE, escape_controls
+from pytest_llmjudge.util.formatting import format_fixed, format_interval, format_number, format_value, number
 
 JUSTIFICATION_CHARS = 400
 MAX_CASE_ROWS = 50_000

@@ -18,9 +18,9 @@ import json
 import re
 from pathlib import Path
 
-from pytest_llmjudge.atomic import write_atomic
 from pytest_llmjudge.report.assemble import collector_paused
 from pytest_llmjudge.report.document import ReportDocument
+from pytest_llmjudge.util.atomic import write_atomic
 
 _RAW_CONTROL = re.compile("[\x7f-\x9f\ud800-\udfff]")
 """DEL, C1, and lone surrogates (not encodable as UTF-8): written as ``\\u`` escapes, which read back the same."""

@@ -32,12 +32,12 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from pytest_llmjudge.atomic import write_atomic
-from pytest_llmjudge.formatting import format_number
 from pytest_llmjudge.records import CaseRecord, ItemRecord, RegressionRecord
 from pytest_llmjudge.report.assemble import ALL, is_failure, threshold_text
 from pytest_llmjudge.report.document import ReportDocument, SummaryRow
 from pytest_llmjudge.report.terminal import STATUS_TEXT, accounting_line
+from pytest_llmjudge.util.atomic import write_atomic
+from pytest_llmjudge.util.formatting import format_number
 
 MAX_ROWS = 400
 MAX_FAILURES = 50

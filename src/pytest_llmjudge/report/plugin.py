@@ -15,8 +15,8 @@ Plain functions of the run's report phase; the Run calls them in its order (no h
   valid against ``junit-10.xsd``; ``--llmjudge-junit-properties`` (ini
   ``llmjudge_junit_properties``) also writes them as testcase ``<properties>``, as before.
 * What leaves the process: the failure and skip text of the plugin's items, the values they
-  record and the terminal summary are redacted (:func:`run_secrets`, ``redaction.py``) and
-  control characters in them made visible (``escaping.py``), before pytest, xdist or JUnit
+  record and the terminal summary are redacted (:func:`run_secrets`, ``util/redaction.py``) and
+  control characters in them made visible (``util/escaping.py``), before pytest, xdist or JUnit
   see them.
 
 The reports are written once, at session end, by the process that owns the terminal (the
@@ -39,13 +39,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_llmjudge.escaping import ONE_LINE, escape_controls
 from pytest_llmjudge.session.secrets import clean_text, note_judge, run_secrets
+from pytest_llmjudge.util.escaping import ONE_LINE, escape_controls
 
 # The document's models (pydantic) are imported where they are built: every pytest run loads
 # this module, with or without --llmjudge, and pydantic with the models was most of its import.
 if TYPE_CHECKING:
-    from pytest_llmjudge.execution.scoreboard import ScoreBoard
+    from pytest_llmjudge.execution.scorer import Scorer
     from pytest_llmjudge.history import History
     from pytest_llmjudge.records import ItemRecord
     from pytest_llmjudge.report.document import ReportDocument, SuiteInfo
@@ -202,7 +202,7 @@ def _terminal_width(terminalreporter: Any) -> int:
     return width if isinstance(width, int) and width > 0 else 100
 
 
-def _suite_info(config: pytest.Config, board: ScoreBoard, suite: Suite) -> SuiteInfo:
+def _suite_info(config: pytest.Config, board: Scorer, suite: Suite) -> SuiteInfo:
     from pytest_llmjudge.report.assemble import clean_url
     from pytest_llmjudge.report.document import JudgeInfo, SuiteInfo
 
@@ -254,7 +254,7 @@ def _suite_info(config: pytest.Config, board: ScoreBoard, suite: Suite) -> Suite
     )
 
 
-def note_suites(config: pytest.Config, state: ReportState, board: ScoreBoard, items: list[pytest.Item]) -> None:
+def note_suites(config: pytest.Config, state: ReportState, board: Scorer, items: list[pytest.Item]) -> None:
     """What only collection knows of each selected item's suite (judge, rubric versions), and its credentials."""
     from pytest_llmjudge.suite.model import Suite
 
@@ -381,7 +381,7 @@ def build(
     config: pytest.Config,
     state: ReportState,
     collector: ResultsCollector,
-    board: ScoreBoard,
+    board: Scorer,
     exit_status: int | None = None,
 ) -> ReportDocument:
     """The run's report document (cached once the session has finished)."""
@@ -428,7 +428,7 @@ def build(
 
 
 def write_reports(
-    session: pytest.Session, exitstatus: int, state: ReportState, collector: ResultsCollector, board: ScoreBoard
+    session: pytest.Session, exitstatus: int, state: ReportState, collector: ResultsCollector, board: Scorer
 ) -> None:
     """Write the report files, the history and the step summary (the process that owns the terminal)."""
     config = session.config
@@ -499,9 +499,9 @@ def _with_history(
     """Earlier runs' rows into the document (for the HTML trends), then this run appended and its
     scores kept as the branch's baseline. A history that can't be written fails the run, like a report."""
     from pytest_llmjudge import history
-    from pytest_llmjudge.redaction import redact
     from pytest_llmjudge.regression.baseline import baseline_text, build_baseline, run_metadata
     from pytest_llmjudge.report.document import TrendPoint
+    from pytest_llmjudge.util.redaction import redact
 
     try:
         last = max(1, int(str(config.getini("llmjudge_history_runs"))))
@@ -609,10 +609,10 @@ def write_summary(
     terminalreporter: Any,
     state: ReportState,
     collector: ResultsCollector,
-    board: ScoreBoard,
+    board: Scorer,
 ) -> None:
     """The ``llmjudge summary`` section and the "judge items did not run" lines."""
-    from pytest_llmjudge.judge_policy import summary_lines as no_judge_lines
+    from pytest_llmjudge.judges.no_judge_policy import summary_lines as no_judge_lines
     from pytest_llmjudge.report.terminal import short_summary_lines, summary_lines
 
     document = build(config, state, collector, board)

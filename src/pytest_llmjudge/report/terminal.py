@@ -38,10 +38,10 @@ import textwrap
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 
-from pytest_llmjudge.formatting import format_fixed, format_number
 from pytest_llmjudge.records import LeaderboardRecord, RegressionRecord, ReleaseVerdict, Standing, Threshold
 from pytest_llmjudge.report.assemble import ALL, NOT_DECIDED, is_failure, threshold_text
 from pytest_llmjudge.report.document import Accounting, GateBrief, NotRun, ReportDocument, SuiteInfo, SummaryRow
+from pytest_llmjudge.util.formatting import format_fixed, format_number
 
 WIDTH = 100
 MAX_DETAIL_LINES = 10

@@ -10,14 +10,14 @@ one JSON file per worker. Nothing else crosses: the items' records ride their re
 Controller -> worker (``workerinput``):
 
 * ``llmjudge_run_started``: the controller's clock (Unix time) before it started any worker;
-  a cache entry written after it is this run's (another worker's), see ``execution/sharing.py``;
+  a cache entry written after it is this run's (another worker's), see ``execution/xdist_sharing.py``;
 * ``llmjudge_progress_dir``: the directory where each worker writes its progress file.
 
 Worker -> controller (``workeroutput``), each written only when the worker has it:
 
 * ``llmjudge_stats``: the worker's judge-call accounting (``RunnerStats`` as a dict);
 * ``llmjudge_endpoints``: its judge calls per endpoint (``judges/diagnosis.py``);
-* ``llmjudge_cache_problems``: its cache location's headlines (``ScoreBoard.cache_problems``);
+* ``llmjudge_cache_problems``: its cache location's headlines (``Scorer.cache_problems``);
 * ``llmjudge_rejections``: its rejected cache entries, by reason;
 * ``llmjudge_store_failure``: why it gave up the remote cache store;
 * ``llmjudge_report_suites``: what only collection knows of each suite (``SuiteInfo``, wire form);
@@ -26,7 +26,7 @@ Worker -> controller (``workeroutput``), each written only when the worker has i
 
 Progress files (``<progress_dir>/<workerid>.json``): ``{"counters": Counters, "models": [...]}``,
 rewritten atomically every tick by the worker and summed by the controller's progress thread
-(``progress_plugin.py``).
+(``progress/plugin.py``).
 
 Degenerate cases: a worker that crashed sends no ``workeroutput`` (every read below defaults
 to nothing); without xdist nothing here is used.

@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_llmjudge.judge_policy import NoJudge
+from pytest_llmjudge.judges.no_judge_policy import NoJudge
 from pytest_llmjudge.session.channel import WorkerReport
 
 if TYPE_CHECKING:
     from pytest_llmjudge.execution.runner import RunnerStats
-    from pytest_llmjudge.execution.scoreboard import ScoreBoard
+    from pytest_llmjudge.execution.scorer import Scorer
     from pytest_llmjudge.records import ItemRecord
     from pytest_llmjudge.report.document import NotRun, SuiteInfo
 
@@ -58,9 +58,9 @@ def _reason(report: pytest.TestReport) -> str:
 class ResultsCollector:
     """Collects item records (``report.llmjudge``, carried by reports under xdist too) for every report."""
 
-    def __init__(self, board: ScoreBoard | None = None) -> None:
+    def __init__(self, board: Scorer | None = None) -> None:
         self.board = board
-        """This process's scoreboard: its own accounting is added to the workers'."""
+        """This process's scorer: its own accounting is added to the workers'."""
         self.records: list[ItemRecord] = []
         """The items' typed records (``report.llmjudge``, parsed back under xdist) with ``nodeid`` and ``outcome``."""
         self.worker_stats: list[dict[str, int]] = []
@@ -68,7 +68,7 @@ class ResultsCollector:
         self.worker_endpoints: list[dict[str, Any]] = []
         """Each xdist worker's judge calls per endpoint (``judges/diagnosis.py``), for the headline."""
         self.cache_problems: list[list[str]] = []
-        """Each xdist worker's cache-location headlines (``ScoreBoard.cache_problems``)."""
+        """Each xdist worker's cache-location headlines (``Scorer.cache_problems``)."""
         self.store_failures: list[str] = []
         """Why xdist workers gave up the remote cache store (``execution/stores/fallback.py``)."""
         self.rejections: dict[str, int] = {}
@@ -194,7 +194,7 @@ class ResultsCollector:
         if board is not None and board.store_failure:
             failures.append(board.store_failure)
         if board is not None and failures:
-            from pytest_llmjudge.redaction import redact
+            from pytest_llmjudge.util.redaction import redact
 
             where = redact(board.settings.cache_url or "")
             workers = f" in {len(failures)} processes" if len(failures) > 1 else ""

@@ -1,4 +1,4 @@
-"""The pytest side of the one "no judge" policy (``judge_policy.py``): end the item by skipping or failing.
+"""The pytest side of the one "no judge" policy (``judges/no_judge_policy.py``): end the item by skipping or failing.
 
 Every item kind and the ``llmjudge_judge`` fixture call :func:`skip_or_fail_without_judge`
 once they know their judge can't be called; ``judge_policy.no_judge_outcome`` decides
@@ -13,7 +13,7 @@ from typing import NoReturn
 
 import pytest
 
-from pytest_llmjudge.judge_policy import no_judge_outcome
+from pytest_llmjudge.judges.no_judge_policy import no_judge_outcome
 from pytest_llmjudge.settings import Settings
 
 

@@ -2,14 +2,14 @@
 
 Registered by ``plugin.py``'s ``pytest_configure`` only when ``--llmjudge`` is given (so
 nothing here asks whether the plugin is on), like pytest-xdist's ``DSession``. It owns the
-settings, the scoreboard (the call planner and runner), the results collector (the one
+settings, the scorer (the call planner and runner), the results collector (the one
 listener every report is built from) and each feature's state; the feature modules
 (``report/plugin.py``, ``regression/plugin.py``, ``calibration/plugin.py``,
-``progress_plugin.py``, ``sharding_plugin.py``, ``label_queue_plugin.py``,
-``selection_plugin.py``, ``execution/batch_plugin.py``, ``pairwise/plugin.py``,
+``progress/plugin.py``, ``selection/sharding_plugin.py``, ``label_queue/plugin.py``,
+``selection/plugin.py``, ``execution/batch_plugin.py``, ``pairwise/plugin.py``,
 ``canaries/plugin.py``) are plain code it calls. Its hooks are the phases, in this order:
 
-1. **configure** (:meth:`Run.__init__`): settings, scoreboard, then each feature's options
+1. **configure** (:meth:`Run.__init__`): settings, scorer, then each feature's options
    (label queue, shard, progress, rankings, regression, reports, batch, calibration), and
    the files the run will write claimed (refused now if they can't be written);
 2. **collect** (``pytest_collect_file``): a YAML file's top-level key picks its one File
@@ -49,23 +49,26 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_llmjudge import label_queue_plugin, progress_plugin, selection_plugin, sharding_plugin
 from pytest_llmjudge.calibration import plugin as calibration
 from pytest_llmjudge.canaries import plugin as canaries
 from pytest_llmjudge.errors import ConfigError, MissingDependencyError
 from pytest_llmjudge.execution import batch_plugin
+from pytest_llmjudge.label_queue import plugin as label_queue_plugin
 from pytest_llmjudge.pairwise import plugin as rankings
+from pytest_llmjudge.progress import plugin as progress_plugin
 from pytest_llmjudge.regression import plugin as regression
 from pytest_llmjudge.report import plugin as reports
+from pytest_llmjudge.selection import plugin as selection_plugin
+from pytest_llmjudge.selection import sharding_plugin
 from pytest_llmjudge.session import channel
 from pytest_llmjudge.session.collector import ResultsCollector
-from pytest_llmjudge.session.items import Planner, file_node, selected_calls
-from pytest_llmjudge.session.state import recorder_key, scoreboard_key
+from pytest_llmjudge.session.item_base import Planner, file_node, selected_calls
+from pytest_llmjudge.session.state import recorder_key, scorer_key
 from pytest_llmjudge.settings import OPTIONS, Settings, resolve_settings
 
 if TYPE_CHECKING:
-    from pytest_llmjudge.execution.scoreboard import ScoreBoard
-    from pytest_llmjudge.execution.sharing import WorkerShare
+    from pytest_llmjudge.execution.scorer import Scorer
+    from pytest_llmjudge.execution.xdist_sharing import WorkerShare
     from pytest_llmjudge.records import ItemRecord
     from pytest_llmjudge.suite.model import Case, Suite
 
@@ -75,7 +78,7 @@ NAME = "llmjudge-run"
 _ENTRY_POINT_GROUP = "pytest_llmjudge"
 
 FILE_CLASSES: dict[str, tuple[str, str]] = {
-    "suite": ("pytest_llmjudge.suite_items", "SuiteFile"),
+    "suite": ("pytest_llmjudge.suite.items", "SuiteFile"),
     "calibration": ("pytest_llmjudge.calibration.items", "CalibrationFile"),
     "ranking": ("pytest_llmjudge.pairwise.items", "RankingFile"),
 }
@@ -115,8 +118,8 @@ class Run:
         config.add_cleanup(_unfreeze_heap)
         self.settings = settings_from_config(config)
         config.pluginmanager.load_setuptools_entrypoints(_ENTRY_POINT_GROUP)
-        self.board = self._scoreboard()
-        config.stash[scoreboard_key] = self.board
+        self.board = self._scorer()
+        config.stash[scorer_key] = self.board
         try:
             self._configure()
         except BaseException:
@@ -159,13 +162,13 @@ class Run:
         calibration.configure(config, self.board)
         self.planners.append(lambda items: calibration.calibrated_gate_needs(config, items))
 
-    def _scoreboard(self) -> ScoreBoard:
-        from pytest_llmjudge.execution.scoreboard import ScoreBoard
+    def _scorer(self) -> Scorer:
+        from pytest_llmjudge.execution.scorer import Scorer
         from pytest_llmjudge.registry import Registry
 
         config = self.config
         try:  # opens the cache store: a bad --llmjudge-cache-url or a missing client library is a usage error
-            board = ScoreBoard(
+            board = Scorer(
                 Registry.from_hook(config.hook),
                 self.settings,
                 share=_worker_share(config, self.settings),
@@ -173,7 +176,7 @@ class Run:
             )
             board.notify = self._say
         except (ConfigError, MissingDependencyError) as exc:
-            from pytest_llmjudge.redaction import redact
+            from pytest_llmjudge.util.redaction import redact
 
             raise pytest.UsageError(f"pytest-llmjudge: {redact(str(exc))}") from None
         return board
@@ -210,7 +213,7 @@ class Run:
         """A line about the shared cache store (a wait on a lease, a take-over), shown even with ``-q``.
 
         Written from the runner's thread while items run, so as the progress line is
-        (``progress_plugin.py``): with pytest's capture suspended (else it would land in the
+        (``progress/plugin.py``): with pytest's capture suspended (else it would land in the
         running item's captured output and vanish), under the progress display's lock, as a
         line of its own with pytest's unfinished line put back after it.
         """
@@ -354,7 +357,7 @@ class Run:
         """A suite file (with a ``suite:`` key) compared with a baseline: the command line's or its own."""
         if not isinstance(collector, pytest.File) or collector.path.suffix not in (".yaml", ".yml"):
             return False  # asked of every collector: the suite items' module (numpy) only for YAML files
-        from pytest_llmjudge.suite_items import SuiteFile
+        from pytest_llmjudge.suite.items import SuiteFile
 
         if not isinstance(collector, SuiteFile):
             return False
@@ -478,7 +481,7 @@ class Run:
                     "every case is judged"
                 )
             return
-        from pytest_llmjudge.suite_items import judge_sequentially
+        from pytest_llmjudge.suite.items import judge_sequentially
 
         outcome = judge_sequentially(session.items, session.config, needs)
         if outcome is None:
@@ -712,7 +715,7 @@ def _run_identity(config: pytest.Config) -> str:
 
 def _worker_share(config: pytest.Config, settings: Settings) -> WorkerShare | None:
     """Under pytest-xdist, how this worker shares judge calls with the others."""
-    from pytest_llmjudge.execution.sharing import WorkerShare
+    from pytest_llmjudge.execution.xdist_sharing import WorkerShare
 
     workerinput = channel.worker_input(config)
     if not workerinput:
@@ -755,7 +758,7 @@ def _refuse_special_arguments(config: pytest.Config) -> None:
             )
 
 
-def _saved_calls(board: ScoreBoard, deselected: list[pytest.Item]) -> int:
+def _saved_calls(board: Scorer, deselected: list[pytest.Item]) -> int:
     """The judge calls of deselected suite items that were not planned (what the selection saved).
 
     Suite items only: their calls are cheap to list, where a deselected calibration gate would
@@ -763,7 +766,7 @@ def _saved_calls(board: ScoreBoard, deselected: list[pytest.Item]) -> int:
     """
     if not deselected:
         return 0
-    from pytest_llmjudge.suite_items import AggregateItem, CaseItem
+    from pytest_llmjudge.suite.items import AggregateItem, CaseItem
 
     return board.unplanned(selected_calls([item for item in deselected if isinstance(item, (CaseItem, AggregateItem))]))
 

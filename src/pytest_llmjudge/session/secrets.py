@@ -3,7 +3,7 @@
 Every writer (the report plugin's failure texts, JUnit values, summary and reports; the
 calibration guard; saved baselines) asks :func:`run_secrets` for the strings to redact and
 cleans text with :func:`clean_text` (``redaction.redact``, then control characters made
-visible, ``escaping.py``). The sources, longest secret first:
+visible, ``util/escaping.py``). The sources, longest secret first:
 
 * the environment's credential variables (``redaction.secrets_from_environment``) plus the
   ``<PROVIDER>_API_KEY`` and ``api_key_env`` variables of every judge the run uses
@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from pytest_llmjudge.escaping import MULTILINE, escape_controls
-from pytest_llmjudge.redaction import redact
-from pytest_llmjudge.session.state import scoreboard_key
+from pytest_llmjudge.session.state import scorer_key
+from pytest_llmjudge.util.escaping import MULTILINE, escape_controls
+from pytest_llmjudge.util.redaction import redact
 
 
 @dataclass
@@ -53,7 +53,7 @@ def note_judge(
     config: pytest.Config, provider: str, api_key_env: str | None, base_urls: Iterable[str | None] = ()
 ) -> None:
     """Remember a judge the run uses: its key variables, and the credentials in its base URLs."""
-    from pytest_llmjudge.redaction import url_secrets
+    from pytest_llmjudge.util.redaction import url_secrets
 
     sources = _sources(config)
     sources.env_names.add(f"{provider.upper().replace('-', '_')}_API_KEY")
@@ -65,7 +65,7 @@ def note_judge(
 
 def run_secrets(config: pytest.Config) -> list[str]:
     """Credentials to keep out of everything written (see the module docstring), longest first."""
-    from pytest_llmjudge.redaction import MIN_SECRET_LENGTH, secrets_from_environment, url_secrets
+    from pytest_llmjudge.util.redaction import MIN_SECRET_LENGTH, secrets_from_environment, url_secrets
 
     sources = _sources(config)
     found = set(sources.url_secrets)
@@ -73,7 +73,7 @@ def run_secrets(config: pytest.Config) -> list[str]:
     if wanted not in sources.env_secrets:
         sources.env_secrets[wanted] = secrets_from_environment(os.environ, wanted)
     found.update(sources.env_secrets[wanted])
-    board = config.stash.get(scoreboard_key, None)
+    board = config.stash.get(scorer_key, None)
     if board is not None:
         found.update(url_secrets(board.settings.base_url))
         if board.runner_started:

@@ -1,9 +1,9 @@
 """Each suite file is built once per run: the suite's items and its regression items share one ``Suite``.
 
-``SuiteFile`` (``suite_items.py``) and its regression items (``regression/items.py``) are
+``SuiteFile`` (``suite/items.py``) and its regression items (``regression/items.py``) are
 collected from the same YAML file. :func:`built_suite` reads, parses and validates it on the first ask and keeps
 the result in the stash by path, so the second collector gets the same object (and the
-scoreboard sees one set of cases, keyed alike, for both).
+scorer sees one set of cases, keyed alike, for both).
 
 A suite name keys the run's judge calls, cache entries, records, reports and baselines, so
 two collected files may not declare the same name (compared in Unicode NFC,
@@ -63,7 +63,7 @@ def name_clash(config: pytest.Config, key: str, path: Path, what: str, field: st
     """None when ``path`` may have the name ``key``, else the error naming the file that has it.
 
     Suites and calibration sets share one namespace, the suite name their cases are keyed by
-    in the scoreboard (a calibration set ``x`` is ``calibration:x``); ``what`` is the name as
+    in the scorer (a calibration set ``x`` is ``calibration:x``); ``what`` is the name as
     the file says it. The error is located at the file's ``field:`` line (``suite``, ``calibration``).
     """
     from pytest_llmjudge.suite.sniff import key_line

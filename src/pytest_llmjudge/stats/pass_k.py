@@ -30,7 +30,7 @@ biased; at ``k = n`` both estimates are the indicators "all n passed" and "some 
 
 Degenerate cases: ``k < 1``, ``c`` outside ``[0, n]`` and ``k > n`` (no k-subset of n
 samples exists, so there is no unbiased estimate from them) raise :class:`ValueError`;
-callers name the case (``aggregate.py``).
+callers name the case (``suite/aggregate.py``).
 """
 
 from __future__ import annotations

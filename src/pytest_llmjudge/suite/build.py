@@ -303,8 +303,8 @@ def _recorded(raw: Mapping[str, Any], how: str = "mean") -> dict[str, RecordedVa
 
 
 def _combined(samples: tuple[float | None, ...], how: str) -> float | None:
-    """Recorded samples' score by the scoreboard's rule for repeats (``execution.scoreboard.combine_samples``,
-    which this layer can't import: the scoreboard imports it): the mean, or the most common
+    """Recorded samples' score by the scorer's rule for repeats (``execution.scorer.combine_samples``,
+    which this layer can't import: the scorer imports it): the mean, or the most common
     sample with ties to the lower; None when a sample is null (the case is unscored)."""
     numbers = [sample for sample in samples if sample is not None]
     if len(numbers) < len(samples):

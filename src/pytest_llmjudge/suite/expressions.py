@@ -9,7 +9,7 @@ Two small grammars, parsed with regular expressions (no ``eval``):
   metric name, or ``pass_rate(...)`` over a case assertion (``pass_rate(chrf >= 45) >= 0.8``);
   ``lower(...)`` or ``upper(...)`` around a ``mean`` or ``pass_rate`` asserts on that bound of
   its 95% interval instead of the point (``lower(mean(linguistic_acceptability)) >= 1.5``), so
-  a gate can require confidence (the intervals: ``aggregate.py``);
+  a gate can require confidence (the intervals: ``suite/aggregate.py``);
 * ``human_mean(METRIC)`` and ``human_pass_rate(METRIC OP VALUE)``: the same statistics on
   the native speakers' scale, estimated from the judge's scores and the human labels of a
   random sample of cases (prediction-powered, ``stats/prediction_powered.py``); they have
@@ -59,11 +59,11 @@ _AGG_RE = re.compile(
     rf"^\s*(?P<stat>human_mean|human_pass_rate|mean|median|min|max|pass_rate|pass_at_k|pass_hat_k|pass@k|pass\^k)\s*\(\s*(?P<inner>.+?)\s*\)\s*(?P<op>{_OP})\s*(?P<value>\S+)\s*$"
 )
 _BOUND_RE = re.compile(rf"^\s*(?P<bound>lower|upper)\s*\(\s*(?P<inner>.+\))\s*\)\s*(?P<rest>(?:{_OP}).*)$")
-# Statistics that come with an interval (aggregate.py), hence a lower and an upper bound.
+# Statistics that come with an interval (suite/aggregate.py), hence a lower and an upper bound.
 _WITH_INTERVAL = ("mean", "pass_rate", "human_mean", "human_pass_rate", "pass_at_k", "pass_hat_k")
-# Prediction-powered estimates of what the human annotators would give (aggregate.py, stats/prediction_powered.py).
+# Prediction-powered estimates of what the human annotators would give (suite/aggregate.py, stats/prediction_powered.py).
 HUMAN_STATS = ("human_mean", "human_pass_rate")
-# Statistics over a case's repeated samples (aggregate.py, stats/pass_k.py); the aliases people type for them.
+# Statistics over a case's repeated samples (suite/aggregate.py, stats/pass_k.py); the aliases people type for them.
 PASS_K_STATS = ("pass_at_k", "pass_hat_k")
 _PASS_K_ALIASES = {"pass@k": "pass_at_k", "pass^k": "pass_hat_k"}
 _STAT_NAMES = (*get_args(AggregateStat), *_PASS_K_ALIASES)

@@ -14,7 +14,7 @@ case within its suite. Two names that print identically must be the same name, s
   (Zl, Zp), which some terminals break lines at.
 
 C0/C1 control characters are not refused here: they are visible once escaped
-(``escaping.py``), which every output does.
+(``util/escaping.py``), which every output does.
 
 Degenerate cases: an empty name is left to the schema (``min_length``); an NFC name is
 returned as is (``unicodedata.is_normalized`` is a quick check).

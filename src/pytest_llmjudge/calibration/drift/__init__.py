@@ -7,7 +7,7 @@ swap. The sentinel watches two things for a suite whose judge has ``judge.drift`
 
 1. **Served identity.** Every reply names the model that served it (``model``) and, on
    OpenAI, the backend configuration (``system_fingerprint``); with the rubric's hash
-   (``Rubric.version``) that is the *served identity* (``execution.scoreboard.served_identity``).
+   (``Rubric.version``) that is the *served identity* (``execution.scorer.served_identity``).
    The first run whose gate passes *certifies* the identity that served an uncached sample
    and stores it in ``<calibration stem>.certified/<group>.<metric>.<judge hash>.json`` next to
    the calibration file (commit it, like a regression baseline; ``--llmjudge-recertify``
@@ -49,16 +49,16 @@ from typing import Any
 
 import numpy as np
 
-from pytest_llmjudge.atomic import write_atomic
 from pytest_llmjudge.errors import SuiteError
 from pytest_llmjudge.execution.cache import JudgeCache
 from pytest_llmjudge.execution.runner import CallOutcome, JudgeRunner
-from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
+from pytest_llmjudge.execution.scorer import Score, Scorer
 from pytest_llmjudge.judges.base import JudgeProvider, LazyProvider
 from pytest_llmjudge.stats.agreement import weighted_f1
 from pytest_llmjudge.stats.resampling import bootstrap_weighted_f1_ci
 from pytest_llmjudge.suite.model import Case, Suite
 from pytest_llmjudge.suite.schema import DriftConfig, JudgeConfig
+from pytest_llmjudge.util.atomic import write_atomic
 
 __all__ = [
     "Agreement",
@@ -281,7 +281,7 @@ class FreshJudge:
     Providers are built on the runner's own event loop (an SDK client belongs to one loop).
     """
 
-    def __init__(self, board: ScoreBoard) -> None:
+    def __init__(self, board: Scorer) -> None:
         self.board = board
         self._runner: JudgeRunner | None = None
         self._providers: dict[tuple[str, str | None, str | None], JudgeProvider] = {}
@@ -317,7 +317,7 @@ class FreshJudge:
 
     def scores(self, suite: Suite, cases: Sequence[Case], metric: str) -> list[Score]:
         """``metric``'s score of each case, asked now, uncached (one sample each)."""
-        from pytest_llmjudge.execution.scoreboard import verdict_score
+        from pytest_llmjudge.execution.scorer import verdict_score
 
         rubric = suite.rubrics[metric]
         label = self.board.judge_settings(suite.judge).label

@@ -31,12 +31,12 @@ from pytest_llmjudge.calibration.drift import (
     score_array,
     write_certified,
 )
-from pytest_llmjudge.calibration.gates import GateComputer, judge_scored_languages
+from pytest_llmjudge.calibration.gate_computer import GateComputer, judge_scored_languages
 from pytest_llmjudge.calibration.items import get_store
 from pytest_llmjudge.errors import DriftFailure, SuiteError
-from pytest_llmjudge.execution.scoreboard import Score
+from pytest_llmjudge.execution.scorer import Score
 from pytest_llmjudge.records import DriftRecord
-from pytest_llmjudge.session.items import LLMJudgeItem, record
+from pytest_llmjudge.session.item_base import LLMJudgeItem, record
 from pytest_llmjudge.stats.annotators import aggregate_labels
 from pytest_llmjudge.suite.model import Case, Suite
 

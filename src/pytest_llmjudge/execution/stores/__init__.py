@@ -77,7 +77,7 @@ def _with_fallback(store: CacheStore, url: str, fallback_dir: Path | None) -> Ca
     if fallback_dir is None:
         return store
     from pytest_llmjudge.execution.cache_directory import DirectoryStore
-    from pytest_llmjudge.redaction import redact
+    from pytest_llmjudge.util.redaction import redact
 
     # The URL's credentials may be quoted in a client's error message.
     parts = urlsplit(url)
@@ -96,7 +96,7 @@ def _checked(store: CacheStore, url: str, unusable: Unusable | None) -> CacheSto
         return store
     from pytest_llmjudge.errors import ProbeFailed
     from pytest_llmjudge.execution.stores.probe import probe_store
-    from pytest_llmjudge.redaction import redact
+    from pytest_llmjudge.util.redaction import redact
 
     parts = urlsplit(url)
     secrets = [part for part in (parts.password, parts.username) if part]

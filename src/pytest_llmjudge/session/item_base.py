@@ -1,6 +1,6 @@
 """The base of every item the plugin collects: one failure type, one failure rendering, one way to record.
 
-Suite cases and aggregates (``suite_items.py``), calibration gates and sanity checks
+Suite cases and aggregates (``suite/items.py``), calibration gates and sanity checks
 (``calibration/items.py``), rankings (``pairwise/items.py``) and regression items
 (``regression/items.py``) all derive from :class:`LLMJudgeItem`:
 
@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 from pytest_llmjudge.errors import ItemFailure
-from pytest_llmjudge.escaping import ONE_LINE, escape_controls
 from pytest_llmjudge.session.state import recorder_key
+from pytest_llmjudge.util.escaping import ONE_LINE, escape_controls
 
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self is 3.11+
@@ -56,7 +56,7 @@ def file_node(cls: type[FileNode], parent: pytest.Collector, path: Path) -> File
 
     A file's node id is its path, which pytest prints and writes to JUnit (``classname``) raw:
     an ESC in a file name would recolour the terminal and make the XML ill-formed. Escaped as
-    case ids are (``escaping.py``); the items' ids derive from it.
+    case ids are (``util/escaping.py``); the items' ids derive from it.
     """
     node = cls.from_parent(parent, path=path)
     escaped = escape_controls(node.nodeid, ONE_LINE)
@@ -69,7 +69,7 @@ judge must pass its gate before the suite's items run)."""
 
 
 def selected_calls(items: Sequence[pytest.Item], planners: Sequence[Planner] = ()) -> Iterator[tuple[Suite, Case, str]]:
-    """The planned judge calls (scoreboard needs) of ``items``, in item order, then those the
+    """The planned judge calls (scorer needs) of ``items``, in item order, then those the
     ``planners`` add for them: the one plan the Run submits and batch mode sends."""
     for item in items:
         if isinstance(item, LLMJudgeItem):
@@ -79,7 +79,7 @@ def selected_calls(items: Sequence[pytest.Item], planners: Sequence[Planner] = (
 
 
 def selected_requests(items: Iterable[pytest.Item]) -> Iterator[tuple[JudgeProvider, ProviderRequest]]:
-    """The judge requests of ``items`` that are not scoreboard needs (a ranking's pairwise battles)."""
+    """The judge requests of ``items`` that are not scorer needs (a ranking's pairwise battles)."""
     for item in items:
         if isinstance(item, LLMJudgeItem):
             yield from item.planned_requests()
@@ -98,7 +98,7 @@ class LLMJudgeItem(pytest.Item):
         self.llmjudge_result = None
 
     def planned_calls(self) -> Iterable[tuple[Suite, Case, str]]:
-        """The judge calls this item will wait for, as scoreboard needs ``(suite, case, metric)``.
+        """The judge calls this item will wait for, as scorer needs ``(suite, case, metric)``.
 
         Gathered once after collection from every selected item (:func:`selected_calls`), so
         batch mode, xdist sharing, rate limits and the cache see them together. None by default.
@@ -106,7 +106,7 @@ class LLMJudgeItem(pytest.Item):
         return ()
 
     def planned_requests(self) -> Iterable[tuple[JudgeProvider, ProviderRequest]]:
-        """Judge requests this item will wait for that are not scoreboard needs (a ranking's
+        """Judge requests this item will wait for that are not scorer needs (a ranking's
         pairwise battles), with the provider that sends them: batch mode sends them first, and
         their replies reach the item through the cache. None by default."""
         return ()

@@ -15,7 +15,7 @@ verdict) so the reports still show what was judged.
 Each item keeps what it found as a typed record (``records.py``: :class:`CaseRecord`,
 :class:`AggregateRecord`) in ``llmjudge_result``, and records the record's JUnit properties
 (score, threshold, metric, language, judge, cached, source, suite) through
-``session.items.record``: JUnit shows them as a ``<system-out>`` of the testcase (and as
+``session.item_base.record``: JUnit shows them as a ``<system-out>`` of the testcase (and as
 ``<properties>`` with ``--llmjudge-junit-properties``). Failures
 render through ``repr_failure`` as a short explanation, never a traceback into the plugin;
 the report plugin redacts that text and makes its control characters visible.
@@ -30,22 +30,11 @@ from typing import Any
 
 import pytest
 
-from pytest_llmjudge.aggregate import (
-    ALL_LANGUAGES,
-    AggregateRow,
-    ScoredValue,
-    compute_rows,
-    pass_k_cases,
-    render_human_table,
-    render_table,
-)
 from pytest_llmjudge.errors import CaseFailure, LLMJudgeError
-from pytest_llmjudge.escaping import ONE_LINE, escape_controls
-from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard
+from pytest_llmjudge.execution.scorer import Score, Scorer
 from pytest_llmjudge.execution.sequential import NOT_NEEDED, SEQUENTIAL_STATS, RowRun, order_key, run_rounds
 from pytest_llmjudge.execution.spend import NOT_JUDGED
-from pytest_llmjudge.formatting import format_fixed, format_value
-from pytest_llmjudge.label_queue_plugin import queue_key
+from pytest_llmjudge.label_queue.plugin import queue_key
 from pytest_llmjudge.records import (
     AggregateRecord,
     CaseRecord,
@@ -56,10 +45,21 @@ from pytest_llmjudge.records import (
     Turn,
 )
 from pytest_llmjudge.records import AggregateRow as RecordRow
-from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem, record
+from pytest_llmjudge.session.item_base import InvalidFileItem, LLMJudgeItem, record
 from pytest_llmjudge.session.suites import built_suite
+from pytest_llmjudge.suite.aggregate import (
+    ALL_LANGUAGES,
+    AggregateRow,
+    ScoredValue,
+    compute_rows,
+    pass_k_cases,
+    render_human_table,
+    render_table,
+)
 from pytest_llmjudge.suite.expressions import HUMAN_STATS, PASS_K_STATS, MetricThreshold
 from pytest_llmjudge.suite.model import JUDGE_KINDS, AggregateCheck, Case, Suite
+from pytest_llmjudge.util.escaping import ONE_LINE, escape_controls
+from pytest_llmjudge.util.formatting import format_fixed, format_value
 
 EXCERPT_CHARS = 300
 
@@ -119,15 +119,15 @@ def _judged_output(config: pytest.Config, suite: Suite, case: Case) -> str | Non
     if case.output is not None:
         return case.output
     try:
-        return _scoreboard(config).output(suite, case)
+        return _scorer(config).output(suite, case)
     except LLMJudgeError:
         return None
 
 
-def _scoreboard(config: pytest.Config) -> ScoreBoard:
-    from pytest_llmjudge.session.state import scoreboard_key
+def _scorer(config: pytest.Config) -> Scorer:
+    from pytest_llmjudge.session.state import scorer_key
 
-    return config.stash[scoreboard_key]
+    return config.stash[scorer_key]
 
 
 class SuiteFile(pytest.File):
@@ -142,7 +142,7 @@ class SuiteFile(pytest.File):
             yield InvalidSuiteItem.from_parent(self, name="suite-error", error=str(exc))
             return
         self.suite = suite
-        board = _scoreboard(self.config)
+        board = _scorer(self.config)
         problem = board.judge_problem(suite.judge) if suite.needs_live_judge else None
         names: set[str] = set()
         for case in suite.cases:
@@ -198,7 +198,7 @@ _sequential_key = pytest.StashKey[dict[tuple[int, int], dict[str, RowRun]]]()
 """(id of the suite, id of the check) -> row name -> how sequential judging ran that row (``judge_sequentially``)."""
 
 
-def sequential_scale(board: ScoreBoard, suite: Suite, check: AggregateCheck) -> tuple[float, float] | None:
+def sequential_scale(board: Scorer, suite: Suite, check: AggregateCheck) -> tuple[float, float] | None:
     """The scale a check's rows are judged sequentially on, or None when they are judged in full:
     sequential mode off or in batch mode, or a check it does not apply to (``execution/sequential.py``)."""
     settings = board.settings
@@ -212,7 +212,7 @@ def sequential_scale(board: ScoreBoard, suite: Suite, check: AggregateCheck) -> 
     return suite.scale_of(spec.metric)
 
 
-def _sequential_settings(board: ScoreBoard, suite: Suite) -> tuple[bool, int, int]:
+def _sequential_settings(board: Scorer, suite: Suite) -> tuple[bool, int, int]:
     """(on, round, seed) of a suite: its ``sequential:`` setting over the run's options."""
     settings = board.settings
     on, size, seed = suite.sequential or (settings.sequential, None, None)
@@ -244,7 +244,7 @@ def judge_sequentially(
     the same scores in the same order and reach the same decisions. Returns (rows, settled
     rows, rounds, judge calls not needed), or None when no row is sequential.
     """
-    board = _scoreboard(config)
+    board = _scorer(config)
     checks: dict[tuple[int, int], list[AggregateItem]] = {}
     for item in items:
         if isinstance(item, AggregateItem) and item.sequential:
@@ -442,7 +442,7 @@ class _SuiteItem(LLMJudgeItem):
             return
         from pytest_llmjudge.session.no_judge import skip_or_fail_without_judge
 
-        board = _scoreboard(self.config)
+        board = _scorer(self.config)
         reason = f"judge {board.judge_settings(self.suite.judge).label} {self.judge_problem}"
         skip_or_fail_without_judge(board.settings, reason, self.suite.judge.required)
 
@@ -464,7 +464,7 @@ class CaseItem(_SuiteItem):
         self._skip_or_fail_without_judge(self.threshold.metric, self.threshold.metric in self.case.recorded)
 
     def runtest(self) -> None:
-        score = _scoreboard(self.config).score(self.suite, self.case, self.threshold.metric)
+        score = _scorer(self.config).score(self.suite, self.case, self.threshold.metric)
         expected = self.threshold.expected(self.case.language)
         passed = score.scored and self.threshold.holds(score.value, self.case.language)
         result = _case_record(
@@ -491,7 +491,7 @@ class CaseItem(_SuiteItem):
 
     def explain_untrusted(self) -> str:
         """What the judge said for this case (score, justification, output) though it is not trusted."""
-        score = _scoreboard(self.config).score(self.suite, self.case, self.threshold.metric)
+        score = _scorer(self.config).score(self.suite, self.case, self.threshold.metric)
         return self._explain(score, "UNTRUSTED")
 
     def _explain(self, score: Score, verdict: str) -> str:
@@ -618,7 +618,7 @@ class AggregateItem(_SuiteItem):
         key = (id(self.suite), id(self.check))
         shared = memo.get(key)
         if shared is None:
-            board = _scoreboard(self.config)
+            board = _scorer(self.config)
             metric = self.check.spec.metric
             siblings = [
                 item
@@ -718,14 +718,14 @@ class AggregateItem(_SuiteItem):
 
     def release_pvalue(self, design_level: float) -> float | None:
         """The betting p-value of this row's bound check (``stats/betting.py``); None for an error row."""
-        from pytest_llmjudge.aggregate import compute_row
         from pytest_llmjudge.stats.betting import betting_pvalue
+        from pytest_llmjudge.suite.aggregate import compute_row
 
         metric = self.check.spec.metric
         scale = self.suite.scale_of(metric)
         if scale is None:
             return None
-        board = _scoreboard(self.config)
+        board = _scorer(self.config)
         board.plan((self.suite, case, metric) for case in self.cases)
         values = [
             ScoredValue(case.language, score.value, score.scored, group=case.group(self.check.group_by).name)
@@ -878,10 +878,7 @@ class AggregateItem(_SuiteItem):
     @property
     def sequential(self) -> bool:
         """Whether this row's cases are judged in rounds (``judge_sequentially``), not planned up front."""
-        return (
-            self.judge_problem is None
-            and sequential_scale(_scoreboard(self.config), self.suite, self.check) is not None
-        )
+        return self.judge_problem is None and sequential_scale(_scorer(self.config), self.suite, self.check) is not None
 
     def _pass_k_cases(self, row: AggregateRow, shown: int = 10) -> str:
         """The row's cases with the lowest pass@k/pass^k estimates: which cases pulled the mean down."""

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_llmjudge.errors import ConfigError, UnscoredError
-from pytest_llmjudge.execution.scoreboard import Score, ScoreBoard, verdict_score
+from pytest_llmjudge.execution.scorer import Score, Scorer, verdict_score
 from pytest_llmjudge.judges.prompts import JudgedText, build_request
 from pytest_llmjudge.judges.rubrics import Rubric
 from pytest_llmjudge.suite.model import Suite
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 class Judge:
     """A configured LLM judge."""
 
-    def __init__(self, board: ScoreBoard, config: JudgeConfig | None = None, *, task: str | None = None) -> None:
+    def __init__(self, board: Scorer, config: JudgeConfig | None = None, *, task: str | None = None) -> None:
         self._board = board
         self._suite = Suite(
             name="<python>",

@@ -1,10 +1,10 @@
 """Where every score of a run comes from: recorded values, judge calls, reference metrics.
 
-The plugin hands the scoreboard all (suite, case, metric) needs of the selected items right
-after collection (:meth:`ScoreBoard.plan`); judge calls for them go to the runner at once,
+The plugin hands the scorer all (suite, case, metric) needs of the selected items right
+after collection (:meth:`Scorer.plan`); judge calls for them go to the runner at once,
 grouped as the suite's judge mode says (one rubric per request, or all rubrics of a case in
 one compound request; ``repeats`` samples each). Items then ask for their score
-(:meth:`ScoreBoard.score`) and block only on their own calls.
+(:meth:`Scorer.score`) and block only on their own calls.
 
 Groups are formed from everything a case needs in its suite, not from what happens to be
 selected, so ``-k`` never changes a compound prompt (and so never invalidates the cache).
@@ -43,10 +43,10 @@ from pytest_llmjudge.execution.cache import JudgeCache, secret_from_environment
 from pytest_llmjudge.execution.leasing import LeaseKeeper
 from pytest_llmjudge.execution.ratelimit import Budget
 from pytest_llmjudge.execution.runner import CallOutcome, JudgeRunner
-from pytest_llmjudge.execution.sharing import WorkerShare
 from pytest_llmjudge.execution.spend import NOT_JUDGED, SpendCap, SpendLimits
 from pytest_llmjudge.execution.stores import open_store
 from pytest_llmjudge.execution.stores.namespace import check_signing, key_id
+from pytest_llmjudge.execution.xdist_sharing import WorkerShare
 from pytest_llmjudge.judges.base import JudgeProvider, LazyProvider, ProviderRequest
 from pytest_llmjudge.judges.logprobs import ScoreDistribution
 from pytest_llmjudge.judges.parsing import Verdict
@@ -55,12 +55,12 @@ from pytest_llmjudge.judges.rubrics import Rubric
 from pytest_llmjudge.metrics import resolve_metric
 from pytest_llmjudge.metrics.base import Metric, MetricInput
 from pytest_llmjudge.metrics.rag import JUDGED_METRICS, Reply
-from pytest_llmjudge.redaction import redact
 from pytest_llmjudge.registry import Registry
 from pytest_llmjudge.settings import Settings
 from pytest_llmjudge.suite.build import target_search_paths
 from pytest_llmjudge.suite.model import Case, Suite
 from pytest_llmjudge.suite.schema import JudgeConfig
+from pytest_llmjudge.util.redaction import redact
 
 ScoreSource = Literal["recorded", "judge", "metric"]
 
@@ -334,7 +334,7 @@ def lease_ttl(settings: Settings) -> float:
     return settings.timeout * (settings.max_retries + 1) + 30.0 * settings.max_retries + 30.0
 
 
-class ScoreBoard:
+class Scorer:
     """Produces :class:`Score` objects; owns the judge runner and provider clients."""
 
     def __init__(
@@ -792,7 +792,7 @@ class ScoreBoard:
                 future.exception(timeout=2.0)
                 break
             except concurrent.futures.TimeoutError:
-                continue  # waits in slices; live progress is drawn by its own thread (progress_plugin.py)
+                continue  # waits in slices; live progress is drawn by its own thread (progress/plugin.py)
             except concurrent.futures.CancelledError:
                 break
         if self._runner is not None:

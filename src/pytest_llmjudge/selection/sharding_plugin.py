@@ -1,6 +1,6 @@
 """``--llmjudge-shard i/N``: run one shard of the cases, for splitting a run over N CI machines.
 
-A shard keeps the case items of the cases :mod:`pytest_llmjudge.sharding` assigns to it and
+A shard keeps the case items of the cases :mod:`pytest_llmjudge.selection.sharding` assigns to it and
 deselects every other item (reported as "N deselected", as ``-k`` does):
 
 * case items of other shards' cases;
@@ -38,8 +38,8 @@ from pathlib import Path
 import pytest
 
 from pytest_llmjudge.errors import ConfigError
-from pytest_llmjudge.session.items import InvalidFileItem, LLMJudgeItem
-from pytest_llmjudge.sharding import Shard, shard_key
+from pytest_llmjudge.selection.sharding import Shard, shard_key
+from pytest_llmjudge.session.item_base import InvalidFileItem, LLMJudgeItem
 
 
 def read_shard_reports(patterns: list[str], base: Path) -> list[tuple[str, dict[str, int]]]:

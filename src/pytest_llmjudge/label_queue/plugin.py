@@ -1,4 +1,4 @@
-"""``--llmjudge-label-queue=PATH``: write the cases to send to annotators next (``label_queue.py``).
+"""``--llmjudge-label-queue=PATH``: write the cases to send to annotators next (``label_queue/plan.py``).
 
 The aggregate items of ``human_mean``/``human_pass_rate`` hand their scored cases to
 :data:`queue_key` as they compute their rows; at the end of the session the queue of every
@@ -16,7 +16,7 @@ import pytest
 
 queue_key = pytest.StashKey[list[Any]]()
 """(suite, check, [(case, score, group), ...]) of every human aggregate computed in this process:
-set by the Run when the queue is asked for, appended to by the aggregate items (``suite_items.py``)."""
+set by the Run when the queue is asked for, appended to by the aggregate items (``suite/items.py``)."""
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -52,7 +52,7 @@ def configure(config: pytest.Config) -> list[Any] | None:
     path = config.getoption("llmjudge_label_queue", None)
     if path is None:
         return None
-    from pytest_llmjudge.label_queue import SUFFIXES
+    from pytest_llmjudge.label_queue.plan import SUFFIXES
 
     if Path(path).suffix.lower() not in SUFFIXES:
         raise pytest.UsageError(f"pytest-llmjudge: --llmjudge-label-queue must end in .csv or .jsonl, got {path!r}")
@@ -75,7 +75,7 @@ def _on_scale(spec: Any, raw: Any, language: str) -> float | None:
 
 def write_queue(config: pytest.Config, entries: list[Any]) -> str:
     """Plan and write the queue; the line that says so."""
-    from pytest_llmjudge.label_queue import QueueCase, plan, write
+    from pytest_llmjudge.label_queue.plan import QueueCase, plan, write
 
     cases: list[QueueCase] = []
     for suite, check, scored, scale in entries:

@@ -1,10 +1,10 @@
-"""Live judge-call progress on the terminal, through capture and pytest-xdist (the text: ``progress.py``).
+"""Live judge-call progress on the terminal, through capture and pytest-xdist (the text: ``progress/counters.py``).
 
 A plain class the Run drives (``session/run.py``): started once the judge calls are
 planned, told before pytest writes, finished first thing at session end.
 
 From the moment the judge calls are planned until the session ends, a daemon thread
-renders the run's :class:`~pytest_llmjudge.progress.Counters`:
+renders the run's :class:`~pytest_llmjudge.progress.counters.Counters`:
 
 * on a terminal (``isatty()``): every 0.5 s the current line is replaced in place
   (``\\r`` + clear-to-end) by the progress line. Before pytest writes a result letter, a
@@ -42,9 +42,9 @@ from typing import Any
 
 import pytest
 
-from pytest_llmjudge.progress import Counters, Progress
+from pytest_llmjudge.progress.counters import Counters, Progress
 from pytest_llmjudge.session import channel
-from pytest_llmjudge.session.state import scoreboard_key
+from pytest_llmjudge.session.state import scorer_key
 
 TTY_INTERVAL = 0.5
 """Seconds between redraws of the in-place line on a terminal."""
@@ -71,7 +71,7 @@ class ProgressDisplay:
     # ---------------------------------------------------------------- counters
 
     def own_counters(self) -> Counters:
-        board = self.config.stash.get(scoreboard_key, None)
+        board = self.config.stash.get(scorer_key, None)
         if board is None or not board.runner_started:
             return Counters()
         stats = board.runner.stats
@@ -101,7 +101,7 @@ class ProgressDisplay:
 
     def write_own_file(self) -> None:
         assert self.directory is not None and self.worker_id is not None
-        from pytest_llmjudge.atomic import write_atomic
+        from pytest_llmjudge.util.atomic import write_atomic
 
         data = {"counters": self.own_counters().to_dict(), "models": sorted(self.models)}
         # Atomic: the controller never reads half a file. Rewritten every tick, so no fsync.
@@ -248,7 +248,7 @@ def start(display: ProgressDisplay, items: list[pytest.Item]) -> None:
     """Once the judge calls are planned: note the live judges' models (for the price), start the thread."""
     if display.thread is not None:
         return
-    board = display.config.stash.get(scoreboard_key, None)
+    board = display.config.stash.get(scorer_key, None)
     if board is not None:
         for item in items:
             suite = getattr(item, "suite", None)

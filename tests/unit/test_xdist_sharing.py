@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from pytest_llmjudge.execution.cache import JudgeCache, cache_key
-from pytest_llmjudge.execution.sharing import WorkerShare
+from pytest_llmjudge.execution.xdist_sharing import WorkerShare
 from pytest_llmjudge.judges.base import ProviderReply
 
 

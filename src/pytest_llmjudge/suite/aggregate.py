@@ -53,7 +53,7 @@ without samples (one judgment, a recorded score, a reference metric) has ``n = 1
 row's value is the mean of the per-case estimates over the row's cases, and its interval
 the betting interval on ``[0, 1]`` (each estimate lies there, and the cases are the
 independent draws), so it holds its level at every number of cases like the mean's.
-An unscored case (the scoreboard unscores a case when any of its samples has no score)
+An unscored case (the scorer unscores a case when any of its samples has no score)
 counts as 0, not passing, and as unscored (which fails the row unless
 ``max_unscored_rate`` allows it). ``k`` larger than a scored case's ``n`` is an error naming
 the case: no k of its samples can be drawn (``suite/build.py`` already refuses such a suite

@@ -11,7 +11,7 @@ Judge scores of a calibration set come from one of two places:
 * ``scores: recorded``: the items' recorded scores. A missing or null recorded score makes
   the item unscored; the live judge is never called in this mode.
 * ``scores: judge``: the live judge, through the run's
-  :class:`~pytest_llmjudge.execution.scoreboard.ScoreBoard` (cache, concurrency, retries,
+  :class:`~pytest_llmjudge.execution.scorer.Scorer` (cache, concurrency, retries,
   xdist sharing). The calibration items become cases of a synthetic suite whose name
   carries a hash of the judge's settings, so two judges never share a call. Which judge:
   the calibration file's own ``judge:`` for its gate items, and the *suite's* judge when a
@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pytest_llmjudge.calibration.agreement_gate import GateOptions, GateResult, evaluate_gate
 from pytest_llmjudge.calibration.build import CalibrationSet, LabelledItem, build_calibration
-from pytest_llmjudge.calibration.gate import GateOptions, GateResult, evaluate_gate
 from pytest_llmjudge.calibration.sanity import (
     ConsistencyResult,
     Perturbation,
@@ -48,7 +48,7 @@ from pytest_llmjudge.calibration.sanity import (
     summarize_sensitivity,
 )
 from pytest_llmjudge.errors import LLMJudgeError, SuiteError
-from pytest_llmjudge.execution.scoreboard import JuryChoice, Score, ScoreBoard
+from pytest_llmjudge.execution.scorer import JuryChoice, Score, Scorer
 from pytest_llmjudge.suite.expressions import MetricThreshold
 from pytest_llmjudge.suite.model import Case, Suite
 from pytest_llmjudge.suite.schema import JudgeConfig
@@ -125,7 +125,7 @@ def _number(value: float | str | None) -> float:
 class GateComputer:
     """Loads calibration sets and computes verdicts on demand (thread-safe, cached)."""
 
-    def __init__(self, board: ScoreBoard) -> None:
+    def __init__(self, board: Scorer) -> None:
         self.board = board
         self._lock = threading.RLock()
         self._sets: dict[Path, CalibrationSet | SuiteError] = {}

@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from pytest_llmjudge.atomic import write_atomic
 from pytest_llmjudge.execution.cache import CachedReply, JudgeCache
+from pytest_llmjudge.util.atomic import write_atomic
 
 T = TypeVar("T")
 
