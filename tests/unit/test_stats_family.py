@@ -95,14 +95,15 @@ def test_beyond_the_exact_limit_on_the_lattice_is_exact_at_every_n() -> None:
 @pytest.mark.parametrize("shift", [0.0, 0.2, 0.5])
 def test_the_lattice_distribution_equals_enumerating_every_sign_vector(shift: float) -> None:
     rng = np.random.default_rng(11)
-    for _ in range(4):
-        d = rng.integers(-2, 3, size=16).astype(float)
+    for index in range(4):
+        d = rng.integers(-2, 3, size=14).astype(float)
         for alternative in ("less", "greater"):
             enumerated = sign_flip_test(d, alternative=alternative, shift=shift)
             lattice = sign_flip_test(d, alternative=alternative, shift=shift, exact_limit=0)
             assert lattice.exact and lattice.resamples == 0
             assert lattice.p_value == pytest.approx(enumerated.p_value, rel=1e-10, abs=1e-15)
-            assert lattice.p_value == pytest.approx(_scipy_p(d + shift, alternative), rel=1e-10)
+        if index == 0:  # scipy lists every sign vector: once per shift is enough
+            assert lattice.p_value == pytest.approx(_scipy_p(d + shift, "greater"), rel=1e-10)
 
 
 def test_the_lattice_p_agrees_with_a_long_monte_carlo_at_100_pairs() -> None:
