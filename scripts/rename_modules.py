@@ -59,15 +59,15 @@ MOVES: list[tuple[str, str]] = [
     # The item base every item kind derives from, named for what it is.
     ("session.items", "session.item_base"),
     # Which items run: language and tag selection, CI shards.
-    ("selection_plugin", "selection.plugin"),
+    ("selection_plugin", "selection.run_phase"),
     ("sharding", "selection.sharding"),
-    ("sharding_plugin", "selection.sharding_plugin"),
+    ("sharding_plugin", "selection.shard_phase"),
     # Live progress: the counters and their line, and the terminal thread.
     ("progress", "progress.counters"),
-    ("progress_plugin", "progress.plugin"),
+    ("progress_plugin", "progress.run_phase"),
     # The annotators' queue: the plan and its hooks.
     ("label_queue", "label_queue.plan"),
-    ("label_queue_plugin", "label_queue.plugin"),
+    ("label_queue_plugin", "label_queue.run_phase"),
     # Engine pieces next to what they use.
     ("fixture_judge", "execution.judge"),
     ("judge_policy", "judges.no_judge_policy"),
@@ -83,6 +83,18 @@ MOVES: list[tuple[str, str]] = [
     ("escaping", "util.escaping"),
     ("formatting", "util.formatting"),
     ("redaction", "util.redaction"),
+    # No longer pytest plugins once the Run (session/run.py) owns the hooks: each feature's part in
+    # the Run's phases is its run_phase module (the names the first moves gave them, then these).
+    ("selection.plugin", "selection.run_phase"),
+    ("selection.sharding_plugin", "selection.shard_phase"),
+    ("progress.plugin", "progress.run_phase"),
+    ("label_queue.plugin", "label_queue.run_phase"),
+    ("regression.plugin", "regression.run_phase"),
+    ("report.plugin", "report.run_phase"),
+    ("calibration.plugin", "calibration.run_phase"),
+    ("canaries.plugin", "canaries.run_phase"),
+    ("pairwise.plugin", "pairwise.run_phase"),
+    ("execution.batch_plugin", "execution.batch_phase"),
 ]
 
 # Test files renamed with the module they test (path -> path), skipped like modules when missing.
@@ -106,9 +118,9 @@ PACKAGES: dict[str, tuple[str, dict[str, str], str]] = {
     "selection": (
         "Which of the collected items run; every item left out is reported as deselected, as ``-k`` does.",
         {
-            "plugin": "``--llmjudge-language`` and the suites' tags as ``-m`` markers",
+            "run_phase": "``--llmjudge-language`` and the suites' tags as ``-m`` markers (called by the Run)",
             "sharding": "the stable hash that gives each case to one shard of ``--llmjudge-shard i/N``",
-            "sharding_plugin": "the hooks that keep one shard's items",
+            "shard_phase": "keeps one shard's items (called by the Run)",
         },
         "Not to be confused with ``execution.xdist_sharing``, which splits a run's judge calls (not its\n"
         "items) between the pytest-xdist workers of one run.",
@@ -118,7 +130,7 @@ PACKAGES: dict[str, tuple[str, dict[str, str], str]] = {
         {
             "counters": "what one process counts (calls planned and done, cache hits, failures, tokens) and\n"
             "  the one line of text made of them",
-            "plugin": "the thread that draws that line on the terminal, through capture and pytest-xdist",
+            "run_phase": "the thread that draws that line on the terminal, through capture and pytest-xdist",
         },
         "",
     ),
@@ -126,7 +138,7 @@ PACKAGES: dict[str, tuple[str, dict[str, str], str]] = {
         "``--llmjudge-label-queue``: which cases to send to annotators next.",
         {
             "plan": "how many labels a group needs for an interval of a given width, and the seeded sample",
-            "plugin": "gathers the scored cases of the human aggregates and writes the queue at the end",
+            "run_phase": "gathers the scored cases of the human aggregates and writes the queue at the end",
         },
         "",
     ),

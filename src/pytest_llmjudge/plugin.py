@@ -41,11 +41,11 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     # The features' options first: their order in --help (docs/configuration.md) is the one they
     # had when each feature registered its own options as a plugin.
-    from pytest_llmjudge.calibration import plugin as calibration
-    from pytest_llmjudge.label_queue import plugin as label_queue_plugin
-    from pytest_llmjudge.regression import plugin as regression
-    from pytest_llmjudge.report import plugin as reports
-    from pytest_llmjudge.selection import sharding_plugin
+    from pytest_llmjudge.calibration import run_phase as calibration
+    from pytest_llmjudge.label_queue import run_phase as label_queue_plugin
+    from pytest_llmjudge.regression import run_phase as regression
+    from pytest_llmjudge.report import run_phase as reports
+    from pytest_llmjudge.selection import shard_phase as sharding_plugin
 
     for add_options in (
         reports.add_options,
@@ -135,7 +135,7 @@ def llmjudge_calibrated_judge(pytestconfig: pytest.Config, llmjudge_judge: Judge
     from pytest_llmjudge.calibration.calibrated_judge import CalibratedJudge
     from pytest_llmjudge.calibration.gate_computer import GateComputer
     from pytest_llmjudge.calibration.items import get_store
-    from pytest_llmjudge.calibration.plugin import calibration_path
+    from pytest_llmjudge.calibration.run_phase import calibration_path
     from pytest_llmjudge.execution.scorer import Scorer
 
     path = calibration_path(pytestconfig)

@@ -101,9 +101,9 @@ class Settings:
     batch_wait: float | None = None
     retry_backoff: float = 0.5
     languages: tuple[str, ...] = ()
-    """``--llmjudge-language hi,ta``: run only items of these languages (empty: all); selection/plugin.py."""
+    """``--llmjudge-language hi,ta``: run only items of these languages (empty: all); selection/run_phase.py."""
     progress_interval: float = 10.0
-    """Seconds between progress lines when the terminal is not a TTY (CI logs); progress/plugin.py."""
+    """Seconds between progress lines when the terminal is not a TTY (CI logs); progress/run_phase.py."""
     ci: bool = False
     """Whether the run is in CI (the ``CI`` environment variable); not an option of its own."""
     max_calls: int | None = None

@@ -26,5 +26,5 @@ in languages where that judge failed the gate then fail (or xfail/skip). Modules
 * ``calibrated_judge.py``: :class:`CalibratedJudge`, the object behind ``llmjudge_calibrated_judge``;
 * ``drift/``: the drift sentinel (is the certified judge still the one certified?);
 * ``report.py``: failure messages and the terminal summary (text only);
-* ``items.py``: pytest items, ``plugin.py``: pytest hooks and the fixture (both import pytest).
+* ``items.py``: pytest items, ``run_phase.py``: the calibration feature's part in the Run's phases (both import pytest).
 """

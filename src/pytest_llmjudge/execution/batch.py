@@ -1,7 +1,7 @@
 """Batch mode (``--llmjudge-batch``): uncached judge requests through the providers' batch APIs.
 
 Runs once, after collection and before the judge calls are planned
-(``execution/batch_plugin.py``):
+(``execution/batch_phase.py``):
 
 1. every judge call the selected items need (this worker's share under pytest-xdist) is
    built exactly as the online path builds it -- output targets are run first -- and its

@@ -792,7 +792,7 @@ class Scorer:
                 future.exception(timeout=2.0)
                 break
             except concurrent.futures.TimeoutError:
-                continue  # waits in slices; live progress is drawn by its own thread (progress/plugin.py)
+                continue  # waits in slices; live progress is drawn by its own thread (progress/run_phase.py)
             except concurrent.futures.CancelledError:
                 break
         if self._runner is not None:

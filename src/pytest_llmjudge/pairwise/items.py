@@ -11,7 +11,7 @@ A YAML file with a top-level ``ranking:`` key (``pairwise.schema``) becomes a
   an assertion's ``xfail: {lang: reason}`` marks that language's item as a strict xfail.
 
 :class:`RankingRun` is one file's runtime: its evaluator and, for a live judge, its battles,
-which ``pairwise/plugin.py`` submits after collection; items block on their language's
+which ``pairwise/run_phase.py`` submits after collection; items block on their language's
 battles. Without credentials for the judge, items that need it are skipped (failed with
 ``--llmjudge-require-judge``); items on recorded verdicts still run.
 """

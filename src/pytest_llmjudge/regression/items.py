@@ -33,10 +33,10 @@ criterion when its adjusted p is ``<= alpha``.
 
 Outcomes: a regression fails; an inconclusive drop passes with a
 :class:`~pytest_llmjudge.regression.compare.RegressionWarning`; "too few cases to decide" is
-a warning and a skip reported as ``UNDECIDED`` (``regression/plugin.py``), never a pass;
+a warning and a skip reported as ``UNDECIDED`` (``regression/run_phase.py``), never a pass;
 with ``fail_on: warn`` both fail with the regression text. Missing cases are listed in a
 warning. The options and the phases that create the :class:`RegressionState` are in
-``regression/plugin.py``.
+``regression/run_phase.py``.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ of a million cases the suite no longer has made a JSON report of every one (docs
 
 
 UNDECIDED = "too few cases to decide"
-"""Start of the skip reason of an undecided item (``regression/plugin.py`` reports it as UNDECIDED)."""
+"""Start of the skip reason of an undecided item (``regression/run_phase.py`` reports it as UNDECIDED)."""
 
 
 @dataclass(frozen=True)

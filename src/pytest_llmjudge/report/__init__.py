@@ -8,7 +8,7 @@
 * :mod:`~pytest_llmjudge.report.json_report`: ``--llmjudge-report=json:PATH``;
 * :mod:`~pytest_llmjudge.report.html` and :mod:`~pytest_llmjudge.report.charts`:
   ``--llmjudge-report=html:PATH``, self-contained, inline SVG charts;
-* :mod:`~pytest_llmjudge.report.plugin`: the pytest hooks (options, collection of suite
+* :mod:`~pytest_llmjudge.report.run_phase`: the pytest hooks (options, collection of suite
   metadata, writing at session end on the controller).
 
 Only ``plugin`` imports pytest. See ``docs/reports.md``.

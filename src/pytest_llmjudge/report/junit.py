@@ -16,7 +16,7 @@ pieces the item recorded; a missing piece is left out, an item without a score s
 ``-``, an agreement gate shows its weighted F1 and minimum as ``metric F1 = 0.9 (>= 0.7)``);
 then every recorded ``name: value`` pair in the order the item recorded them. A value
 spanning several lines continues on lines indented by two spaces. Values arrive already
-redacted and control-escaped (``report/plugin.py::record_properties``).
+redacted and control-escaped (``report/run_phase.py::record_properties``).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ Worker -> controller (``workeroutput``), each written only when the worker has i
 
 Progress files (``<progress_dir>/<workerid>.json``): ``{"counters": Counters, "models": [...]}``,
 rewritten atomically every tick by the worker and summed by the controller's progress thread
-(``progress/plugin.py``).
+(``progress/run_phase.py``).
 
 Degenerate cases: a worker that crashed sends no ``workeroutput`` (every read below defaults
 to nothing); without xdist nothing here is used.

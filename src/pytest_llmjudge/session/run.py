@@ -1,13 +1,13 @@
 """The Run: one object per ``pytest --llmjudge`` session that owns its state and orders its phases.
 
-Registered by ``plugin.py``'s ``pytest_configure`` only when ``--llmjudge`` is given (so
+Registered by ``run_phase.py``'s ``pytest_configure`` only when ``--llmjudge`` is given (so
 nothing here asks whether the plugin is on), like pytest-xdist's ``DSession``. It owns the
 settings, the scorer (the call planner and runner), the results collector (the one
 listener every report is built from) and each feature's state; the feature modules
-(``report/plugin.py``, ``regression/plugin.py``, ``calibration/plugin.py``,
-``progress/plugin.py``, ``selection/sharding_plugin.py``, ``label_queue/plugin.py``,
-``selection/plugin.py``, ``execution/batch_plugin.py``, ``pairwise/plugin.py``,
-``canaries/plugin.py``) are plain code it calls. Its hooks are the phases, in this order:
+(``report/run_phase.py``, ``regression/run_phase.py``, ``calibration/run_phase.py``,
+``progress/run_phase.py``, ``selection/shard_phase.py``, ``label_queue/run_phase.py``,
+``selection/run_phase.py``, ``execution/batch_phase.py``, ``pairwise/run_phase.py``,
+``canaries/run_phase.py``) are plain code it calls. Its hooks are the phases, in this order:
 
 1. **configure** (:meth:`Run.__init__`): settings, scorer, then each feature's options
    (label queue, shard, progress, rankings, regression, reports, batch, calibration), and
@@ -49,17 +49,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_llmjudge.calibration import plugin as calibration
-from pytest_llmjudge.canaries import plugin as canaries
+from pytest_llmjudge.calibration import run_phase as calibration
+from pytest_llmjudge.canaries import run_phase as canaries
 from pytest_llmjudge.errors import ConfigError, MissingDependencyError
-from pytest_llmjudge.execution import batch_plugin
-from pytest_llmjudge.label_queue import plugin as label_queue_plugin
-from pytest_llmjudge.pairwise import plugin as rankings
-from pytest_llmjudge.progress import plugin as progress_plugin
-from pytest_llmjudge.regression import plugin as regression
-from pytest_llmjudge.report import plugin as reports
-from pytest_llmjudge.selection import plugin as selection_plugin
-from pytest_llmjudge.selection import sharding_plugin
+from pytest_llmjudge.execution import batch_phase
+from pytest_llmjudge.label_queue import run_phase as label_queue_phase
+from pytest_llmjudge.pairwise import run_phase as rankings
+from pytest_llmjudge.progress import run_phase as progress_phase
+from pytest_llmjudge.regression import run_phase as regression
+from pytest_llmjudge.report import run_phase as reports
+from pytest_llmjudge.selection import run_phase as selection_phase
+from pytest_llmjudge.selection import shard_phase
 from pytest_llmjudge.session import channel
 from pytest_llmjudge.session.collector import ResultsCollector
 from pytest_llmjudge.session.item_base import Planner, file_node, selected_calls
@@ -146,9 +146,9 @@ class Run:
         """The label queue's line for the summary, once written."""
         self.planners: list[Planner] = []
         # The features, in the order their options are checked (the first bad one is the usage error).
-        self.label_queue = label_queue_plugin.configure(config)
-        self.shard, self.shard_reports = sharding_plugin.configure(config)
-        self.progress = progress_plugin.display_for(config, self.settings.progress_interval)
+        self.label_queue = label_queue_phase.configure(config)
+        self.shard, self.shard_reports = shard_phase.configure(config)
+        self.progress = progress_phase.display_for(config, self.settings.progress_interval)
         rankings.configure(config)
         history = reports.open_run_history(config)
         self.regression = regression.configure(config, history)
@@ -158,7 +158,7 @@ class Run:
         self.claim_write_targets(claimed)
         config.stash[recorder_key] = lambda item, properties: reports.record_properties(self.report, item, properties)
         if self.settings.batch:
-            batch_plugin.check(self.board)
+            batch_phase.check(self.board)
         calibration.configure(config, self.board)
         self.planners.append(lambda items: calibration.calibrated_gate_needs(config, items))
 
@@ -213,7 +213,7 @@ class Run:
         """A line about the shared cache store (a wait on a lease, a take-over), shown even with ``-q``.
 
         Written from the runner's thread while items run, so as the progress line is
-        (``progress/plugin.py``): with pytest's capture suspended (else it would land in the
+        (``progress/run_phase.py``): with pytest's capture suspended (else it would land in the
         running item's captured output and vanish), under the progress display's lock, as a
         line of its own with pytest's unfinished line put back after it.
         """
@@ -245,7 +245,7 @@ class Run:
         entries of a run that ended moments before this one started), and the progress directory."""
         if self.run_started is None:
             self.run_started = time.time()
-        directory = progress_plugin.controller_directory(self.progress) if self.progress is not None else None
+        directory = progress_phase.controller_directory(self.progress) if self.progress is not None else None
         channel.send_to_worker(node, self.run_started, directory)
 
     @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown without xdist
@@ -368,7 +368,7 @@ class Run:
         return self.regression.cli_baseline is not None or has_top_level_key(collector.path, "regression")
 
     def pytest_itemcollected(self, item: pytest.Item) -> None:
-        selection_plugin.add_tags(self.config, self.tags, item)
+        selection_phase.add_tags(self.config, self.tags, item)
 
     # ------------------------------------------------------------------ 3. select
 
@@ -382,11 +382,11 @@ class Run:
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
         if self.settings.languages:
-            dropped = selection_plugin.select_languages(set(self.settings.languages), items)
+            dropped = selection_phase.select_languages(set(self.settings.languages), items)
             if dropped:
                 config.hook.pytest_deselected(items=dropped)
         if self.shard is not None:
-            dropped = sharding_plugin.select(self.shard, config, items)
+            dropped = shard_phase.select(self.shard, config, items)
             if dropped:
                 config.hook.pytest_deselected(items=dropped)
             self.shard_emptied = bool(dropped) and not items
@@ -422,12 +422,12 @@ class Run:
         config = session.config
         if not config.option.collectonly:  # --collect-only runs no item: send no (paid) judge call
             if self.settings.batch:
-                batch_plugin.send_batches(session, self.board, self.planners)
+                batch_phase.send_batches(session, self.board, self.planners)
             self._plan(session)
         rankings.plan_rankings(config, session.items)
         reports.note_suites(config, self.report, self.board, session.items)
         if self.progress is not None:
-            progress_plugin.start(self.progress, session.items)
+            progress_phase.start(self.progress, session.items)
 
     def _plan(self, session: pytest.Session) -> None:
         """Every selected item's judge calls, planned and started at once (items block only on their own)."""
@@ -592,7 +592,7 @@ class Run:
         """The merge run of shards: their accounting added to this run's (summed like xdist workers')."""
         if self.shard_reports:
             self.results.worker_stats.extend(stats for _, stats in self.shard_reports)
-            sharding_plugin.announce_reports(session.config, self.shard_reports)
+            shard_phase.announce_reports(session.config, self.shard_reports)
 
     # tryfirst: pytest's JUnit writer writes its file in its own pytest_sessionfinish, and the
     # release verdict must be in it; and after Ctrl-C the judge calls stop before anything else.
@@ -600,12 +600,12 @@ class Run:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self._stop_judging(session, exitstatus)
         if self.progress is not None:
-            progress_plugin.finish(self.progress)
+            progress_phase.finish(self.progress)
         workeroutput = channel.worker_output(self.config)
         if workeroutput is None:  # the process that owns the terminal: the verdict, the baseline
             self._verdict_and_baseline(session, exitstatus)
         if self.label_queue is not None:
-            self.label_line = label_queue_plugin.write_queue(self.config, self.label_queue)
+            self.label_line = label_queue_phase.write_queue(self.config, self.label_queue)
         if self.shard_emptied and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
             # A shard that the hash gave nothing (more shards than cases) did its share: not pytest's
             # "no tests collected" failure (exit 5), which would fail a CI matrix job for nothing.

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 scorer_key: pytest.StashKey[Scorer] = pytest.StashKey()
 recorder_key = pytest.StashKey[Callable[[pytest.Item, Iterable[tuple[str, Any]]], None]]()
-"""How items record their results for JUnit; installed by the Run (``report.plugin.record_properties``)."""
+"""How items record their results for JUnit; installed by the Run (``report.run_phase.record_properties``)."""
 
 
 def is_enabled(config: pytest.Config) -> bool:

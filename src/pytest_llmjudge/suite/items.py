@@ -34,7 +34,7 @@ from pytest_llmjudge.errors import CaseFailure, LLMJudgeError
 from pytest_llmjudge.execution.scorer import Score, Scorer
 from pytest_llmjudge.execution.sequential import NOT_NEEDED, SEQUENTIAL_STATS, RowRun, order_key, run_rounds
 from pytest_llmjudge.execution.spend import NOT_JUDGED
-from pytest_llmjudge.label_queue.plugin import queue_key
+from pytest_llmjudge.label_queue.run_phase import queue_key
 from pytest_llmjudge.records import (
     AggregateRecord,
     CaseRecord,

@@ -114,7 +114,7 @@ class ProgressDisplay:
         if len(self.models) != 1:
             return None
         try:
-            # As the reports read them (report/plugin.py price_lines): the ini, then --llmjudge-price.
+            # As the reports read them (report/run_phase.py price_lines): the ini, then --llmjudge-price.
             lines = [*self.config.getini("llmjudge_prices"), *self.config.getoption("llmjudge_price", [])]
             prices = parse_prices(str(line) for line in lines)
         except PriceError:

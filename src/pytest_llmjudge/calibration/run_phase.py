@@ -13,7 +13,7 @@ Plain functions the Run calls (``session/run.py``; no hook here):
   sharing and the cache see them;
 * :func:`guard`: before a suite item runs, the guard that stops judge-scored suite items in
   languages where their judge failed the gate (:func:`guard_suite_item`);
-* the ``llmjudge_calibrated_judge`` fixture (in ``plugin.py``), bound to
+* the ``llmjudge_calibrated_judge`` fixture (in ``pytest_llmjudge/plugin.py``), bound to
   :func:`calibration_path`: ``--llmjudge-calibration`` or the ini key ``llmjudge_calibration``
   (a relative path is taken from the invocation directory on the command line, from the
   rootdir in the ini file).
