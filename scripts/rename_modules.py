@@ -95,6 +95,8 @@ MOVES: list[tuple[str, str]] = [
     ("canaries.plugin", "canaries.run_phase"),
     ("pairwise.plugin", "pairwise.run_phase"),
     ("execution.batch_plugin", "execution.batch_phase"),
+    # A ranking file reads as every file kind does: schema.py -> build.py -> items.py.
+    ("pairwise.ranking_loader", "pairwise.build"),
 ]
 
 # Test files renamed with the module they test (path -> path), skipped like modules when missing.

@@ -27,8 +27,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from pytest_llmjudge.pairwise.build import load_ranking
 from pytest_llmjudge.pairwise.evaluator import RankingEvaluator
-from pytest_llmjudge.pairwise.ranking_loader import load_ranking
 from pytest_llmjudge.pairwise.schema import SurrogateConfig
 from pytest_llmjudge.pairwise.surrogate import SurrogateResult, run_surrogate
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_llmjudge.pairwise.build import load_ranking
 from pytest_llmjudge.pairwise.evaluator import RankingEvaluator
-from pytest_llmjudge.pairwise.ranking_loader import load_ranking
 from pytest_llmjudge.regression.baseline import load_baseline
 
 REPO = Path(__file__).resolve().parents[2]

@@ -130,7 +130,7 @@ state_key = pytest.StashKey[PairwiseState]()
 class RankingFile(pytest.File):
     def collect(self) -> list[pytest.Item]:
         from pytest_llmjudge.errors import LLMJudgeError
-        from pytest_llmjudge.pairwise.ranking_loader import load_ranking
+        from pytest_llmjudge.pairwise.build import load_ranking
 
         try:
             ranking = load_ranking(self.path)

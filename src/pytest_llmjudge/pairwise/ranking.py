@@ -1,6 +1,6 @@
 """A loaded ranking file: its systems, cases, recorded battles and assertions (plain frozen data).
 
-Built by :func:`~pytest_llmjudge.pairwise.ranking_loader.load_ranking`; checked by
+Built by :func:`~pytest_llmjudge.pairwise.build.load_ranking`; checked by
 :class:`~pytest_llmjudge.pairwise.evaluator.RankingEvaluator`. An assertion holds when its
 observed value compares with its threshold as its operator says
 (:data:`~pytest_llmjudge.pairwise.assertions.COMPARISONS`).
