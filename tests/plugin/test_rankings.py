@@ -340,3 +340,15 @@ def test_batch_mode_sends_a_rankings_battles_in_the_batch(
     rerun = pytester.runpytest("--llmjudge")
     rerun.assert_outcomes(passed=4)
     assert server.requests == [] and server.stats()["batch"]["batch_requests"] == battles
+
+
+def test_two_in_process_runs_after_the_package_was_imported_share_one_state(pytester: pytest.Pytester) -> None:
+    """A feature package imported by the outer process (as a unit test module does) keeps the
+    attributes an in-process run left on it after pytester drops that run's modules; the Run must
+    not pick up the stale feature module (its StashKey) while the items are imported afresh."""
+    import pytest_llmjudge.pairwise  # noqa: F401  (what tests/unit/test_pairwise.py's imports do)
+
+    for _ in range(2):
+        result = pytester.runpytest("--llmjudge", str(EXAMPLES / "pariksha_arena.yaml"), "-k", "position_bias")
+        assert result.ret == 0, result.stdout.str()[-2000:]
+        result.assert_outcomes(passed=15, xfailed=1)

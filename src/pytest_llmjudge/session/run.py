@@ -49,18 +49,22 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_llmjudge.calibration import run_phase as calibration
-from pytest_llmjudge.canaries import run_phase as canaries
+# ``import a.b.c as x``, not ``from a.b import c``: the latter takes ``c`` from the package's
+# attribute, which can outlive ``a.b.c`` in ``sys.modules`` (pytester's in-process runs drop the
+# modules a run imported but not the attributes they left on a package imported before), and a
+# stale feature module keeps StashKeys that the items, imported afresh, no longer use.
+import pytest_llmjudge.calibration.run_phase as calibration
+import pytest_llmjudge.canaries.run_phase as canaries
+import pytest_llmjudge.execution.batch_phase as batch_phase
+import pytest_llmjudge.label_queue.run_phase as label_queue_phase
+import pytest_llmjudge.pairwise.run_phase as rankings
+import pytest_llmjudge.progress.run_phase as progress_phase
+import pytest_llmjudge.regression.run_phase as regression
+import pytest_llmjudge.report.run_phase as reports
+import pytest_llmjudge.selection.run_phase as selection_phase
+import pytest_llmjudge.selection.shard_phase as shard_phase
+import pytest_llmjudge.session.channel as channel
 from pytest_llmjudge.errors import ConfigError, MissingDependencyError
-from pytest_llmjudge.execution import batch_phase
-from pytest_llmjudge.label_queue import run_phase as label_queue_phase
-from pytest_llmjudge.pairwise import run_phase as rankings
-from pytest_llmjudge.progress import run_phase as progress_phase
-from pytest_llmjudge.regression import run_phase as regression
-from pytest_llmjudge.report import run_phase as reports
-from pytest_llmjudge.selection import run_phase as selection_phase
-from pytest_llmjudge.selection import shard_phase
-from pytest_llmjudge.session import channel
 from pytest_llmjudge.session.collector import ResultsCollector
 from pytest_llmjudge.session.item_base import Planner, file_node, selected_calls
 from pytest_llmjudge.session.state import recorder_key, scorer_key
