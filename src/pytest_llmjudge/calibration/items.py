@@ -223,26 +223,14 @@ class GateItem(_CalibrationItem):
 
     def _released(self, result: GateResult) -> tuple[GateResult, ReleaseMember | None]:
         """The gate as its release family decided it, when it joined one."""
-        from pytest_llmjudge.regression.items import decide_family
-        from pytest_llmjudge.regression.items import state_key as regression_key
+        from pytest_llmjudge.regression.items import joined_decision
         from pytest_llmjudge.stats.multiplicity import method_name
 
         key = self.release_family_key()
         if key is None:
             return result, None
-        joined = self.config.stash[regression_key].joined
-        if self.nodeid not in joined:
-            decide_family(self, key)
-        d = joined[self.nodeid]
-        member = ReleaseMember(
-            family=d.family,
-            correction=d.correction,
-            alpha=d.alpha,
-            p_value=d.p_value,
-            p_adjusted=d.p_adjusted,
-            design_level=d.design_level,
-            size=d.size,
-        )
+        d = joined_decision(self, key)
+        member = d.member()
         if d.p_value is None:
             return result, member
         text = (

@@ -57,7 +57,7 @@ from pytest_llmjudge.util.formatting import format_fixed, format_value
 if TYPE_CHECKING:
     from pytest_llmjudge.errors import BaselineError
     from pytest_llmjudge.history import History
-    from pytest_llmjudge.records import CaseDrop
+    from pytest_llmjudge.records import CaseDrop, ReleaseMember
     from pytest_llmjudge.regression.baseline import Baseline, MetricScores
     from pytest_llmjudge.regression.compare import RegressionResult, RegressionSettings
     from pytest_llmjudge.regression.human import HumanChange
@@ -115,10 +115,11 @@ class RegressionState:
 
 @dataclass(frozen=True)
 class JoinedDecision:
-    """An aggregate bound check decided in a release family (``family: release``).
+    """An aggregate bound check or agreement gate decided in a release family (``family: release``).
 
-    ``p_value`` is the betting test's (``stats/betting.py``, bets at ``design_level``),
-    ``p_adjusted`` after the family's correction; the row passes when ``p_adjusted <= alpha``.
+    ``p_value`` is the check's own (an aggregate's betting test, ``stats/betting.py``, bets at
+    ``design_level``; a gate's posterior p), ``p_adjusted`` after the family's correction; the
+    check passes when ``p_adjusted <= alpha``.
     """
 
     p_value: float | None
@@ -133,6 +134,28 @@ class JoinedDecision:
     @property
     def passed(self) -> bool:
         return self.p_adjusted is not None and self.p_adjusted <= self.alpha
+
+    def member(self) -> ReleaseMember:
+        """The record's form of this decision."""
+        from pytest_llmjudge.records import ReleaseMember
+
+        return ReleaseMember(
+            family=self.family,
+            correction=self.correction,
+            alpha=self.alpha,
+            p_value=self.p_value,
+            p_adjusted=self.p_adjusted,
+            design_level=self.design_level,
+            size=self.size,
+        )
+
+
+def joined_decision(item: pytest.Item, key: tuple[str, ...]) -> JoinedDecision:
+    """The decision of a check that joined the family ``key`` (deciding the family on first use)."""
+    joined = item.config.stash[state_key].joined
+    if item.nodeid not in joined:
+        decide_family(item, key)
+    return joined[item.nodeid]
 
 
 def family_key_of(config: pytest.Config, suite: Suite, metric: str) -> tuple[str, ...]:

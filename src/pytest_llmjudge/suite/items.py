@@ -749,8 +749,7 @@ class AggregateItem(_SuiteItem):
 
     def _release(self, row: AggregateRow) -> tuple[AggregateRow, ReleaseMember | None]:
         """The row decided by its release family (adjusted p <= alpha), when it joined one."""
-        from pytest_llmjudge.regression.items import decide_family
-        from pytest_llmjudge.regression.items import state_key as regression_key
+        from pytest_llmjudge.regression.items import joined_decision
 
         if self.check.family == "release" and self.sequential and row.problem is None:
             stopped = (
@@ -761,23 +760,11 @@ class AggregateItem(_SuiteItem):
         key = self.release_family_key()
         if key is None:
             return row, None
-        joined = self.config.stash[regression_key].joined
-        if self.nodeid not in joined:
-            decide_family(self, key)
-        d = joined[self.nodeid]
+        d = joined_decision(self, key)
         problem = row.problem
         if problem is None and d.p_value is None:
             problem = f"family: release needs a known scale of {self.check.spec.metric} (a rubric, or scale:)"
-        member = ReleaseMember(
-            family=d.family,
-            correction=d.correction,
-            alpha=d.alpha,
-            p_value=d.p_value,
-            p_adjusted=d.p_adjusted,
-            design_level=d.design_level,
-            size=d.size,
-        )
-        return replace(row, problem=problem, passed=problem is None and d.passed), member
+        return replace(row, problem=problem, passed=problem is None and d.passed), d.member()
 
     def _sibling_decided(self, row: AggregateRow) -> AggregateRow:
         """Another row of the table as its own item's family decided it (if it joined one and was decided)."""
