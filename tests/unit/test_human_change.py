@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from pytest_llmjudge.records import CaseScore
-from pytest_llmjudge.regression.baseline import build_baseline, load_baseline, save_baseline
+from pytest_llmjudge.regression.baseline import build_baseline, save_baseline
+from pytest_llmjudge.regression.build import load_baseline
 from pytest_llmjudge.regression.human import MIN_PAIRS, human_change
 
 ppi_py = pytest.importorskip("ppi_py")

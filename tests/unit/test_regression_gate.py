@@ -20,16 +20,10 @@ from pytest_llmjudge.records import (
     RegressionRecord,
     Threshold,
 )
-from pytest_llmjudge.regression.baseline import (
-    Baseline,
-    MetricScores,
-    SuiteScores,
-    build_baseline,
-    load_baseline,
-    resolve_path,
-    save_baseline,
-)
+from pytest_llmjudge.regression.baseline import build_baseline, resolve_path, save_baseline
+from pytest_llmjudge.regression.build import load_baseline
 from pytest_llmjudge.regression.compare import RegressionSettings, compare, decide, measure
+from pytest_llmjudge.regression.schema import Baseline, MetricScores, SuiteScores
 from pytest_llmjudge.stats.paired import paired_bootstrap
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from pytest_llmjudge.pairwise.build import load_ranking
 from pytest_llmjudge.pairwise.evaluator import RankingEvaluator
-from pytest_llmjudge.regression.baseline import load_baseline
+from pytest_llmjudge.regression.build import load_baseline
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "example_suites"

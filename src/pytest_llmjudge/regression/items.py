@@ -58,9 +58,9 @@ if TYPE_CHECKING:
     from pytest_llmjudge.errors import BaselineError
     from pytest_llmjudge.history import History
     from pytest_llmjudge.records import CaseDrop, ReleaseMember
-    from pytest_llmjudge.regression.baseline import Baseline, MetricScores
     from pytest_llmjudge.regression.compare import RegressionResult, RegressionSettings
     from pytest_llmjudge.regression.human import HumanChange
+    from pytest_llmjudge.regression.schema import Baseline, MetricScores
     from pytest_llmjudge.stats.grouping import Group
     from pytest_llmjudge.suite.model import Case, Suite
 
@@ -223,7 +223,7 @@ state_key = pytest.StashKey[RegressionState]()
 
 def _load(state: RegressionState, path: Path) -> Baseline:
     from pytest_llmjudge.errors import BaselineError
-    from pytest_llmjudge.regression.baseline import load_baseline
+    from pytest_llmjudge.regression.build import load_baseline
 
     cached = state.loaded.get(path)
     if cached is None:

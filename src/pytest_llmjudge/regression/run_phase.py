@@ -40,7 +40,7 @@ from pytest_llmjudge.regression.items import UNDECIDED, RegressionState, shown_p
 if TYPE_CHECKING:
     from pytest_llmjudge.history import History
     from pytest_llmjudge.records import ItemRecord, ReleaseVerdict
-    from pytest_llmjudge.regression.baseline import Baseline
+    from pytest_llmjudge.regression.schema import Baseline
 
 
 def add_options(parser: pytest.Parser) -> None:
