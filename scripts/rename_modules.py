@@ -316,6 +316,10 @@ class Rule(NamedTuple):
     where: str | None = None  # only in this file, or in the files of this directory
 
 
+LEAF_DIRS: dict[str, set[str]] = {}
+"""File name -> the directories of the package's modules with that name (filled at the start of a run)."""
+
+
 def reference_rules(moves: list[Move], ambiguous: set[str]) -> list[Rule]:
     """The rewrites of every move whose references are rewritten (:attr:`Move.rewrite`)."""
     rules: list[Rule] = []
@@ -362,7 +366,10 @@ def reference_rules(moves: list[Move], ambiguous: set[str]) -> list[Rule]:
             old_dir, _, leaf = old_rel.rpartition("/")
             new_dir, _, new_leaf = new_rel.rpartition("/")
             target = new_leaf if new_dir == old_dir else new_rel
-            where = None if leaf not in ambiguous else str(SRC / old_dir)
+            # Ambiguous when another module of that file name exists (at the time of the run) outside the
+            # module's old directory: a bare ``plugin.py`` is the entry point once every package's moved away.
+            elsewhere = {d for d in LEAF_DIRS.get(leaf, set()) if d != str(SRC / old_dir)}
+            where = None if leaf not in ambiguous and not elsewhere else str(SRC / old_dir)
             rules.append(
                 Rule(re.compile(r"(?<![\w/.-])" + re.escape(leaf) + r"(?!\w)"), target, f"{leaf} -> {target}", where)
             )
@@ -464,6 +471,8 @@ def main() -> int:
     for path in modules_before:
         leaves[path.name] = leaves.get(path.name, 0) + 1
     ambiguous = {name for name, count in leaves.items() if count > 1}
+    for path in modules_before:
+        LEAF_DIRS.setdefault(path.name, set()).add(str(path.parent))
 
     moves = plan_moves()
     conflicts = [m for m in moves if m.state == "conflict"]

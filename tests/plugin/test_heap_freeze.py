@@ -1,5 +1,5 @@
 """The cyclic collector around a run: paused while collecting, the collected heap frozen for the
-run, and everything handed back afterwards (run_phase.py ``pytest_collection``), through pytester."""
+run, and everything handed back afterwards (plugin.py ``pytest_collection``), through pytester."""
 
 from __future__ import annotations
 

@@ -9,13 +9,13 @@ The rules:
 
 1. no import cycle anywhere in the package;
 2. only the pytest-facing modules import pytest (or ``_pytest``);
-3. nothing imports the core plugin (``run_phase.py``): it sits on top; and nothing but it
+3. nothing imports the core plugin (``plugin.py``): it sits on top; and nothing but it
    imports the Run (``session/run.py``), which sits just below it;
 4. the session layer (``session/``) imports no other pytest-facing module: every plugin
    and item module builds on it, never the other way round (the Run excepted: it calls them);
 5. the plain engine (every module that is not pytest-facing) imports no pytest-facing module;
-6. only ``run_phase.py`` registers plugins with the plugin manager (the built-in providers and
-   the Run); only ``run_phase.py``, the Run and ``builtin_plugins.py`` (which implements the
+6. only ``plugin.py`` registers plugins with the plugin manager (the built-in providers and
+   the Run); only ``plugin.py``, the Run and ``builtin_plugins.py`` (which implements the
    plugin's own hook specifications, ``hookspecs.py``) define ``pytest_*`` hooks: the feature modules are plain
    code the Run calls; ordering markers (``tryfirst``/``trylast``) stand only in the Run.
 """
@@ -33,7 +33,7 @@ import pytest_llmjudge
 ROOT = Path(pytest_llmjudge.__file__).parent
 PACKAGE = "pytest_llmjudge"
 
-# The modules allowed to import pytest: hooks and items (``run_phase.py``, ``run_phase.py`` and ``*_phase.py``, ``items.py``
+# The modules allowed to import pytest: hooks and items (``plugin.py``, ``run_phase.py`` and ``*_phase.py``, ``items.py``
 # at any depth) and the session layer they share.
 SESSION = f"{PACKAGE}.session"
 RUN = f"{SESSION}.run"
@@ -242,7 +242,7 @@ def _calls_named(path: Path, attribute: str) -> list[str]:
 
 
 def test_only_the_core_plugin_registers_plugins() -> None:
-    """One place registers with pytest's plugin manager: ``run_phase.py`` (the built-in providers, the Run)."""
+    """One place registers with pytest's plugin manager: ``plugin.py`` (the built-in providers, the Run)."""
     offenders = sorted(
         f"{module}: {callee}"
         for module, path in MODULES.items()

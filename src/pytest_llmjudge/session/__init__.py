@@ -1,7 +1,7 @@
 """The session layer: the Run, and what every pytest-facing module of the plugin shares.
 
 ``run.py`` is the Run, the one object whose hooks are a run's phases; it sits on top of the
-feature modules and items and calls them (only ``run_phase.py`` imports it). The rest of the
+feature modules and items and calls them (only ``plugin.py`` imports it). The rest of the
 package is shared: the suite items (``suite/items.py``) and the feature modules
 (calibration, pairwise, regression, report, batch) import from it, and it imports none of
 them, only the plain engine below it (settings, judge policy, execution). That is the rule

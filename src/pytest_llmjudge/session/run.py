@@ -1,6 +1,6 @@
 """The Run: one object per ``pytest --llmjudge`` session that owns its state and orders its phases.
 
-Registered by ``run_phase.py``'s ``pytest_configure`` only when ``--llmjudge`` is given (so
+Registered by ``plugin.py``'s ``pytest_configure`` only when ``--llmjudge`` is given (so
 nothing here asks whether the plugin is on), like pytest-xdist's ``DSession``. It owns the
 settings, the scorer (the call planner and runner), the results collector (the one
 listener every report is built from) and each feature's state; the feature modules
