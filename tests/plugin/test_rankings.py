@@ -283,6 +283,19 @@ def test_random_order_recovers_the_ranking_under_partial_bias_and_is_cached(
     assert server.stats()["requests"] == 60, "a re-run is served from the cache"
 
 
+def test_collect_only_sends_no_battle(
+    pytester: pytest.Pytester, pairwise_server: tuple[LoopbackServer, ScriptedPairwiseJudge]
+) -> None:
+    """--collect-only runs no item, so it must pay for no judge call (it sent all 60 battles before)."""
+    server, _ = pairwise_server
+    write_cases(pytester)
+    pytester.makefile(".yaml", arena=live_ranking(server.openai_base_url, "random"))
+    result = pytester.runpytest("--llmjudge", "--collect-only")
+    assert result.ret == 0
+    assert "pairwise judge call(s) planned" not in result.stdout.str()
+    assert server.stats()["requests"] == 0
+
+
 def test_both_orders_turn_inconsistent_verdicts_into_ties(
     pytester: pytest.Pytester, pairwise_server: tuple[LoopbackServer, ScriptedPairwiseJudge]
 ) -> None:

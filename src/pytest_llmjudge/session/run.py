@@ -428,7 +428,7 @@ class Run:
             if self.settings.batch:
                 batch_phase.send_batches(session, self.board, self.planners)
             self._plan(session)
-        rankings.plan_rankings(config, session.items)
+            rankings.plan_rankings(config, session.items)
         reports.note_suites(config, self.report, self.board, session.items)
         if self.progress is not None:
             progress_phase.start(self.progress, session.items)
