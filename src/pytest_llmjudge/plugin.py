@@ -41,18 +41,19 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     # The features' options first: their order in --help (docs/configuration.md) is the one they
     # had when each feature registered its own options as a plugin.
-    from pytest_llmjudge.calibration import run_phase as calibration
-    from pytest_llmjudge.label_queue import run_phase as label_queue_plugin
-    from pytest_llmjudge.regression import run_phase as regression
-    from pytest_llmjudge.report import run_phase as reports
-    from pytest_llmjudge.selection import shard_phase as sharding_plugin
+    # ``import a.b.c as x``: see session/run.py (a package attribute can outlive sys.modules under pytester).
+    import pytest_llmjudge.calibration.run_phase as calibration
+    import pytest_llmjudge.label_queue.run_phase as label_queue
+    import pytest_llmjudge.regression.run_phase as regression
+    import pytest_llmjudge.report.run_phase as reports
+    import pytest_llmjudge.selection.shard_phase as shards
 
     for add_options in (
         reports.add_options,
         calibration.add_options,
         regression.add_options,
-        sharding_plugin.add_options,
-        label_queue_plugin.add_options,
+        shards.add_options,
+        label_queue.add_options,
     ):
         add_options(parser)
     group = parser.getgroup("llmjudge", "LLM-judge evaluation suites (pytest-llmjudge)")

@@ -35,7 +35,7 @@ What the verdict of a row is in sequential mode:
 
 Case items: a case with its own threshold is judged whatever the rows decide (per-case
 thresholds are never dropped); a row whose cases all have one is judged as without the
-option (``suite_items.judge_sequentially``). A row with an unscored case among the judged
+option (``suite.items.judge_sequentially``). A row with an unscored case among the judged
 ones stops being sequential and is judged in full (the full row's ``max_unscored_rate`` rules apply); a row is never settled before
 ``min_cases`` scored cases.
 

@@ -2,5 +2,5 @@
 
 * ``counters``: what one process counts (calls planned and done, cache hits, failures, tokens) and
   the one line of text made of them;
-* ``plugin``: the thread that draws that line on the terminal, through capture and pytest-xdist.
+* ``run_phase``: the thread that draws that line on the terminal, through capture and pytest-xdist.
 """

@@ -11,5 +11,5 @@
 * :mod:`~pytest_llmjudge.report.run_phase`: the pytest hooks (options, collection of suite
   metadata, writing at session end on the controller).
 
-Only ``plugin`` imports pytest. See ``docs/reports.md``.
+Only ``run_phase`` imports pytest. See ``docs/reports.md``.
 """

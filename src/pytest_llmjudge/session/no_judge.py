@@ -1,7 +1,7 @@
 """The pytest side of the one "no judge" policy (``judges/no_judge_policy.py``): end the item by skipping or failing.
 
 Every item kind and the ``llmjudge_judge`` fixture call :func:`skip_or_fail_without_judge`
-once they know their judge can't be called; ``judge_policy.no_judge_outcome`` decides
+once they know their judge can't be called; ``no_judge_policy.no_judge_outcome`` decides
 which. The exception carries the outcome as a plain dict (it travels under xdist) so the
 summary can count these items, also when a session fixture's exception is raised again
 for every test that uses it.
@@ -18,7 +18,7 @@ from pytest_llmjudge.settings import Settings
 
 
 def skip_or_fail_without_judge(settings: Settings, reason: str, suite_required: bool | None = None) -> NoReturn:
-    """End the item (or fixture) whose judge can't be called: skip or fail, as judge_policy decides.
+    """End the item (or fixture) whose judge can't be called: skip or fail, as no_judge_policy decides.
 
     ``reason`` names the judge and the problem.
     """

@@ -474,7 +474,7 @@ class Run:
 
     def _judge_sequentially(self, session: pytest.Session, needs: list[tuple[Suite, Case, str]]) -> None:
         """``--llmjudge-sequential``: judge the aggregate rows in rounds now, before the items run
-        (``suite_items.judge_sequentially``), and say what it saved."""
+        (``suite.items.judge_sequentially``), and say what it saved."""
         board = self.board
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         verbose = reporter is not None and session.config.get_verbosity() >= 0
