@@ -61,11 +61,34 @@ def pytest_collection(session: pytest.Session) -> Iterator[object]:
         sys.dont_write_bytecode = dont_write
 
 
+def _package_modules() -> list[str]:
+    """Every module of the package, by name, without importing any (``__main__`` modules left out)."""
+    import pytest_llmjudge
+
+    root = Path(pytest_llmjudge.__file__).parent
+    names = []
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        if parts[-1] == "__main__":
+            continue
+        parts = parts[:-1] if parts[-1] == "__init__" else parts
+        names.append(".".join(("pytest_llmjudge", *parts)))
+    return names
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     if session.config.pluginmanager.has_plugin("dsession"):
         return  # the xdist controller: its workers run the tests
     for name in PRELOAD:
         importlib.import_module(name)
+    # The rest of the package too: a module an in-process run imports that this process lacks is
+    # dropped after the run and imported again by the next (pydantic models and all), hundreds
+    # of times; and a package attribute left behind can point at the dropped module.
+    for name in _package_modules():
+        try:
+            importlib.import_module(name)
+        except ImportError:  # an optional dependency this environment lacks (pyarrow, datasets)
+            pass
     for name in OPTIONAL_PRELOAD:
         try:
             importlib.import_module(name)
