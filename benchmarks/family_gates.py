@@ -29,8 +29,8 @@ What it prints, measured next to nominal, with replications:
 3. power: 8 gates whose population F1 is 0.1 above the threshold, at 100 and 300 items: the
    share of gates that pass in the family.
 
-Run: ``python benchmarks/family_gates.py`` (about three minutes on 2 loaded cores; ``--reps
-500`` for a quick look). The last line is ``gate_type1_max_005=<share>
+Run: ``python benchmarks/family_gates.py`` (about ten minutes on 2 loaded cores; ``--reps
+500`` for a quick look; ``--prior 0.3333`` for a stronger prior than the gate's). The last line is ``gate_type1_max_005=<share>
 gate_type1_max_family_level=<share> fwer_family=<share> power_100=<share> power_300=<share>``.
 """
 
@@ -68,10 +68,16 @@ def population_f1(probabilities: np.ndarray) -> float:
     return float(weighted_f1_from_confusion(probabilities[np.newaxis])[0])
 
 
+PRIOR: float | None = None
+"""``--prior``: the Dirichlet concentration per cell (None: Perks' 1/K^2, what the gate uses)."""
+
+
 def gate_pvalue(rng: np.random.Generator, probabilities: np.ndarray, n: int, threshold: float, seed: int) -> float:
     k = probabilities.shape[0]
     confusion = rng.multinomial(n, probabilities.ravel()).reshape(k, k)
-    return posterior_confusion_pvalue(confusion, weighted_f1_from_confusion, threshold, n_draws=RELEASE_DRAWS, rng=seed)
+    return posterior_confusion_pvalue(
+        confusion, weighted_f1_from_confusion, threshold, n_draws=RELEASE_DRAWS, rng=seed, prior=PRIOR
+    )
 
 
 def one_gate(reps: int, seed: int) -> tuple[float, float]:
@@ -116,7 +122,12 @@ def family(sims: int, seed: int, shift: float = 0.0, n: int = 100) -> tuple[floa
             point |= population_f1(confusion.astype(float)) >= threshold
             raw.append(
                 posterior_confusion_pvalue(
-                    confusion, weighted_f1_from_confusion, threshold, n_draws=RELEASE_DRAWS, rng=run * 8 + gate
+                    confusion,
+                    weighted_f1_from_confusion,
+                    threshold,
+                    n_draws=RELEASE_DRAWS,
+                    rng=run * 8 + gate,
+                    prior=PRIOR,
                 )
             )
         decided = decide_joined(measured, raw, bounds=False)
@@ -132,7 +143,12 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=2000, help="gates per cell of part 1 (default 2000)")
     parser.add_argument("--sims", type=int, default=400, help="runs per family cell (default 400)")
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument(
+        "--prior", type=float, default=None, help="Dirichlet concentration per cell (default Perks' 1/K^2, the gate's)"
+    )
     args = parser.parse_args()
+    global PRIOR
+    PRIOR = args.prior
     started = time.perf_counter()
     print("agreement gates in the release family: measured share ± binomial standard error (replications)")
     worst, worst_family = one_gate(args.reps, args.seed)
