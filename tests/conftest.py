@@ -229,6 +229,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.maxschedchunk = 1
     if not hasattr(config, "workerinput"):
         _compile_the_package()
+        if config.pluginmanager.hasplugin("xdist") and config.getoption("numprocesses", None):
+            _rewrite_test_modules_once()
 
 
 def _compile_the_package() -> None:
@@ -244,3 +246,56 @@ def _compile_the_package() -> None:
     import pytest_llmjudge
 
     compileall.compile_dir(Path(pytest_llmjudge.__file__).parent, quiet=1)
+
+
+class _NoTrace:
+    """The one part of pytest's assertion state that writing a rewritten module uses."""
+
+    def trace(self, *args: object) -> None:
+        pass
+
+
+def _rewrite_test_modules_once() -> None:
+    """Write pytest's rewritten test modules before the xdist workers start, in two processes.
+
+    Each worker imports every test module to collect it, and on a fresh checkout both rewrote
+    each module's asserts (about 5 s of CPU each) at the same time. Written here first, the
+    workers read them from ``__pycache__``, as they do on every later run. pytest's own
+    functions do the work (``_pytest.assertion.rewrite``, whose cache entries carry the
+    source's hash, so a stale one is never read); if they change, this is skipped and the
+    workers rewrite as before."""
+    try:
+        from _pytest.assertion.rewrite import PYC_TAIL, _read_pyc, get_cache_dir
+    except ImportError:
+        return
+    tests = Path(__file__).resolve().parent
+    todo = [
+        str(path)
+        for path in sorted(tests.rglob("*.py"))
+        if (path.name.startswith("test_") or path.name == "conftest.py")
+        and _read_pyc(path, get_cache_dir(path) / (path.name[:-3] + PYC_TAIL), _NoTrace().trace) is None
+    ]
+    if len(todo) < 8:  # a warm checkout: nothing worth two processes
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    try:
+        # fork: the children need this module's function, which another start method would
+        # have to import by a name only pytest knows.
+        with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
+            list(pool.map(_rewrite_one, todo, chunksize=4))
+    except Exception:  # an optimisation only: the workers rewrite what is missing, as before
+        return
+
+
+def _rewrite_one(name: str) -> None:
+    from _pytest.assertion.rewrite import PYC_TAIL, _rewrite_test, _write_pyc, get_cache_dir, try_makedirs
+
+    path = Path(name)
+    cache = get_cache_dir(path)
+    if not try_makedirs(cache):
+        return
+    # No config: the assertion-pass hook stays off, as the ini option leaves it in this project.
+    source_hash, code = _rewrite_test(path, None)  # type: ignore[arg-type]
+    _write_pyc(_NoTrace(), code, source_hash, cache / (path.name[:-3] + PYC_TAIL))  # type: ignore[arg-type]
