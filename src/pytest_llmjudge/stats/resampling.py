@@ -133,6 +133,20 @@ def bootstrap_confusion_ci(
     return ConfidenceInterval(float(low), float(high), point)
 
 
+def _posterior_values(
+    counts: IntArray, statistic: ProbabilityStatistic, n_draws: int, rng: Seed, prior: float | None
+) -> FloatArray:
+    """``statistic`` of ``n_draws`` cell-probability draws from the Dirichlet posterior of ``counts``
+    (concentration ``prior`` per cell, default Perks' ``1 / K^2``): what the interval and the
+    p-value both read."""
+    k = counts.shape[0]
+    concentration = 1.0 / (k * k) if prior is None else prior
+    if not concentration > 0.0:
+        raise ValueError(f"prior must be positive, got {prior}")
+    draws = np.random.default_rng(rng).dirichlet((counts + concentration).ravel(), size=n_draws)
+    return np.asarray(statistic(draws.reshape(n_draws, k, k)), dtype=np.float64)
+
+
 def posterior_confusion_ci(
     confusion: npt.ArrayLike,
     statistic: ProbabilityStatistic,
@@ -148,14 +162,8 @@ def posterior_confusion_ci(
     ``prior`` is the concentration per cell, default Perks' ``1 / K^2``.
     """
     counts = _checked_counts(confusion, n_resamples, confidence)
-    k = counts.shape[0]
-    concentration = 1.0 / (k * k) if prior is None else prior
-    if not concentration > 0.0:
-        raise ValueError(f"prior must be positive, got {prior}")
     point = float(statistic(counts[np.newaxis].astype(np.float64))[0])
-    generator = np.random.default_rng(rng)
-    draws = generator.dirichlet((counts + concentration).ravel(), size=n_resamples)
-    values = np.asarray(statistic(draws.reshape(n_resamples, k, k)), dtype=np.float64)
+    values = _posterior_values(counts, statistic, n_resamples, rng, prior)
     values = values[~np.isnan(values)]
     if values.size == 0:
         return ConfidenceInterval(float("nan"), float("nan"), point)
@@ -188,13 +196,7 @@ def posterior_confusion_pvalue(
     falls below ``a`` when the statistic sits exactly at ``threshold`` (its type-I error).
     """
     counts = _checked_counts(confusion, n_draws, 0.95)
-    k = counts.shape[0]
-    concentration = 1.0 / (k * k) if prior is None else prior
-    if not concentration > 0.0:
-        raise ValueError(f"prior must be positive, got {prior}")
-    generator = np.random.default_rng(rng)
-    draws = generator.dirichlet((counts + concentration).ravel(), size=n_draws)
-    values = np.asarray(statistic(draws.reshape(n_draws, k, k)), dtype=np.float64)
+    values = _posterior_values(counts, statistic, n_draws, rng, prior)
     # An undefined statistic (NaN) shows nothing: it counts against the claim.
     below = int(np.count_nonzero(~(values > threshold)))
     return min(1.0, (below + 1) / (n_draws + 1))
