@@ -158,19 +158,25 @@ def joined_decision(item: pytest.Item, key: tuple[str, ...]) -> JoinedDecision:
     return joined[item.nodeid]
 
 
-def family_key_of(config: pytest.Config, suite: Suite, metric: str) -> tuple[str, ...]:
-    """The family key (as :meth:`RegressionItem.family_key`) of a check on ``metric`` of ``suite``."""
+def _family_settings(config: pytest.Config, suite: Suite | None) -> RegressionSettings:
+    """The family's alpha, correction and scope: the suite's ``regression:`` section (none
+    without a suite), overridden by the command line, else the defaults."""
     from pytest_llmjudge.regression.compare import RegressionSettings
 
     state = config.stash[state_key]
-    rc = suite.regression
+    rc = suite.regression if suite is not None else None
     values: dict[str, Any] = {}
     if rc is not None:
         values = {"alpha": rc.alpha, "correction": rc.correction, "family": rc.family}
     for name in ("alpha", "correction", "family"):
         if getattr(state, name) is not None:
             values[name] = getattr(state, name)
-    s = RegressionSettings(**values)
+    return RegressionSettings(**values)
+
+
+def family_key_of(config: pytest.Config, suite: Suite, metric: str) -> tuple[str, ...]:
+    """The family key (as :meth:`RegressionItem.family_key`) of a check on ``metric`` of ``suite``."""
+    s = _family_settings(config, suite)
     where = {"run": (), "suite": (str(suite.path),), "metric": (str(suite.path), metric)}
     return (s.family, *where[s.family], s.correction, repr(s.alpha))
 
@@ -182,11 +188,7 @@ def run_family_key(config: pytest.Config) -> tuple[str, ...]:
     ``--llmjudge-family-include=gates``): a calibration set belongs to no suite, so it joins
     the run's family, together with the regression items of suites whose family is ``run``.
     """
-    from pytest_llmjudge.regression.compare import RegressionSettings
-
-    state = config.stash[state_key]
-    values = {name: getattr(state, name) for name in ("alpha", "correction") if getattr(state, name) is not None}
-    s = RegressionSettings(**values)
+    s = _family_settings(config, None)  # its scope is always the run, whatever --llmjudge-family says
     return ("run", s.correction, repr(s.alpha))
 
 
