@@ -109,10 +109,11 @@ def release_verdict(
     comparisons = len(records) + len(joined)
     rows = sum(1 for a, _ in joined if isinstance(a, AggregateRecord))
     gates_joined = len(joined) - rows
-    kinds = [f"{rows} aggregate row(s)"] * bool(rows) + [f"{gates_joined} agreement gate(s)"] * bool(gates_joined)
-    with_rows = f", {' and '.join(kinds)} among them" if joined else ""
-    if rows and not gates_joined:
-        with_rows = f", {rows} of them aggregate row(s)"
+    if gates_joined:
+        kinds = [f"{rows} aggregate row(s)"] * bool(rows) + [f"{gates_joined} agreement gate(s)"]
+        with_rows = f", {' and '.join(kinds)} among them"
+    else:  # the wording from before gates could join
+        with_rows = f", {rows} of them aggregate row(s)" if rows else ""
     parts = [
         f"release verdict: {status.upper()}: {comparisons} comparison(s){with_rows} in {n_families} "
         f"famil{'y' if n_families == 1 else 'ies'} ({', '.join(scopes)}), {how}{over}",
