@@ -29,12 +29,8 @@ PRELOAD = (
     "numpy",
     "openai",
     "scipy.stats",
-    "pytest_llmjudge.execution.scorer",
-    "pytest_llmjudge.judges.anthropic",
-    "pytest_llmjudge.judges.openai",
-    "pytest_llmjudge.metrics",
-    "pytest_llmjudge.suite.items",
 )
+"""Libraries; the package's own modules are all imported after them (:func:`_package_modules`)."""
 OPTIONAL_PRELOAD = (
     "httpcore2",
     "httpx2",
